@@ -1,0 +1,124 @@
+//! The run-level API that the Python bindings call: build a run from specs,
+//! run it, return results. Everything user-facing enters here.
+
+use crate::error::Result;
+
+/// Where a machine description comes from.
+#[derive(Clone, Debug)]
+pub struct MachineSource {
+    /// The description's text.
+    pub text: String,
+    /// `"toml"` or `"json"` (a Python dict serialised by the bindings).
+    pub format: String,
+    /// File path or preset name, used in error messages.
+    pub origin: String,
+}
+
+/// Options of one run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Keep every event and return an ftrace-format trace.
+    pub trace: bool,
+    /// Check engine invariants as the run goes (slower; on in tests).
+    pub check_invariants: bool,
+    /// Stop at this simulated time even if the workload has not finished, ns
+    /// (0 = the workload's own end, with a safety cap of one simulated hour).
+    pub max_time_ns: u64,
+}
+
+/// One run: machine, workload spec string or TOML, policy string, seed.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// Machine.
+    pub machine: MachineSource,
+    /// Workload spec: `family:key=value,...`, or a TOML table text when
+    /// `workload_format` is `"toml"`/`"json"`.
+    pub workload: String,
+    /// `"spec"`, `"toml"` or `"json"`.
+    pub workload_format: String,
+    /// Policy string, e.g. `eevdf`, `pinned`, `eevdf-SIS_UTIL`.
+    pub policy: String,
+    /// Seed of every random stream of the run.
+    pub seed: u64,
+    /// Options.
+    pub options: RunOptions,
+}
+
+/// Whether a lower or a higher value of a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Better {
+    /// Lower is better.
+    Lower,
+    /// Higher is better.
+    Higher,
+    /// Neither (a descriptive count).
+    Neither,
+}
+
+/// One named metric value of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MetricValue {
+    /// Registry name, e.g. `completion_time_s`, `wakeup_latency_p99_us`.
+    pub name: String,
+    /// Unit, e.g. `s`, `us`, `count`, `1/s`.
+    pub unit: String,
+    /// Value.
+    pub value: f64,
+    /// Better direction.
+    pub better: Better,
+}
+
+/// The result of one run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunResult {
+    /// Machine name.
+    pub machine: String,
+    /// Normalised workload spec.
+    pub workload: String,
+    /// Policy string as given.
+    pub policy: String,
+    /// Seed.
+    pub seed: u64,
+    /// Name of the workload's primary metric (one of `metrics`).
+    pub primary: String,
+    /// Every metric, in registry order.
+    pub metrics: Vec<MetricValue>,
+    /// Events processed by the engine (for `schedlab bench`).
+    pub events_processed: u64,
+    /// Simulated time at the end, ns.
+    pub sim_time_ns: u64,
+    /// ftrace-format trace, when asked for.
+    #[serde(skip)]
+    pub trace: Option<String>,
+}
+
+/// Run one simulation.
+pub fn run(spec: &RunSpec) -> Result<RunResult> {
+    let _ = spec;
+    Err(crate::SchedlabError::Runtime("engine not wired yet".into()))
+}
+
+/// `schedlab topo show`: the machine's CPUs and sched domains, as text
+/// (`json = false`) or a JSON document.
+pub fn topo_show(machine: &MachineSource, json: bool) -> Result<String> {
+    let _ = (machine, json);
+    Err(crate::SchedlabError::Runtime("topology not wired yet".into()))
+}
+
+/// One entry of `schedlab policy list`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PolicyEntry {
+    /// Name.
+    pub name: String,
+    /// `"policy"`, `"profile"` or `"feature"`.
+    pub kind: String,
+    /// Default state for features (`true` = on in `eevdf`).
+    pub default_on: bool,
+    /// One line.
+    pub summary: String,
+}
+
+/// Policies, kernel profiles and features.
+pub fn policy_list() -> Vec<PolicyEntry> {
+    Vec::new()
+}

@@ -1,0 +1,21 @@
+//! schedlab-core: a deterministic, discrete-event simulator of Linux CPU
+//! scheduler task placement.
+//!
+//! Three inputs, kept apart: a [`topology::Machine`] (what the hardware is), a
+//! [`workload::Workload`] (what the tasks do) and a policy (the fair class with
+//! a set of sched features, or a peer scheduler). The engine runs them on an
+//! integer-nanosecond clock and emits kernel-named events, from which
+//! `metrics` computes the results.
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod cpumask;
+pub mod error;
+pub mod ids;
+pub mod sim;
+pub mod topology;
+pub mod trace;
+pub mod workload;
+
+pub use error::{Result, SchedlabError};
+pub use ids::{CpuId, Ns, TaskId};

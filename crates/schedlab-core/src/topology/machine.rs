@@ -1,0 +1,260 @@
+//! The machine as data: CPUs and the hardware they share, and the cost
+//! parameters that turn a placement into time. Read-only once built
+//! (house rule 7). Parsing lives in `spec.rs`; sched domains in `domains.rs`.
+
+use crate::cpumask::CpuMask;
+use crate::ids::{CpuId, Ns};
+
+/// How far apart two CPUs are, from closest to farthest. Used to price a
+/// migration's cache refill and to count migrations by distance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Distance {
+    /// The same CPU.
+    Same,
+    /// SMT siblings of one core (share L1/L2).
+    Smt,
+    /// Different cores of one cluster (share an L2 or an L3 tag).
+    Cluster,
+    /// Different clusters of one LLC.
+    Llc,
+    /// Different LLCs of one NUMA node.
+    Package,
+    /// Different NUMA nodes.
+    Node,
+}
+
+impl Distance {
+    /// Every distance but `Same`, closest first.
+    pub const MIGRATION: [Distance; 5] =
+        [Distance::Smt, Distance::Cluster, Distance::Llc, Distance::Package, Distance::Node];
+
+    /// Lower-case name used in metrics and specs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distance::Same => "same",
+            Distance::Smt => "smt",
+            Distance::Cluster => "cluster",
+            Distance::Llc => "llc",
+            Distance::Package => "package",
+            Distance::Node => "node",
+        }
+    }
+}
+
+/// One CPU and where it sits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuInfo {
+    /// Its id (its index in `Machine::cpus`).
+    pub id: CpuId,
+    /// Global core index.
+    pub core: u32,
+    /// Global cluster index (a cluster is the whole LLC when the LLC has one cluster).
+    pub cluster: u32,
+    /// Global LLC index.
+    pub llc: u32,
+    /// NUMA node.
+    pub node: u32,
+    /// Package (socket).
+    pub package: u32,
+    /// Index into `Machine::core_types`.
+    pub core_type: u16,
+    /// Index into `Machine::freq_domains`.
+    pub freq_domain: u32,
+}
+
+/// An operating performance point of a core type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Opp {
+    /// Frequency in kHz.
+    pub freq_khz: u32,
+    /// Active power of one CPU at this OPP, in milliwatts.
+    pub power_mw: u32,
+}
+
+/// An idle state (C-state / WFI / cluster-off).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleState {
+    /// Name, e.g. "C1", "C6", "WFI".
+    pub name: String,
+    /// Time from an interrupt to the CPU running code again, in ns.
+    pub exit_latency_ns: Ns,
+    /// Shortest idle period for which entering the state pays off, in ns.
+    pub target_residency_ns: Ns,
+    /// Power of one CPU while in the state, in milliwatts.
+    pub power_mw: u32,
+}
+
+/// A kind of core (all cores of a symmetric machine share one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoreType {
+    /// Name, e.g. "zen2", "A73".
+    pub name: String,
+    /// `capacity_orig` (`arch_scale_cpu_capacity`): performance at the highest
+    /// OPP relative to the biggest core type of the machine, which is 1024.
+    pub capacity: u32,
+    /// Operating points, ascending frequency. The last one is the maximum.
+    pub opps: Vec<Opp>,
+    /// Frequency the CPUs run at in this version of the model (fixed, no
+    /// DVFS yet), in kHz.
+    pub nominal_freq_khz: u32,
+    /// Speed of one hardware thread while its SMT sibling is busy, in percent
+    /// of its speed alone.
+    pub smt_speed_pct: u32,
+    /// Idle states, shallowest first.
+    pub idle_states: Vec<IdleState>,
+}
+
+/// A frequency domain: CPUs that always run at the same frequency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FreqDomain {
+    /// The CPUs.
+    pub span: CpuMask,
+}
+
+/// Cost parameters: what placement decisions cost in time. Each is documented
+/// where it is parsed (`spec.rs`) with its default and the reasoning behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostParams {
+    /// Cache refill cost after a migration, in ns of work per KiB of the
+    /// task's footprint, indexed by [`Distance`] (`Same` is 0).
+    pub refill_ns_per_kib: [Ns; 6],
+    /// Latency from `ttwu` on one CPU to the task being queued on another (IPI), ns.
+    pub ipi_ns: Ns,
+    /// Cost to the waker of examining one CPU in the idle-CPU search, ns.
+    pub scan_ns_per_cpu: Ns,
+    /// Cost to the balancing CPU of one `sched_balance_rq` pass, per CPU of
+    /// the domain's span, ns.
+    pub balance_ns_per_cpu: Ns,
+    /// Fixed cost of one `sched_balance_rq` pass, ns.
+    pub balance_ns_base: Ns,
+    /// Cost of a context switch to the CPU that switches, ns.
+    pub context_switch_ns: Ns,
+    /// Cost of a wakeup (`try_to_wake_up`) to the waker, ns.
+    pub wakeup_ns: Ns,
+    /// Size of the private cache (L2) of one core, KiB.
+    pub l2_kib: u32,
+    /// Size of one LLC, KiB.
+    pub llc_kib: u32,
+}
+
+/// A machine description, validated and sealed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Machine {
+    /// Preset or file name.
+    pub name: String,
+    /// One line saying what it is.
+    pub description: String,
+    /// Every CPU, indexed by `CpuId`.
+    pub cpus: Vec<CpuInfo>,
+    /// Kinds of cores.
+    pub core_types: Vec<CoreType>,
+    /// Frequency domains.
+    pub freq_domains: Vec<FreqDomain>,
+    /// NUMA distance matrix (`node_distance`), `nr_nodes x nr_nodes`, local = 10.
+    pub numa_distance: Vec<Vec<u32>>,
+    /// Cost parameters.
+    pub cost: CostParams,
+    /// Tick rate (`CONFIG_HZ`).
+    pub hz: u32,
+    /// Number of cores.
+    pub nr_cores: u32,
+    /// Number of clusters.
+    pub nr_clusters: u32,
+    /// Number of LLCs.
+    pub nr_llcs: u32,
+    /// Number of NUMA nodes.
+    pub nr_nodes: u32,
+    /// Number of packages.
+    pub nr_packages: u32,
+    /// Whether clusters are a real level (more than one cluster in some LLC).
+    pub has_clusters: bool,
+    /// SMT siblings of each core, indexed by core.
+    pub core_cpus: Vec<CpuMask>,
+    /// CPUs of each cluster.
+    pub cluster_cpus: Vec<CpuMask>,
+    /// CPUs of each LLC.
+    pub llc_cpus: Vec<CpuMask>,
+    /// CPUs of each node.
+    pub node_cpus: Vec<CpuMask>,
+    /// CPUs of each package.
+    pub package_cpus: Vec<CpuMask>,
+}
+
+impl Machine {
+    /// Number of CPUs.
+    #[inline]
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// All CPUs.
+    pub fn all_cpus(&self) -> CpuMask {
+        CpuMask::first_n(self.cpus.len())
+    }
+
+    /// How far apart `a` and `b` are.
+    #[inline]
+    pub fn distance(&self, a: CpuId, b: CpuId) -> Distance {
+        let (x, y) = (&self.cpus[a.idx()], &self.cpus[b.idx()]);
+        if a == b {
+            Distance::Same
+        } else if x.core == y.core {
+            Distance::Smt
+        } else if x.cluster == y.cluster && self.has_clusters {
+            Distance::Cluster
+        } else if x.llc == y.llc {
+            Distance::Llc
+        } else if x.node == y.node {
+            Distance::Package
+        } else {
+            Distance::Node
+        }
+    }
+
+    /// SMT siblings of `cpu`, itself included (`cpu_smt_mask`).
+    #[inline]
+    pub fn smt_mask(&self, cpu: CpuId) -> &CpuMask {
+        &self.core_cpus[self.cpus[cpu.idx()].core as usize]
+    }
+
+    /// CPUs sharing `cpu`'s LLC (`sched_domain_span(sd_llc)`).
+    #[inline]
+    pub fn llc_mask(&self, cpu: CpuId) -> &CpuMask {
+        &self.llc_cpus[self.cpus[cpu.idx()].llc as usize]
+    }
+
+    /// CPUs of `cpu`'s cluster (`cpu_clustergroup_mask`).
+    #[inline]
+    pub fn cluster_mask(&self, cpu: CpuId) -> &CpuMask {
+        &self.cluster_cpus[self.cpus[cpu.idx()].cluster as usize]
+    }
+
+    /// Whether two CPUs share an LLC (`cpus_share_cache`).
+    #[inline]
+    pub fn cpus_share_cache(&self, a: CpuId, b: CpuId) -> bool {
+        self.cpus[a.idx()].llc == self.cpus[b.idx()].llc
+    }
+
+    /// `arch_scale_cpu_capacity(cpu)`: capacity at the highest OPP.
+    #[inline]
+    pub fn capacity_orig(&self, cpu: CpuId) -> u32 {
+        self.core_types[self.cpus[cpu.idx()].core_type as usize].capacity
+    }
+
+    /// The core type of `cpu`.
+    #[inline]
+    pub fn core_type(&self, cpu: CpuId) -> &CoreType {
+        &self.core_types[self.cpus[cpu.idx()].core_type as usize]
+    }
+
+    /// Whether SMT is present (some core has more than one thread).
+    pub fn has_smt(&self) -> bool {
+        self.core_cpus.iter().any(|m| m.weight() > 1)
+    }
+
+    /// Whether CPU capacities differ (`sched_asym_cpucap_active`).
+    pub fn asym_capacity(&self) -> bool {
+        let first = self.capacity_orig(CpuId(0));
+        (0..self.cpus.len()).any(|c| self.capacity_orig(CpuId(c as u32)) != first)
+    }
+}

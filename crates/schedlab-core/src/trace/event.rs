@@ -1,0 +1,200 @@
+//! The event stream: kernel-named scheduler events plus schedlab's own
+//! placement-decision events. The engine emits these; the ftrace reader
+//! produces the same type from a real trace; metrics consume them, so one code
+//! path measures both (DESIGN.md, "Events and metrics").
+
+use crate::ids::{CpuId, Ns, TaskId};
+use crate::workload::MarkKind;
+
+/// State of the task switched out, as in `sched_switch`'s `prev_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PrevState {
+    /// Still runnable (preempted): `R`.
+    Runnable,
+    /// Blocked: `S`.
+    Sleeping,
+    /// Exited: `X`.
+    Dead,
+}
+
+/// Why a task migrated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum MigrateReason {
+    /// Placed on another CPU at wakeup.
+    Wakeup,
+    /// Placed at fork.
+    Fork,
+    /// Pulled by load balancing.
+    Balance,
+}
+
+/// Which rule of the wakeup path chose the CPU (schedlab's own event; the
+/// kernel has no tracepoint for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum PlacePath {
+    /// `select_idle_sibling`: the target was idle.
+    Target,
+    /// `select_idle_sibling`: prev was idle and shares the LLC.
+    Prev,
+    /// The per-CPU kthread wakee stacking rule.
+    KthreadStack,
+    /// `recent_used_cpu` was idle.
+    Recent,
+    /// `select_idle_capacity` (asymmetric capacity).
+    Capacity,
+    /// `select_idle_smt`.
+    IdleSmt,
+    /// `select_idle_core` found a whole idle core.
+    IdleCore,
+    /// `select_idle_cpu` found an idle CPU.
+    IdleCpu,
+    /// Nothing idle: the target.
+    Fallback,
+    /// Slow path (`sched_balance_find_dst_cpu`).
+    Slow,
+    /// A peer policy's own pick.
+    Policy,
+    /// Only one CPU was allowed.
+    Forced,
+}
+
+impl PlacePath {
+    /// Every path, in reporting order.
+    pub const ALL: [PlacePath; 12] = [
+        PlacePath::Target,
+        PlacePath::Prev,
+        PlacePath::KthreadStack,
+        PlacePath::Recent,
+        PlacePath::Capacity,
+        PlacePath::IdleSmt,
+        PlacePath::IdleCore,
+        PlacePath::IdleCpu,
+        PlacePath::Fallback,
+        PlacePath::Slow,
+        PlacePath::Policy,
+        PlacePath::Forced,
+    ];
+
+    /// Lower-case name used in metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlacePath::Target => "target",
+            PlacePath::Prev => "prev",
+            PlacePath::KthreadStack => "kthread_stack",
+            PlacePath::Recent => "recent",
+            PlacePath::Capacity => "idle_capacity",
+            PlacePath::IdleSmt => "idle_smt",
+            PlacePath::IdleCore => "idle_core",
+            PlacePath::IdleCpu => "idle_cpu",
+            PlacePath::Fallback => "fallback",
+            PlacePath::Slow => "slow_path",
+            PlacePath::Policy => "policy",
+            PlacePath::Forced => "forced",
+        }
+    }
+}
+
+/// Kind of a load-balance pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum BalanceKind {
+    /// `sched_balance_newidle`.
+    NewIdle,
+    /// Periodic, from the tick.
+    Periodic,
+    /// NOHZ idle balance on behalf of tick-stopped CPUs.
+    NohzIdle,
+    /// Active balance (pushing a running task).
+    Active,
+}
+
+/// One event. Keep it small: the engine emits tens of millions.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub enum Event {
+    /// `sched_switch`.
+    Switch {
+        /// CPU.
+        cpu: CpuId,
+        /// Task switched out (`None` = idle).
+        prev: Option<TaskId>,
+        /// Its state.
+        prev_state: PrevState,
+        /// Task switched in (`None` = idle).
+        next: Option<TaskId>,
+    },
+    /// `sched_waking`: `ttwu` started, on the waker's CPU.
+    Waking {
+        /// Wakee.
+        task: TaskId,
+        /// CPU doing the wakeup.
+        cpu: CpuId,
+    },
+    /// `sched_wakeup` / `sched_wakeup_new`: the task is on `cpu`'s runqueue.
+    Wakeup {
+        /// Wakee.
+        task: TaskId,
+        /// Its runqueue.
+        cpu: CpuId,
+        /// Whether this was `wake_up_new_task`.
+        new: bool,
+    },
+    /// `sched_migrate_task`.
+    Migrate {
+        /// Task.
+        task: TaskId,
+        /// From.
+        orig: CpuId,
+        /// To.
+        dest: CpuId,
+        /// Why.
+        reason: MigrateReason,
+    },
+    /// schedlab: a wakeup placement decision.
+    Place {
+        /// Wakee.
+        task: TaskId,
+        /// `prev_cpu`.
+        prev: CpuId,
+        /// The waker's CPU.
+        waker_cpu: CpuId,
+        /// Chosen CPU.
+        cpu: CpuId,
+        /// Rule that chose it.
+        path: PlacePath,
+        /// CPUs examined by the idle search.
+        scanned: u32,
+    },
+    /// schedlab: a load-balance pass finished.
+    Balance {
+        /// Balancing CPU.
+        cpu: CpuId,
+        /// Domain depth.
+        depth: u8,
+        /// Kind.
+        kind: BalanceKind,
+        /// Tasks moved.
+        pulled: u32,
+    },
+    /// schedlab: a workload mark.
+    Mark {
+        /// Task.
+        task: TaskId,
+        /// Kind.
+        kind: MarkKind,
+        /// Value.
+        value: u64,
+    },
+    /// `sched_process_exit`.
+    Exit {
+        /// Task.
+        task: TaskId,
+    },
+}
+
+/// An event with its time.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct TimedEvent {
+    /// When, ns.
+    pub time: Ns,
+    /// What.
+    pub ev: Event,
+}

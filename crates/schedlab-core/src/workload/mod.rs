@@ -1,0 +1,141 @@
+//! Workloads: sets of task programs built from a spec, independent of any
+//! policy (a workload never names a policy).
+//!
+//! A spec is `family:key=value,...` (`hackbench:groups=4,fds=20`) or a TOML
+//! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
+
+pub mod program;
+
+use crate::cpumask::CpuMask;
+use crate::ids::Ns;
+use crate::sim::Rng;
+pub use program::{Action, BarrierId, ChanId, MarkKind, ProgCtx};
+
+/// A task program. One variant per program kind; stepping is a `match`.
+#[derive(Clone, Debug)]
+pub enum Program {
+    /// Runs a fixed list of actions once, then exits. For tests and hand-built scenarios.
+    Script(Script),
+}
+
+impl Program {
+    /// The next action of the task.
+    #[inline]
+    pub fn step(&mut self, ctx: &ProgCtx, rng: &mut Rng) -> Action {
+        match self {
+            Program::Script(s) => s.step(ctx, rng),
+        }
+    }
+}
+
+/// A fixed sequence of actions, optionally repeated.
+#[derive(Clone, Debug)]
+pub struct Script {
+    /// The actions.
+    pub actions: Vec<Action>,
+    /// How many times to run the sequence (0 = forever).
+    pub repeat: u64,
+    pc: usize,
+    done: u64,
+}
+
+impl Script {
+    /// A script running `actions` `repeat` times (0 = forever), then exiting.
+    pub fn new(actions: Vec<Action>, repeat: u64) -> Self {
+        Script { actions, repeat, pc: 0, done: 0 }
+    }
+
+    fn step(&mut self, _ctx: &ProgCtx, _rng: &mut Rng) -> Action {
+        if self.actions.is_empty() || (self.repeat != 0 && self.done >= self.repeat) {
+            return Action::Exit;
+        }
+        let a = self.actions[self.pc];
+        self.pc += 1;
+        if self.pc == self.actions.len() {
+            self.pc = 0;
+            self.done += 1;
+        }
+        a
+    }
+}
+
+/// How a task comes into existence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartKind {
+    /// Forked at `start_ns` by a parent running on `parent_cpu`: placed by the
+    /// fork path (`select_task_rq` with WF_FORK), woken with `wake_up_new_task`.
+    Fork {
+        /// CPU the parent runs on.
+        parent_cpu: u32,
+    },
+    /// Already exists and is woken at `start_ns` on a given previous CPU (a
+    /// long-lived daemon, a kthread bound to a CPU).
+    Wake {
+        /// `task_cpu(p)` before the first wakeup.
+        prev_cpu: u32,
+    },
+}
+
+/// One task of a workload.
+#[derive(Clone, Debug)]
+pub struct TaskSpec {
+    /// `comm`, as shown in traces (at most 15 characters are kept by the kernel).
+    pub name: String,
+    /// Its behaviour.
+    pub program: Program,
+    /// Nice value, -20..=19.
+    pub nice: i32,
+    /// CPUs it may run on (`cpus_ptr`); `None` = all.
+    pub allowed: Option<CpuMask>,
+    /// Cache footprint, KiB: what must be refilled after a migration.
+    pub footprint_kib: u32,
+    /// When it starts, ns.
+    pub start_ns: Ns,
+    /// How it starts.
+    pub start: StartKind,
+    /// Whether it is a per-CPU kernel thread (`is_per_cpu_kthread`).
+    pub kthread: bool,
+}
+
+/// A channel: a pipe or socket buffer measured in messages.
+#[derive(Clone, Debug)]
+pub struct ChanSpec {
+    /// Messages the buffer holds before a writer blocks.
+    pub capacity: u32,
+}
+
+/// A barrier.
+#[derive(Clone, Debug)]
+pub struct BarrierSpec {
+    /// Tasks that must arrive to release it.
+    pub parties: u32,
+}
+
+/// The metric a workload is judged by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PrimaryMetric {
+    /// Time until every task has exited, seconds; lower is better.
+    CompletionTime,
+    /// Requests completed per second; higher is better.
+    Throughput,
+}
+
+/// A built workload: tasks, the objects they share, and how to judge it.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Spec string it was built from (normalised).
+    pub name: String,
+    /// The tasks, indexed by `TaskId`.
+    pub tasks: Vec<TaskSpec>,
+    /// Channels, indexed by `ChanId`.
+    pub chans: Vec<ChanSpec>,
+    /// Barriers, indexed by `BarrierId`.
+    pub barriers: Vec<BarrierSpec>,
+    /// Stop the run at this time (a benchmark's runtime); `None` = when all
+    /// tasks have exited.
+    pub duration_ns: Option<Ns>,
+    /// Time after which metrics count (warm-up excluded), ns.
+    pub warmup_ns: Ns,
+    /// The primary metric.
+    pub primary: PrimaryMetric,
+}

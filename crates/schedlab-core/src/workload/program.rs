@@ -1,0 +1,97 @@
+//! The interface between task programs and the engine.
+//!
+//! A task's behaviour is a small state machine ([`Program`]) that the engine
+//! steps whenever the task has finished its previous [`Action`]. Programs are
+//! an enum, not trait objects, so stepping one is a `match`, not a virtual call
+//! (the engine's inner loop must not dispatch dynamically).
+
+use crate::ids::{Ns, TaskId};
+
+/// A channel (pipe, socket, message queue) between tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChanId(pub u32);
+
+/// A barrier shared by a team of tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BarrierId(pub u32);
+
+/// What a task asks for next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Compute: `work_ns` nanoseconds of work as measured on a capacity-1024
+    /// CPU at its maximum frequency with its SMT sibling idle. The engine
+    /// turns it into wall time with the CPU's speed and adds cache refill work.
+    Compute(Ns),
+    /// Sleep (nanosleep / a timer) for a duration.
+    Sleep(Ns),
+    /// Sleep until an absolute time (a periodic timer).
+    SleepUntil(Ns),
+    /// Write one message to a channel. Blocks while the channel is full. Wakes
+    /// a reader blocked on it; `sync` marks the wakeup WF_SYNC (the writer is
+    /// about to block, as in a pipe write followed by a read).
+    Send {
+        /// The channel.
+        chan: ChanId,
+        /// Payload, delivered to the reader in [`ProgCtx::msg`].
+        msg: u64,
+        /// Wake the reader with WF_SYNC.
+        sync: bool,
+    },
+    /// Read one message from a channel. Blocks while it is empty.
+    Recv {
+        /// The channel.
+        chan: ChanId,
+    },
+    /// Block until another task wakes this one with [`Action::Wake`]
+    /// (futex wait on a private word). A wake that came earlier is not lost:
+    /// each task has a count of pending wakes, like a semaphore.
+    Wait,
+    /// Wake `task` (futex wake of one waiter). Does not block.
+    Wake {
+        /// The task to wake.
+        task: TaskId,
+        /// Wake with WF_SYNC.
+        sync: bool,
+    },
+    /// Arrive at a barrier: the last arrival releases everyone; the others
+    /// spin (compute) for up to `spin_ns` of work, then block (OpenMP style).
+    Barrier {
+        /// The barrier.
+        id: BarrierId,
+        /// Spin budget before blocking, ns of work.
+        spin_ns: Ns,
+    },
+    /// Record a workload-level event for metrics (request start/end ...).
+    Mark {
+        /// What happened.
+        kind: MarkKind,
+        /// A value (request id, latency origin ...).
+        value: u64,
+    },
+    /// Terminate.
+    Exit,
+}
+
+/// Workload-level events that workload metrics are computed from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum MarkKind {
+    /// A request started; `value` is its start time (ns).
+    RequestStart,
+    /// A request finished; `value` is its start time (ns), so latency = now - value.
+    RequestDone,
+    /// A unit of work (a chunk, a loop) finished; `value` counts units.
+    WorkDone,
+}
+
+/// What the engine tells a program when stepping it.
+#[derive(Clone, Copy, Debug)]
+pub struct ProgCtx {
+    /// Current simulated time.
+    pub now: Ns,
+    /// The task being stepped.
+    pub task: TaskId,
+    /// The message received by the previous `Recv`, if the previous action was one.
+    pub msg: Option<u64>,
+    /// Time the previous `Wait` or `Recv` was satisfied (the waker's `ttwu`), if it blocked.
+    pub woken_at: Option<Ns>,
+}
