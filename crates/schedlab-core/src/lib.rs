@@ -11,6 +11,7 @@
 pub mod api;
 pub mod cpumask;
 pub mod error;
+pub mod features;
 pub mod ids;
 pub mod sim;
 pub mod topology;

@@ -1,0 +1,201 @@
+//! Sched features: every behaviour toggle of schedlab, in one table.
+//!
+//! The table below plays the role of the kernel's `kernel/sched/features.h`:
+//! one line per feature with its default in mainline (the `eevdf` policy) and
+//! a comment saying why it exists. Code tests a feature only through
+//! [`sched_feat!`] (house rule 3). Seed-idea features default to off; kernel
+//! profiles (`policy.rs`) switch them by name.
+
+/// Declares the feature table: generates [`Feat`], its names, summaries and defaults.
+macro_rules! sched_features {
+    ($( $(#[doc = $doc:literal])* $name:ident = $default:expr ; )*) => {
+        /// A sched feature. Names match the kernel's `SCHED_FEAT` names, or the
+        /// seed idea's name for schedlab's own features.
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(u8)]
+        pub enum Feat { $( $(#[doc = $doc])* $name, )* }
+
+        impl Feat {
+            /// Every feature, in table order.
+            pub const ALL: &'static [Feat] = &[ $( Feat::$name, )* ];
+
+            /// The feature's name as written in policy strings.
+            pub fn name(self) -> &'static str {
+                match self { $( Feat::$name => stringify!($name), )* }
+            }
+
+            /// Default in mainline (`eevdf`).
+            pub fn default_on(self) -> bool {
+                match self { $( Feat::$name => $default, )* }
+            }
+
+            /// The "why" line of the feature.
+            pub fn summary(self) -> &'static str {
+                match self { $( Feat::$name => concat!($($doc),*).trim_ascii(), )* }
+            }
+        }
+    };
+}
+
+sched_features! {
+    // ---- EEVDF runqueue (kernel/sched/features.h) ----
+    /// Give new tasks half a slice of virtual deadline so they do not starve running ones.
+    PLACE_DEADLINE_INITIAL = true;
+    /// Keep a waking task's lag (PLACE_LAG) so sleeping does not gain or lose service.
+    PLACE_LAG = true;
+    /// Preserve the relative deadline of a task that migrates.
+    PLACE_REL_DEADLINE = true;
+    /// Let the running task finish its slice before a wakeup preempts it (RUN_TO_PARITY).
+    RUN_TO_PARITY = true;
+    /// Let a task with a shorter slice preempt despite RUN_TO_PARITY.
+    PREEMPT_SHORT = true;
+    /// Allow wakeup-time preemption of the current task.
+    WAKEUP_PREEMPTION = true;
+    /// Prefer the buddy the scheduler set (next buddy) when it is eligible.
+    PICK_BUDDY = true;
+    /// Set the next buddy to the woken task on wakeup preemption (off by default).
+    NEXT_BUDDY = false;
+    /// Keep a sleeping task with negative lag queued until it is eligible (DELAY_DEQUEUE).
+    DELAY_DEQUEUE = true;
+    /// Clip a delayed task's lag to zero when it finally dequeues (DELAY_ZERO).
+    DELAY_ZERO = true;
+    // ---- PELT / capacity ----
+    /// Keep an estimate of a task's utilisation across sleeps (util_est).
+    UTIL_EST = true;
+    /// Subtract RT, DL and IRQ time from a CPU's capacity (capacity_of).
+    NONTASK_CAPACITY = true;
+    // ---- Wakeup placement ----
+    /// Queue remote wakeups on the target CPU's wake list (IPI) instead of taking its lock.
+    TTWU_QUEUE = true;
+    /// Limit the idle-CPU scan depth by the LLC's utilisation (SIS_UTIL, v5.20+).
+    SIS_UTIL = true;
+    /// Limit the idle-CPU scan depth by average idle time vs. scan cost (SIS_PROP, pre-v5.20).
+    SIS_PROP = false;
+    /// wake_affine: consider idle state of this and prev CPU (WA_IDLE).
+    WA_IDLE = true;
+    /// wake_affine: compare the loads of this and prev CPU (WA_WEIGHT).
+    WA_WEIGHT = true;
+    /// wake_affine: bias the load comparison towards prev by half the imbalance (WA_BIAS).
+    WA_BIAS = true;
+    // ---- Load balancing ----
+    /// Treat a recently run task as cache hot unless it is the buddy (CACHE_HOT_BUDDY).
+    CACHE_HOT_BUDDY = true;
+    /// Randomly skip newidle balance of a domain by its recent success ratio (NI_RANDOM, late 2025).
+    NI_RANDOM = true;
+    /// Rate-limit newidle balance (NI_RATE, 2026).
+    NI_RATE = true;
+    // ---- Seed ideas (SEEDS.md), off in mainline ----
+    /// Idea 1: wake_affine_idle returns prev when prev is idle (v5.10+; off = v5.9 behaviour).
+    wa_idle_prev = true;
+    /// Idea 2: prefer prev if it is an idle core; recent_used_cpu and target only as idle cores.
+    prefer_prev_idle_core = false;
+    /// Idea 3: refresh avg_idle on every enqueue onto an idle CPU, not only on wakeup.
+    avg_idle_on_enqueue = false;
+    /// Idea 4: scan only CPUs in a per-LLC idle mask.
+    llc_idle_mask = false;
+    /// Idea 4: scan the target's cluster before the rest of the LLC.
+    sis_cluster_first = false;
+    /// Idea 4: across LLCs, prefer the LLC with an idle core, else more idle CPUs.
+    idler_llc = false;
+    /// Idea 4: stop the idle search when local expected idle time is shorter than its cost.
+    sis_time_limit = false;
+    /// Idea 5: capacity_spare_wake uses capacity_of, not the original capacity (v4.15+).
+    capacity_spare_wake_current = true;
+    /// Idea 5: capacity-aware idle search skips CPUs below 80% of their capacity (CAS).
+    cas = false;
+    /// Idea 5: update blocked load of idle NOHZ CPUs when stale.
+    nohz_blocked_load_update = true;
+    /// Idea 5: update a remote CPU's frequency request on enqueue.
+    remote_cpufreq_update = false;
+    /// Idea 6: energy-aware placement when not overutilized.
+    eas = false;
+    /// Idea 6: per-sched-domain overutilized flag.
+    sd_overutilized = false;
+    /// Idea 6: one candidate per cluster in find_energy_efficient_cpu.
+    eas_cluster_candidates = false;
+    /// Soft affinity: run on preferred CPUs while one is idle.
+    soft_affinity = false;
+    /// Idea 7: newidle half-idle retry of dice-skipped LLC domains.
+    ni_half_idle_retry = false;
+}
+
+/// A set of switched-on features: a bitmap, so a test is one AND.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Features {
+    bits: u64,
+}
+
+const _: () = assert!(Feat::ALL.len() <= 64, "Features is a u64 bitmap");
+
+impl Default for Features {
+    fn default() -> Self {
+        Self::mainline()
+    }
+}
+
+impl Features {
+    /// Mainline defaults (the `eevdf` policy).
+    pub fn mainline() -> Self {
+        let mut f = Features { bits: 0 };
+        for &x in Feat::ALL {
+            f.set(x, x.default_on());
+        }
+        f
+    }
+
+    /// No feature on.
+    pub fn none() -> Self {
+        Features { bits: 0 }
+    }
+
+    /// Whether `feat` is on. Use [`sched_feat!`] in code.
+    #[inline]
+    pub fn on(&self, feat: Feat) -> bool {
+        self.bits & (1u64 << feat as u8) != 0
+    }
+
+    /// Switch `feat`.
+    pub fn set(&mut self, feat: Feat, on: bool) {
+        if on {
+            self.bits |= 1u64 << feat as u8;
+        } else {
+            self.bits &= !(1u64 << feat as u8);
+        }
+    }
+
+    /// Look a feature up by name; case matters for kernel names
+    /// (`SIS_UTIL`), `NO_` prefixes are handled by the policy parser.
+    pub fn by_name(name: &str) -> Option<Feat> {
+        Feat::ALL.iter().copied().find(|f| f.name() == name)
+    }
+
+    /// The names of the switched-on features, in table order.
+    pub fn names_on(&self) -> Vec<&'static str> {
+        Feat::ALL.iter().filter(|f| self.on(**f)).map(|f| f.name()).collect()
+    }
+}
+
+/// `sched_feat!(features, NAME)`: whether feature `NAME` is on.
+#[macro_export]
+macro_rules! sched_feat {
+    ($f:expr, $name:ident) => {
+        $f.on($crate::features::Feat::$name)
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_lookup() {
+        let f = Features::mainline();
+        assert!(sched_feat!(f, SIS_UTIL));
+        assert!(!sched_feat!(f, SIS_PROP));
+        assert!(!sched_feat!(f, prefer_prev_idle_core));
+        assert_eq!(Features::by_name("WA_IDLE"), Some(Feat::WA_IDLE));
+        assert_eq!(Features::by_name("nope"), None);
+        assert!(Feat::WA_IDLE.summary().starts_with("wake_affine"));
+    }
+}
