@@ -3,19 +3,42 @@
 //!
 //! A spec is `family:key=value,...` (`hackbench:groups=4,fds=20`) or a TOML
 //! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
+//! Each family (see README.md in this directory) is a file of task programs.
 
+pub mod hackbench;
 pub mod program;
+pub mod schbench;
+pub mod sieve;
+pub mod spec;
+#[cfg(test)]
+pub(crate) mod testdrv;
+pub mod workqueue;
 
 use crate::cpumask::CpuMask;
 use crate::ids::Ns;
 use crate::sim::Rng;
 pub use program::{Action, BarrierId, ChanId, MarkKind, ProgCtx};
+pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
 
 /// A task program. One variant per program kind; stepping is a `match`.
 #[derive(Clone, Debug)]
 pub enum Program {
     /// Runs a fixed list of actions once, then exits. For tests and hand-built scenarios.
     Script(Script),
+    /// A hackbench sender.
+    HackbenchSender(hackbench::Sender),
+    /// A hackbench receiver.
+    HackbenchReceiver(hackbench::Receiver),
+    /// A schbench message thread.
+    SchbenchMessage(schbench::Message),
+    /// A schbench worker thread.
+    SchbenchWorker(schbench::Worker),
+    /// The work-queue manager.
+    WorkqueueManager(workqueue::Manager),
+    /// A work-queue worker.
+    WorkqueueWorker(workqueue::Worker),
+    /// A sieve thread.
+    Sieve(sieve::Sieve),
 }
 
 impl Program {
@@ -24,6 +47,13 @@ impl Program {
     pub fn step(&mut self, ctx: &ProgCtx, rng: &mut Rng) -> Action {
         match self {
             Program::Script(s) => s.step(ctx, rng),
+            Program::HackbenchSender(p) => p.step(ctx, rng),
+            Program::HackbenchReceiver(p) => p.step(ctx, rng),
+            Program::SchbenchMessage(p) => p.step(ctx, rng),
+            Program::SchbenchWorker(p) => p.step(ctx, rng),
+            Program::WorkqueueManager(p) => p.step(ctx, rng),
+            Program::WorkqueueWorker(p) => p.step(ctx, rng),
+            Program::Sieve(p) => p.step(ctx, rng),
         }
     }
 }
@@ -95,6 +125,21 @@ pub struct TaskSpec {
     pub start: StartKind,
     /// Whether it is a per-CPU kernel thread (`is_per_cpu_kthread`).
     pub kthread: bool,
+}
+
+/// A benchmark task forked at t=0 by a parent on CPU 0 (the benchmark's main
+/// thread), so the kernel's fork placement spreads the tasks; nice 0, any CPU.
+pub(crate) fn forked_task(name: &str, program: Program, footprint_kib: u32) -> TaskSpec {
+    TaskSpec {
+        name: name.to_string(),
+        program,
+        nice: 0,
+        allowed: None,
+        footprint_kib,
+        start_ns: 0,
+        start: StartKind::Fork { parent_cpu: 0 },
+        kthread: false,
+    }
 }
 
 /// A channel: a pipe or socket buffer measured in messages.

@@ -1,0 +1,593 @@
+//! Workload specs: `family:key=value,...`, or a TOML / JSON table with
+//! `family = "..."` and the same keys, turned into a [`Workload`].
+//!
+//! Each family declares its parameters in a table of [`ParamDef`]s (name,
+//! kind, default, unit, doc); parsing, validation, error messages, the
+//! normalised name and `schedlab workload list` all come from that table, so
+//! a parameter cannot be documented one way and parsed another.
+
+use super::{hackbench, schbench, sieve, workqueue, Workload};
+use crate::error::{Result, SchedlabError};
+use crate::ids::Ns;
+use crate::topology::Machine;
+
+/// One parameter of a workload family, for `schedlab workload list`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ParamDoc {
+    /// Key, as written in a spec.
+    pub name: String,
+    /// Unit or accepted form (`count`, `count|N%`, `us`, `KiB`, `pipe|socket` ...).
+    pub unit: String,
+    /// Default value (`auto` = derived from other parameters or the machine; see doc).
+    pub default: String,
+    /// What it means, and the trade-off of changing it.
+    pub doc: String,
+}
+
+/// A workload family, for `schedlab workload list`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FamilyDoc {
+    /// Family name, the part before `:` in a spec.
+    pub name: String,
+    /// One line saying what it models.
+    pub summary: String,
+    /// Its parameters, in the order of the normalised spec.
+    pub params: Vec<ParamDoc>,
+}
+
+/// How a parameter's text is read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
+    /// A whole number in `[min, max]`.
+    Count {
+        /// Smallest accepted value.
+        min: u64,
+        /// Largest accepted value.
+        max: u64,
+    },
+    /// A number of threads, `N` or `P%` of the machine's hardware threads
+    /// (rounded to nearest), at least 1 and at most `max`.
+    Threads {
+        /// Largest accepted count.
+        max: u64,
+    },
+    /// A duration with a unit suffix (`ns`, `us`, `ms`, `s`); a bare number is
+    /// in `default_unit_ns` units. Must lie in `[min_ns, max_ns]`.
+    Duration {
+        /// Nanoseconds per unit of a bare number.
+        default_unit_ns: Ns,
+        /// Smallest accepted value, ns.
+        min_ns: Ns,
+        /// Largest accepted value, ns.
+        max_ns: Ns,
+    },
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
+}
+
+/// A parameter declaration of a family.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ParamDef {
+    /// Key.
+    pub name: &'static str,
+    /// How its value is read.
+    pub kind: Kind,
+    /// Default text, or `auto` when the family derives it.
+    pub default: &'static str,
+    /// Unit shown in the documentation.
+    pub unit: &'static str,
+    /// Documentation: meaning, default's source, trade-off.
+    pub doc: &'static str,
+}
+
+/// The default text meaning "derived by the family builder".
+pub(crate) const AUTO: &str = "auto";
+
+/// One nanosecond-denominated unit of a duration.
+const UNITS: [(&str, Ns); 4] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)];
+
+/// A workload family: its name, summary, parameters and builder.
+struct Family {
+    name: &'static str,
+    summary: &'static str,
+    params: &'static [ParamDef],
+    build: fn(&mut Params) -> Result<Workload>,
+}
+
+const FAMILIES: [Family; 4] = [
+    Family { name: "hackbench", summary: hackbench::SUMMARY, params: hackbench::PARAMS, build: hackbench::build },
+    Family { name: "schbench", summary: schbench::SUMMARY, params: schbench::PARAMS, build: schbench::build },
+    Family { name: "workqueue", summary: workqueue::SUMMARY, params: workqueue::PARAMS, build: workqueue::build },
+    Family { name: "sieve", summary: sieve::SUMMARY, params: sieve::PARAMS, build: sieve::build },
+];
+
+/// Every workload family with its parameters, for `schedlab workload list`.
+pub fn workload_families() -> Vec<FamilyDoc> {
+    FAMILIES
+        .iter()
+        .map(|f| FamilyDoc {
+            name: f.name.to_string(),
+            summary: f.summary.to_string(),
+            params: f
+                .params
+                .iter()
+                .map(|p| ParamDoc {
+                    name: p.name.to_string(),
+                    unit: p.unit.to_string(),
+                    default: p.default.to_string(),
+                    doc: p.doc.to_string(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Builds a workload from its spec. `format` is `spec` (`family:key=value,...`),
+/// `toml` or `json` (a table with `family` and the same keys); `origin` names
+/// the file or string in error messages. `%` thread counts and machine-derived
+/// defaults resolve against `machine`. The result's `name` is the normalised
+/// spec with every default filled in.
+pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine) -> Result<Workload> {
+    let (family, pairs) = match format {
+        "spec" => split_spec(text, origin)?,
+        "toml" => {
+            let table: toml::Table = toml::from_str(text)
+                .map_err(|e| SchedlabError::spec(origin, "workload", format!("expected a TOML table: {e}")))?;
+            table_pairs(table.into_iter().map(|(k, v)| (k, toml_scalar(&v))), origin)?
+        }
+        "json" => {
+            let value: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| SchedlabError::spec(origin, "workload", format!("expected a JSON object: {e}")))?;
+            let serde_json::Value::Object(map) = value else {
+                return Err(SchedlabError::spec(origin, "workload", "expected a JSON object"));
+            };
+            table_pairs(map.into_iter().map(|(k, v)| (k, json_scalar(&v))), origin)?
+        }
+        other => {
+            return Err(SchedlabError::UnknownName {
+                kind: "workload format".into(),
+                name: other.into(),
+                valid: "spec, toml, json".into(),
+            })
+        }
+    };
+    let Some(fam) = FAMILIES.iter().find(|f| f.name == family) else {
+        return Err(SchedlabError::UnknownName {
+            kind: "workload".into(),
+            name: family,
+            valid: FAMILIES.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
+        });
+    };
+    let mut params = Params::new(origin, fam.name, fam.params, machine, pairs)?;
+    let mut w = (fam.build)(&mut params)?;
+    w.name = params.normalised();
+    Ok(w)
+}
+
+/// Splits `family:k=v,k=v` into the family and its pairs.
+fn split_spec(text: &str, origin: &str) -> Result<(String, Vec<(String, String)>)> {
+    let text = text.trim();
+    let (family, rest) = text.split_once(':').unwrap_or((text, ""));
+    let mut pairs = Vec::new();
+    for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((k, v)) = item.split_once('=') else {
+            return Err(SchedlabError::spec(
+                origin,
+                format!("workload.{item}"),
+                format!("expected key=value, got '{item}'"),
+            ));
+        };
+        pairs.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok((family.trim().to_string(), pairs))
+}
+
+/// Separates `family` from the other keys of a TOML / JSON table.
+fn table_pairs(
+    items: impl Iterator<Item = (String, std::result::Result<String, &'static str>)>,
+    origin: &str,
+) -> Result<(String, Vec<(String, String)>)> {
+    let mut family = None;
+    let mut pairs = Vec::new();
+    for (k, v) in items {
+        let v = v.map_err(|what| {
+            SchedlabError::spec(origin, format!("workload.{k}"), format!("expected a string or a number, got {what}"))
+        })?;
+        if k == "family" {
+            family = Some(v);
+        } else {
+            pairs.push((k, v));
+        }
+    }
+    let family =
+        family.ok_or_else(|| SchedlabError::spec(origin, "workload.family", "expected a family name, got nothing"))?;
+    Ok((family, pairs))
+}
+
+fn toml_scalar(v: &toml::Value) -> std::result::Result<String, &'static str> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        toml::Value::Datetime(_) => Err("a date"),
+        toml::Value::Array(_) => Err("an array"),
+        toml::Value::Table(_) => Err("a table"),
+    }
+}
+
+fn json_scalar(v: &serde_json::Value) -> std::result::Result<String, &'static str> {
+    match v {
+        serde_json::Value::String(s) => Ok(s.clone()),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        serde_json::Value::Bool(b) => Ok(b.to_string()),
+        serde_json::Value::Null => Err("null"),
+        serde_json::Value::Array(_) => Err("an array"),
+        serde_json::Value::Object(_) => Err("an object"),
+    }
+}
+
+/// The parameters given for one family, read on demand by its builder. Every
+/// value read is recorded in canonical form for the normalised name.
+pub(crate) struct Params<'a> {
+    origin: &'a str,
+    family: &'static str,
+    defs: &'static [ParamDef],
+    /// Text given by the user, indexed like `defs`.
+    given: Vec<Option<String>>,
+    /// Canonical text of the value used, indexed like `defs`.
+    resolved: Vec<Option<String>>,
+    /// The machine `%` and machine-derived defaults resolve against.
+    pub machine: &'a Machine,
+}
+
+impl<'a> Params<'a> {
+    fn new(
+        origin: &'a str,
+        family: &'static str,
+        defs: &'static [ParamDef],
+        machine: &'a Machine,
+        pairs: Vec<(String, String)>,
+    ) -> Result<Self> {
+        let mut given = vec![None; defs.len()];
+        for (k, v) in pairs {
+            let Some(i) = defs.iter().position(|d| d.name == k) else {
+                let valid: Vec<&str> = defs.iter().map(|d| d.name).collect();
+                return Err(SchedlabError::spec(
+                    origin,
+                    format!("workload.{k}"),
+                    format!("expected one of the {family} keys {}, got unknown key '{k}'", valid.join(", ")),
+                ));
+            };
+            if given[i].is_some() {
+                return Err(SchedlabError::spec(
+                    origin,
+                    format!("workload.{k}"),
+                    format!("expected each key once, got '{k}' twice"),
+                ));
+            }
+            given[i] = Some(v);
+        }
+        Ok(Params { origin, family, defs, given, resolved: vec![None; defs.len()], machine })
+    }
+
+    fn index(&self, name: &str) -> usize {
+        // A builder asking for a key its own table lacks is a programming error.
+        self.defs.iter().position(|d| d.name == name).unwrap_or_else(|| panic!("{}: no param {name}", self.family))
+    }
+
+    /// The text to parse: the given value, else the default (`None` when the default is `auto`).
+    fn text(&self, i: usize) -> Option<String> {
+        match &self.given[i] {
+            Some(v) => Some(v.clone()),
+            None if self.defs[i].default == AUTO => None,
+            None => Some(self.defs[i].default.to_string()),
+        }
+    }
+
+    fn error(&self, i: usize, expected: String, got: &str) -> SchedlabError {
+        SchedlabError::spec(
+            self.origin,
+            format!("workload.{}", self.defs[i].name),
+            format!("expected {expected}, got '{got}'"),
+        )
+    }
+
+    fn value<T>(
+        &mut self,
+        name: &str,
+        auto: Option<T>,
+        parse: impl Fn(&Self, usize, &str) -> Result<(T, String)>,
+    ) -> Result<T> {
+        let i = self.index(name);
+        let (v, canon) = match (self.text(i), auto) {
+            (Some(t), _) => parse(self, i, &t)?,
+            (None, Some(a)) => return Ok(a),
+            (None, None) => panic!("{}: param {name} is auto but the builder gave no value", self.family),
+        };
+        self.resolved[i] = Some(canon);
+        Ok(v)
+    }
+
+    /// Whether `name` was left to its `auto` default.
+    pub fn is_auto(&self, name: &str) -> bool {
+        let i = self.index(name);
+        self.given[i].is_none() && self.defs[i].default == AUTO
+    }
+
+    /// Records the value an `auto` parameter resolved to, for the normalised name.
+    pub fn set_resolved(&mut self, name: &str, canon: String) {
+        let i = self.index(name);
+        self.resolved[i] = Some(canon);
+    }
+
+    /// A whole-number parameter.
+    pub fn count(&mut self, name: &str) -> Result<u64> {
+        self.value(name, None, |p, i, t| {
+            let Kind::Count { min, max } = p.defs[i].kind else { panic!("{name} is not a count") };
+            match t.parse::<u64>() {
+                Ok(n) if (min..=max).contains(&n) => Ok((n, n.to_string())),
+                _ => Err(p.error(i, format!("a whole number from {min} to {max}"), t)),
+            }
+        })
+    }
+
+    /// A thread count: `N` or `P%` of the machine's hardware threads.
+    pub fn threads(&mut self, name: &str) -> Result<u32> {
+        let nr_cpus = self.machine.nr_cpus() as u64;
+        self.value(name, None, |p, i, t| {
+            let Kind::Threads { max } = p.defs[i].kind else { panic!("{name} is not a thread count") };
+            let expected = || format!("a thread count from 1 to {max}, or a percentage in (0%, 100%] of the machine's {nr_cpus} hardware threads");
+            let n = if let Some(pct) = t.strip_suffix('%') {
+                // Percent in units of 1e-4 %, so 31.25% is exact.
+                let pct_e4 = parse_fixed(pct.trim(), 4).ok_or_else(|| p.error(i, expected(), t))?;
+                if pct_e4 == 0 || pct_e4 > 100 * 10_000 {
+                    return Err(p.error(i, expected(), t));
+                }
+                (nr_cpus * pct_e4 + 500_000) / 1_000_000
+            } else {
+                t.parse::<u64>().map_err(|_| p.error(i, expected(), t))?
+            };
+            if n == 0 || n > max {
+                return Err(p.error(i, expected(), t));
+            }
+            Ok((n as u32, n.to_string()))
+        })
+    }
+
+    /// A duration, ns; `auto` resolves to `derived` when given.
+    pub fn duration_or(&mut self, name: &str, derived: Option<Ns>) -> Result<Ns> {
+        if let (true, Some(d)) = (self.is_auto(name), derived) {
+            self.set_resolved(name, format_duration(d));
+        }
+        self.value(name, derived, |p, i, t| {
+            let Kind::Duration { default_unit_ns, min_ns, max_ns } = p.defs[i].kind else {
+                panic!("{name} is not a duration")
+            };
+            let expected = || {
+                format!(
+                    "a duration from {} to {} such as 10ms, 50us, 2s (a bare number is in {})",
+                    format_duration(min_ns),
+                    format_duration(max_ns),
+                    p.defs[i].unit
+                )
+            };
+            let d = parse_duration(t, default_unit_ns).ok_or_else(|| p.error(i, expected(), t))?;
+            if d < min_ns || d > max_ns {
+                return Err(p.error(i, expected(), t));
+            }
+            Ok((d, format_duration(d)))
+        })
+    }
+
+    /// A duration without an `auto` default, ns.
+    pub fn duration(&mut self, name: &str) -> Result<Ns> {
+        self.duration_or(name, None)
+    }
+
+    /// A count whose `auto` default resolves to `derived`.
+    pub fn count_or(&mut self, name: &str, derived: u64) -> Result<u64> {
+        if self.is_auto(name) {
+            self.set_resolved(name, derived.to_string());
+            return Ok(derived);
+        }
+        self.count(name)
+    }
+
+    /// One of a fixed set of words.
+    pub fn choice(&mut self, name: &str) -> Result<&'static str> {
+        self.value(name, None, |p, i, t| {
+            let Kind::Choice(words) = p.defs[i].kind else { panic!("{name} is not a choice") };
+            match words.iter().find(|w| **w == t) {
+                Some(w) => Ok((*w, w.to_string())),
+                None => Err(p.error(i, format!("one of {}", words.join(", ")), t)),
+            }
+        })
+    }
+
+    /// An error about parameter `name` (for checks spanning several parameters).
+    pub fn invalid(&self, name: &str, expected: &str) -> SchedlabError {
+        let i = self.index(name);
+        let got = self.resolved[i].clone().or_else(|| self.text(i)).unwrap_or_default();
+        self.error(i, expected.to_string(), &got)
+    }
+
+    /// `family:key=value,...` with every parameter in table order.
+    fn normalised(&self) -> String {
+        let parts: Vec<String> = (0..self.defs.len())
+            .map(|i| {
+                let v = self.resolved[i].clone().or_else(|| self.text(i)).unwrap_or_else(|| AUTO.to_string());
+                format!("{}={}", self.defs[i].name, v)
+            })
+            .collect();
+        format!("{}:{}", self.family, parts.join(","))
+    }
+}
+
+/// Parses `123` or `12.345` as a fixed-point number with `decimals` digits
+/// after the point (`12.345`, 4 -> 123450). `None` on anything else.
+fn parse_fixed(t: &str, decimals: u32) -> Option<u64> {
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) || frac.len() > decimals as usize {
+        return None;
+    }
+    let scale = 10u64.pow(decimals);
+    let int: u64 = int.parse().ok()?;
+    let frac_val: u64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let frac_scaled = frac_val * 10u64.pow(decimals - frac.len() as u32);
+    int.checked_mul(scale)?.checked_add(frac_scaled)
+}
+
+/// Parses `10ms`, `1.5us`, `2s`, `100` (in `default_unit_ns`). `None` on
+/// garbage, negative numbers and overflow.
+pub(crate) fn parse_duration(t: &str, default_unit_ns: Ns) -> Option<Ns> {
+    let t = t.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let unit_ns = if unit.is_empty() { default_unit_ns } else { UNITS.iter().find(|(u, _)| *u == unit)?.1 };
+    // Nine decimals cover any fraction of a second down to 1 ns.
+    let fixed = parse_fixed(num, 9)?;
+    let ns = (fixed as u128 * unit_ns as u128) / 1_000_000_000;
+    u64::try_from(ns).ok()
+}
+
+/// Canonical text of a duration: the largest unit that divides it exactly.
+pub(crate) fn format_duration(ns: Ns) -> String {
+    if ns == 0 {
+        return "0".to_string();
+    }
+    let (u, per) = UNITS.iter().rev().find(|(_, per)| ns.is_multiple_of(*per)).copied().unwrap_or(("ns", 1));
+    format!("{}{}", ns / per, u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::testdrv::test_machine;
+
+    fn build(spec: &str, cpus: usize) -> Result<Workload> {
+        build_workload(spec, "spec", "cli", &test_machine(cpus))
+    }
+
+    fn spec_err(spec: &str) -> (String, String, String) {
+        match build(spec, 64) {
+            Err(SchedlabError::Spec { file, key, expected }) => (file, key, expected),
+            other => panic!("{spec}: expected a spec error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10ms", 1), Some(10_000_000));
+        assert_eq!(parse_duration("50us", 1), Some(50_000));
+        assert_eq!(parse_duration("2s", 1), Some(2_000_000_000));
+        assert_eq!(parse_duration("1.5ms", 1), Some(1_500_000));
+        assert_eq!(parse_duration("100", 1_000), Some(100_000));
+        assert_eq!(parse_duration("-5ms", 1), None);
+        assert_eq!(parse_duration("ms", 1), None);
+        assert_eq!(parse_duration("5 parsecs", 1), None);
+        assert_eq!(parse_duration("1.2.3s", 1), None);
+        assert_eq!(parse_duration("99999999999999999999s", 1), None);
+        assert_eq!(format_duration(2_000_000_000), "2s");
+        assert_eq!(format_duration(1_500_000), "1500us");
+        assert_eq!(format_duration(1_234), "1234ns");
+    }
+
+    #[test]
+    fn good_specs_normalise() {
+        let w = build("workqueue:threads=50%", 64).unwrap();
+        assert!(w.name.starts_with("workqueue:threads=32,"), "{}", w.name);
+        let w2 = build(&w.name, 64).unwrap();
+        assert_eq!(w2.name, w.name, "the normalised name rebuilds the same workload");
+        let w = build("hackbench:groups=4,fds=20,loops=100,ipc=pipe,mode=process", 8).unwrap();
+        assert!(w.name.contains("groups=4") && w.name.contains("ipc=pipe"), "{}", w.name);
+        assert_eq!(w.tasks.len(), 4 * 40);
+        let w = build("schbench", 8).unwrap();
+        assert!(w.name.contains("threads=8"), "{}", w.name);
+        let w = build(" sieve : threads=31.25% ", 64).unwrap();
+        assert_eq!(w.tasks.len(), 20);
+    }
+
+    #[test]
+    fn toml_and_json() {
+        let m = test_machine(16);
+        let t = "family = \"workqueue\"\nthreads = \"50%\"\nchunks = 100\nchunk = \"2ms\"\n";
+        let w = build_workload(t, "toml", "wq.toml", &m).unwrap();
+        assert!(w.name.starts_with("workqueue:threads=8,chunks=100,chunk=2ms"), "{}", w.name);
+        let j = r#"{"family": "hackbench", "groups": 2, "ipc": "socket"}"#;
+        let w = build_workload(j, "json", "hb.json", &m).unwrap();
+        assert_eq!(w.tasks.len(), 80);
+        let e = build_workload("groups = 2", "toml", "x.toml", &m).unwrap_err();
+        assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "workload.family"), "{e:?}");
+        let e = build_workload(r#"{"family":"sieve","threads":[1]}"#, "json", "x.json", &m).unwrap_err();
+        assert!(e.to_string().contains("workload.threads"), "{e}");
+        assert!(build_workload("sieve", "yaml", "x", &m).is_err());
+    }
+
+    #[test]
+    fn unknown_family_lists_valid() {
+        match build("hackbenc:groups=1", 8) {
+            Err(SchedlabError::UnknownName { kind, name, valid }) => {
+                assert_eq!((kind.as_str(), name.as_str()), ("workload", "hackbenc"));
+                assert_eq!(valid, "hackbench, schbench, workqueue, sieve");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_specs_name_origin_and_key() {
+        let (file, key, exp) = spec_err("hackbench:grups=3");
+        assert_eq!((file.as_str(), key.as_str()), ("cli", "workload.grups"));
+        assert!(exp.contains("groups, fds, loops"), "{exp}");
+        for (spec, key) in [
+            ("workqueue:threads=0", "workload.threads"),
+            ("workqueue:threads=150%", "workload.threads"),
+            ("workqueue:threads=0%", "workload.threads"),
+            ("workqueue:threads=abc%", "workload.threads"),
+            ("workqueue:threads=-3", "workload.threads"),
+            ("workqueue:chunk=-5ms", "workload.chunk"),
+            ("workqueue:chunk=5parsecs", "workload.chunk"),
+            ("schbench:runtime=-1s", "workload.runtime"),
+            ("schbench:sleep=garbage", "workload.sleep"),
+            ("hackbench:groups=0", "workload.groups"),
+            ("hackbench:ipc=carrier-pigeon", "workload.ipc"),
+            ("hackbench:groups", "workload.groups"),
+            ("hackbench:groups=1,groups=2", "workload.groups"),
+            ("sieve:threads=1,work=0", "workload.work"),
+        ] {
+            let (file, k, exp) = spec_err(spec);
+            assert_eq!((file.as_str(), k.as_str()), ("cli", key), "{spec}: {exp}");
+            assert!(exp.starts_with("expected"), "{spec}: {exp}");
+        }
+        let (_, _, exp) = spec_err("workqueue:threads=150%");
+        assert!(exp.contains("'150%'") && exp.contains("64 hardware threads"), "{exp}");
+    }
+
+    #[test]
+    fn percent_resolves_against_machine() {
+        let m = test_machine(64);
+        let mut p = Params::new("t", "sieve", sieve::PARAMS, &m, vec![("threads".into(), "50%".into())]).unwrap();
+        assert_eq!(p.threads("threads").unwrap(), 32);
+        let mut p = Params::new("t", "sieve", sieve::PARAMS, &m, vec![("threads".into(), "31.25%".into())]).unwrap();
+        assert_eq!(p.threads("threads").unwrap(), 20);
+        let m4 = test_machine(4);
+        // 10% of 4 CPUs rounds to 0: an error, not an empty workload.
+        let mut p = Params::new("t", "sieve", sieve::PARAMS, &m4, vec![("threads".into(), "10%".into())]).unwrap();
+        assert!(p.threads("threads").is_err());
+    }
+
+    #[test]
+    fn families_are_documented() {
+        let fams = workload_families();
+        assert_eq!(fams.len(), 4);
+        for f in &fams {
+            assert!(!f.summary.is_empty());
+            for p in &f.params {
+                assert!(!p.doc.is_empty() && !p.unit.is_empty() && !p.default.is_empty(), "{}.{}", f.name, p.name);
+            }
+        }
+        assert!(serde_json::to_string(&fams).unwrap().contains("\"message_threads\""));
+    }
+}
