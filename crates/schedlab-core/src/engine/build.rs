@@ -1,0 +1,154 @@
+//! Building a `Sim` from a machine, a workload and a policy.
+
+use super::ipc::{Barrier, Chan};
+use super::rq::{LlcShared, Rq, SdRuntime};
+use super::task::{Task, TaskState};
+use super::{ClassKind, EngineStats, Ev, Sim};
+use crate::cpumask::CpuMask;
+use crate::fair::eevdf::{base_slice_ns, SchedEntity};
+use crate::features::Features;
+use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC};
+use crate::metrics::{Collector, MetricsContext};
+use crate::pelt::{SchedAvg, UtilEst};
+use crate::sim::{EventQueue, Rng};
+use crate::topology::{Domains, Machine};
+use crate::workload::{StartKind, Workload};
+
+/// What a run is made of, besides the machine.
+pub struct SimConfig {
+    /// Switched-on features.
+    pub features: Features,
+    /// Class.
+    pub class: ClassKind,
+    /// Seed.
+    pub seed: u64,
+    /// Keep a trace.
+    pub trace: bool,
+    /// Check invariants after every event.
+    pub check_invariants: bool,
+    /// Restrict every task to these CPUs (a cpuset; policy `pinned`).
+    pub cpuset: Option<CpuMask>,
+}
+
+impl Sim {
+    /// Build the engine state for `workload` on `machine`.
+    pub fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
+        let nr = machine.nr_cpus();
+        let mut rqs = Vec::with_capacity(nr);
+        for c in 0..nr {
+            let cpu = CpuId(c as u32);
+            let sd = domains.chain(cpu).iter().map(|&id| SdRuntime::new(domains.sd(id).min_interval_ms)).collect();
+            rqs.push(Rq::new(machine.capacity_orig(cpu), sd));
+        }
+        let llc = vec![LlcShared { has_idle_cores: machine.has_smt(), ..Default::default() }; machine.nr_llcs as usize];
+        let all = machine.all_cpus();
+        let mut tasks = Vec::with_capacity(workload.tasks.len());
+        let mut allowed_masks = Vec::with_capacity(workload.tasks.len());
+        for (i, ts) in workload.tasks.iter().enumerate() {
+            let mut allowed = ts.allowed.unwrap_or(all).and(&all);
+            if let Some(set) = cfg.cpuset {
+                if !ts.kthread {
+                    allowed = allowed.and(&set);
+                }
+            }
+            if allowed.is_empty() {
+                return Err(crate::SchedlabError::spec(
+                    &workload.name,
+                    format!("tasks[{i}].allowed"),
+                    "a CPU list that contains at least one CPU of the machine (and of the policy's cpuset)",
+                ));
+            }
+            let prev = match ts.start {
+                StartKind::Fork { parent_cpu } | StartKind::Wake { prev_cpu: parent_cpu } => parent_cpu,
+            };
+            if prev as usize >= nr {
+                return Err(crate::SchedlabError::spec(
+                    &workload.name,
+                    format!("tasks[{i}].start cpu"),
+                    format!("a CPU below {nr}, got {prev}"),
+                ));
+            }
+            allowed_masks.push(allowed);
+            tasks.push(Task {
+                id: TaskId(i as u32),
+                name: ts.name.clone(),
+                program: ts.program.clone(),
+                rng: Rng::named(cfg.seed, "task", i as u64),
+                state: TaskState::New,
+                cpu: CpuId(prev),
+                allowed,
+                nr_cpus_allowed: allowed.weight(),
+                kthread: ts.kthread,
+                nice: ts.nice,
+                avg: SchedAvg::default(),
+                util_est: UtilEst::default(),
+                wakee_flips: 0,
+                wakee_flip_decay_ts: 0,
+                last_wakee: None,
+                recent_used_cpu: CpuId(prev),
+                wake_cpu: CpuId(prev),
+                work_left_wu: 0,
+                pending: None,
+                spinning_on: None,
+                msg: None,
+                woken_at: None,
+                wake_tokens: 0,
+                timer_gen: 0,
+                footprint_kib: ts.footprint_kib,
+                cache_cpu: CpuId(prev),
+                core_pressure_at_leave: 0,
+                llc_pressure_at_leave: 0,
+                has_run: false,
+                last_ran_ns: 0,
+                migrations: 0,
+                runnable_since: 0,
+            });
+        }
+        let base_slice = base_slice_ns(nr);
+        let ses = (0..tasks.len()).map(|i| SchedEntity::new(tasks[i].nice, base_slice)).collect();
+        let ctx = MetricsContext::new(&machine, allowed_masks, workload.warmup_ns, workload.primary);
+        let mut queue = EventQueue::new();
+        let mut workload_start = Vec::with_capacity(tasks.len());
+        for (i, ts) in workload.tasks.iter().enumerate() {
+            queue.push(ts.start_ns, Ev::TaskStart(TaskId(i as u32)));
+            workload_start.push(ts.start);
+        }
+        if let Some(d) = workload.duration_ns {
+            queue.push(d, Ev::Stop);
+        }
+        let tick_ns = NSEC_PER_SEC / machine.hz.max(1) as Ns;
+        let sim = Sim {
+            core_pressure: vec![0; machine.nr_cores as usize],
+            llc_pressure: vec![0; machine.nr_llcs as usize],
+            nohz_idle: all,
+            rd_overloaded: false,
+            domains,
+            features: cfg.features,
+            class: cfg.class,
+            rqs,
+            llc,
+            alive: tasks.len() as u32,
+            tasks,
+            ses,
+            chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),
+            barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
+            queue,
+            now: 0,
+            sched_rng: Rng::named(cfg.seed, "sched", 0),
+            collector: Collector::new(ctx),
+            trace: if cfg.trace { Some(Vec::new()) } else { None },
+            stop_at: workload.duration_ns,
+            base_slice_ns: base_slice,
+            tick_ns,
+            stats: EngineStats::default(),
+            check_invariants: cfg.check_invariants,
+            violation: None,
+            stopped: false,
+            seed: cfg.seed,
+            cpuset: cfg.cpuset,
+            workload_start,
+            machine,
+        };
+        Ok(sim)
+    }
+}

@@ -1,0 +1,528 @@
+//! The core scheduler paths (kernel/sched/core.c): `try_to_wake_up`,
+//! `wake_up_new_task`, `enqueue_task`/`dequeue_task`, `set_task_cpu` and
+//! `__schedule`. The fair class's decisions are called from here at the same
+//! points the kernel calls them.
+
+use super::task::TaskState;
+use super::{Ev, Sim};
+use crate::fair::eevdf::{self, Pick, SchedEntity};
+use crate::ids::{CpuId, Ns, TaskId};
+use crate::pelt;
+use crate::sched_feat;
+use crate::trace::{Event, MigrateReason, PrevState};
+use crate::workload::StartKind;
+
+/// Wake flag: the waker is about to sleep (`WF_SYNC`).
+pub const WF_SYNC: u32 = 0x10;
+/// Wake flag: a fork (`WF_FORK`).
+pub const WF_FORK: u32 = 0x02;
+/// Wake flag: an ordinary wakeup (`WF_TTWU`).
+pub const WF_TTWU: u32 = 0x08;
+/// Wake flag: an exec (`WF_EXEC`).
+pub const WF_EXEC: u32 = 0x01;
+
+impl Sim {
+    /// Bring the PELT clock of `cpu` to now (`update_rq_clock`).
+    pub fn update_rq_clock(&mut self, cpu: CpuId) {
+        let cap = self.machine.capacity_orig(cpu);
+        let freq = self.freq_capacity(cpu);
+        let now = self.now;
+        let rq = &mut self.rqs[cpu.idx()];
+        let running = rq.curr.is_some();
+        rq.clock_pelt.update_rq_clock_pelt(now, running, cap, freq);
+    }
+
+    /// `update_load_avg(cfs_rq, se)`: bring the runqueue's averages, and the
+    /// task's if given, to now. Must run before any change of the runqueue.
+    pub fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>) {
+        self.update_rq_clock(cpu);
+        let rq = &mut self.rqs[cpu.idx()];
+        let now = rq.clock_pelt.rq_clock_pelt();
+        if let Some(p) = p {
+            let se = &self.ses[p.idx()];
+            let running = rq.curr == Some(p);
+            let t = &mut self.tasks[p.idx()];
+            pelt::update_load_avg_se(&mut t.avg, now, se.weight, se.on_rq, running);
+        }
+        pelt::update_load_avg_cfs_rq(
+            &mut rq.cfs_avg,
+            now,
+            rq.cfs.load_weight,
+            rq.cfs.h_nr_runnable as u64,
+            rq.curr.is_some(),
+        );
+    }
+
+    /// `enqueue_task`: put `p` on `cpu`'s runqueue.
+    pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: u32) {
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
+        let t = &mut self.tasks[p.idx()];
+        if t.avg.last_update_time == 0 {
+            // Migrated or new: attach its averages (`attach_entity_load_avg`).
+            t.avg.last_update_time = rq.clock_pelt.rq_clock_pelt().max(1);
+            pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
+        }
+        if sched_feat!(self.features, UTIL_EST) {
+            rq.cfs_util_est += pelt::task_util_est(&t.util_est, &t.avg) as u32;
+        }
+        rq.cfs.enqueue_entity(&mut self.ses, p, flags, &self.features, self.now);
+        rq.nr_running += 1;
+        if rq.nr_running >= 2 {
+            self.rd_overloaded = true;
+        }
+        if sched_feat!(self.features, avg_idle_on_enqueue) {
+            self.update_avg_idle_on_enqueue(cpu);
+        }
+    }
+
+    /// `dequeue_task`: take `p` off its runqueue. Returns `false` when
+    /// DELAY_DEQUEUE keeps it queued as a delayed entity.
+    pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: u32) -> bool {
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
+        let done = rq.cfs.dequeue_entity(&mut self.ses, p, flags, &self.features, self.now);
+        let t = &mut self.tasks[p.idx()];
+        if sched_feat!(self.features, UTIL_EST) && (done || flags & eevdf::DEQUEUE_SLEEP != 0) {
+            let ue = pelt::task_util_est(&t.util_est, &t.avg) as u32;
+            rq.cfs_util_est = rq.cfs_util_est.saturating_sub(ue);
+            if flags & eevdf::DEQUEUE_SLEEP != 0 {
+                let cap = self.machine.capacity_orig(cpu);
+                pelt::util_est_update(&mut t.util_est, &t.avg, true, cap);
+            }
+        }
+        if done {
+            rq.nr_running -= 1;
+        }
+        done
+    }
+
+    /// Finish dequeuing a delayed entity picked by `pick_next_entity`.
+    fn finish_delayed_dequeue(&mut self, cpu: CpuId, p: TaskId) {
+        let ok = self.dequeue_task(cpu, p, eevdf::DEQUEUE_SLEEP | eevdf::DEQUEUE_DELAYED);
+        debug_assert!(ok, "delayed dequeue must complete");
+    }
+
+    /// `set_task_cpu` + `migrate_task_rq_fair`: move a task that is not
+    /// queued anywhere to `new_cpu`, taking its load off the old runqueue.
+    pub fn set_task_cpu(&mut self, p: TaskId, new_cpu: CpuId, reason: MigrateReason) {
+        let old = self.tasks[p.idx()].cpu;
+        if old == new_cpu {
+            return;
+        }
+        // remove_entity_load_avg: sync the task to the old rq, subtract it.
+        self.update_load_avg(old, Some(p));
+        let rq = &mut self.rqs[old.idx()];
+        let t = &mut self.tasks[p.idx()];
+        pelt::detach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
+        t.avg.last_update_time = 0;
+        t.cpu = new_cpu;
+        self.ses[p.idx()].exec_start = 0;
+        self.emit(Event::Migrate { task: p, orig: old, dest: new_cpu, reason });
+    }
+
+    /// A workload task comes into existence.
+    pub(super) fn task_start(&mut self, p: TaskId) -> crate::Result<()> {
+        match self.workload_start[p.idx()] {
+            StartKind::Fork { parent_cpu } => self.wake_up_new_task(p, CpuId(parent_cpu)),
+            StartKind::Wake { prev_cpu } => {
+                self.tasks[p.idx()].cpu = CpuId(prev_cpu);
+                self.tasks[p.idx()].state = TaskState::Blocked;
+                self.try_to_wake_up(p, 0, CpuId(prev_cpu), None)
+            }
+        }
+    }
+
+    /// `wake_up_new_task`: place a new task with the fork path and enqueue it.
+    pub fn wake_up_new_task(&mut self, p: TaskId, parent_cpu: CpuId) -> crate::Result<()> {
+        let nice = self.tasks[p.idx()].nice;
+        self.ses[p.idx()] = SchedEntity::new(nice, self.base_slice_ns);
+        // init_entity_runnable_average: a new task starts with its full weight
+        // as load, so that fork balancing sees it.
+        let w = self.ses[p.idx()].weight;
+        pelt::init_entity_runnable_average(&mut self.tasks[p.idx()].avg, w);
+        self.tasks[p.idx()].cpu = parent_cpu;
+        let (cpu, path, scanned) = self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu);
+        self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned });
+        self.tasks[p.idx()].cpu = cpu;
+        if cpu != parent_cpu {
+            self.emit(Event::Migrate { task: p, orig: parent_cpu, dest: cpu, reason: MigrateReason::Fork });
+        }
+        self.post_init_entity_util_avg(p, cpu);
+        self.tasks[p.idx()].state = TaskState::Runnable;
+        self.tasks[p.idx()].runnable_since = self.now;
+        self.enqueue_task(cpu, p, eevdf::ENQUEUE_INITIAL);
+        self.emit(Event::Wakeup { task: p, cpu, new: true });
+        self.wakeup_preempt(cpu, p, parent_cpu);
+        Ok(())
+    }
+
+    /// `post_init_entity_util_avg`: a new task's util starts at its share of
+    /// the runqueue's util, capped at half the CPU's spare capacity.
+    fn post_init_entity_util_avg(&mut self, p: TaskId, cpu: CpuId) {
+        let cap = self.machine.capacity_orig(cpu) as u64;
+        let rq = &self.rqs[cpu.idx()];
+        let cfs = &rq.cfs_avg;
+        let cap_left = cap.saturating_sub(cfs.util_avg) / 2;
+        let w = self.ses[p.idx()].weight;
+        let t = &mut self.tasks[p.idx()];
+        if cap_left > 0 {
+            let util = if cfs.util_avg != 0 { (cfs.util_avg * w / (cfs.load_avg + 1)).min(cap_left) } else { cap_left };
+            pelt::set_initial_util(&mut t.avg, util);
+        }
+    }
+
+    /// `try_to_wake_up(p, wake_flags)` issued on `waker_cpu` (by task `waker`,
+    /// or by a timer interrupt when `None`).
+    pub fn try_to_wake_up(
+        &mut self,
+        p: TaskId,
+        wake_flags: u32,
+        waker_cpu: CpuId,
+        waker: Option<TaskId>,
+    ) -> crate::Result<()> {
+        if self.tasks[p.idx()].state != TaskState::Blocked {
+            return Ok(());
+        }
+        self.emit(Event::Waking { task: p, cpu: waker_cpu });
+        let now = self.now;
+        {
+            let t = &mut self.tasks[p.idx()];
+            t.woken_at = Some(now);
+            t.timer_gen += 1; // a pending timeout is void now
+            t.state = TaskState::Runnable;
+            t.runnable_since = now;
+        }
+        if waker.is_some() {
+            self.charge(waker_cpu, self.machine.cost.wakeup_ns);
+        }
+        // ttwu_runnable: still queued as a delayed entity on its old CPU.
+        if self.ses[p.idx()].on_rq {
+            let cpu = self.tasks[p.idx()].cpu;
+            self.update_load_avg(cpu, Some(p));
+            let rq = &mut self.rqs[cpu.idx()];
+            rq.cfs.requeue_delayed_entity(&mut self.ses, p, &self.features, now);
+            if sched_feat!(self.features, UTIL_EST) {
+                let t = &self.tasks[p.idx()];
+                rq.cfs_util_est += pelt::task_util_est(&t.util_est, &t.avg) as u32;
+            }
+            self.emit(Event::Wakeup { task: p, cpu, new: false });
+            self.wakeup_preempt(cpu, p, waker_cpu);
+            return Ok(());
+        }
+        if let Some(w) = waker {
+            self.record_wakee(w, p);
+        }
+        let prev = self.tasks[p.idx()].cpu;
+        let (cpu, path, scanned) = self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu);
+        self.emit(Event::Place { task: p, prev, waker_cpu, cpu, path, scanned });
+        if scanned > 0 && waker.is_some() {
+            self.charge(waker_cpu, scanned as Ns * self.machine.cost.scan_ns_per_cpu);
+        }
+        if cpu != prev {
+            self.set_task_cpu(p, cpu, MigrateReason::Wakeup);
+        }
+        if sched_feat!(self.features, TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
+            self.rqs[cpu.idx()].ttwu_pending += 1;
+            let t = self.now + self.machine.cost.ipi_ns;
+            self.at(t, Ev::TtwuArrive { task: p, cpu });
+        } else {
+            self.ttwu_do_activate(p, cpu, waker_cpu);
+        }
+        Ok(())
+    }
+
+    /// `ttwu_queue_cond`: whether the wakeup goes through the target CPU's
+    /// wake list (an IPI) instead of being enqueued by the waker directly.
+    fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
+        if !self.machine.cpus_share_cache(this_cpu, cpu) {
+            return true;
+        }
+        if cpu == this_cpu {
+            return false;
+        }
+        // An idle target does the activation itself.
+        self.rqs[cpu.idx()].nr_running == 0
+    }
+
+    /// A queued wakeup reached its CPU.
+    pub(super) fn ttwu_arrive(&mut self, p: TaskId, cpu: CpuId) -> crate::Result<()> {
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.ttwu_pending -= 1;
+        self.ttwu_do_activate(p, cpu, cpu);
+        Ok(())
+    }
+
+    /// `ttwu_do_activate`: enqueue the woken task, account the idle period
+    /// that ends (`avg_idle`), and preempt or wake the CPU.
+    fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId) {
+        self.enqueue_task(cpu, p, eevdf::ENQUEUE_WAKEUP);
+        self.emit(Event::Wakeup { task: p, cpu, new: false });
+        self.update_avg_idle_on_wakeup(cpu);
+        self.wakeup_preempt(cpu, p, waker_cpu);
+    }
+
+    /// `update_avg(&rq->avg_idle, delta)` with the cap of `ttwu_do_activate`.
+    fn update_avg_idle_on_wakeup(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.idle_stamp != 0 {
+            let delta = now.saturating_sub(rq.idle_stamp);
+            let max = 2 * rq.max_idle_balance_cost;
+            rq.avg_idle = update_avg(rq.avg_idle, delta).min(max);
+            rq.idle_stamp = 0;
+        }
+    }
+
+    /// Seed idea 3: the same refresh on any enqueue onto an idle CPU.
+    fn update_avg_idle_on_enqueue(&mut self, cpu: CpuId) {
+        self.update_avg_idle_on_wakeup(cpu);
+    }
+
+    /// `wakeup_preempt`: after `p` was queued on `cpu`, wake the CPU if idle,
+    /// or preempt its current task if the fair class says so.
+    pub fn wakeup_preempt(&mut self, cpu: CpuId, p: TaskId, waker_cpu: CpuId) {
+        let rq = &self.rqs[cpu.idx()];
+        if rq.curr.is_none() {
+            self.resched_curr(cpu, waker_cpu);
+            return;
+        }
+        if rq.curr == Some(p) {
+            return;
+        }
+        self.update_curr(cpu);
+        let rq = &self.rqs[cpu.idx()];
+        if rq.cfs.wakeup_preempt_fair(&self.ses, p, &self.features) {
+            self.resched_curr(cpu, waker_cpu);
+        }
+    }
+
+    /// `resched_curr`: ask `cpu` to reschedule. Locally this takes effect at
+    /// the next preemption point; remotely after an IPI.
+    pub fn resched_curr(&mut self, cpu: CpuId, from_cpu: CpuId) {
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.need_resched {
+            return;
+        }
+        rq.need_resched = true;
+        let t = if cpu == from_cpu { self.now } else { self.now + self.machine.cost.ipi_ns };
+        self.at(t, Ev::Resched(cpu));
+    }
+
+    /// A reschedule request reaches `cpu`.
+    pub(super) fn resched_arrive(&mut self, cpu: CpuId) -> crate::Result<()> {
+        if !self.rqs[cpu.idx()].need_resched {
+            return Ok(());
+        }
+        if self.rqs[cpu.idx()].curr.is_none() {
+            self.exit_idle(cpu);
+        }
+        self.schedule(cpu)
+    }
+
+    /// `update_curr` of `cpu`'s running fair task; reschedules if its slice ran out.
+    pub fn update_curr(&mut self, cpu: CpuId) -> bool {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.curr.is_none() {
+            return false;
+        }
+        let u = rq.cfs.update_curr(&mut self.ses, now, &self.features);
+        u.resched
+    }
+
+    /// `__schedule(cpu)`: put the current task back (or it has blocked), pick
+    /// the next, switch. Runs newly-idle balancing when nothing is runnable.
+    pub fn schedule(&mut self, cpu: CpuId) -> crate::Result<()> {
+        self.rqs[cpu.idx()].need_resched = false;
+        let prev = self.rqs[cpu.idx()].curr;
+        if let Some(pp) = prev {
+            self.sync_segment(cpu);
+            self.update_curr(cpu);
+            self.update_load_avg(cpu, Some(pp));
+            if self.ses[pp.idx()].on_rq && self.rqs[cpu.idx()].cfs.curr == Some(pp) {
+                let now = self.now;
+                self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now, &self.features);
+            }
+        }
+        let next = loop {
+            match self.rqs[cpu.idx()].cfs.pick_next_entity(&mut self.ses, &self.features) {
+                Pick::Task(t) => break Some(t),
+                Pick::Delayed(t) => self.finish_delayed_dequeue(cpu, t),
+                Pick::Idle => {
+                    if self.sched_balance_newidle(cpu) > 0 {
+                        continue;
+                    }
+                    break None;
+                }
+            }
+        };
+        if let Some(n) = next {
+            let now = self.now;
+            self.update_load_avg(cpu, Some(n));
+            self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, n, now);
+        }
+        self.context_switch(cpu, prev, next)
+    }
+
+    /// Switch `cpu` from `prev` to `next` and start running `next`.
+    fn context_switch(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) -> crate::Result<()> {
+        if prev == next {
+            if next.is_some() {
+                self.start_segment(cpu)?;
+            }
+            return Ok(());
+        }
+        let now = self.now;
+        if let Some(pp) = prev {
+            let t = &self.tasks[pp.idx()];
+            let prev_state = match t.state {
+                TaskState::Runnable => PrevState::Runnable,
+                TaskState::Dead => PrevState::Dead,
+                _ => PrevState::Sleeping,
+            };
+            self.leave_cpu(pp, cpu);
+            self.emit(Event::Switch { cpu, prev, prev_state, next });
+        } else {
+            self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
+        }
+        self.rqs[cpu.idx()].curr = next;
+        self.rqs[cpu.idx()].seg_active = false;
+        self.rqs[cpu.idx()].run_gen += 1;
+        match next {
+            Some(n) => {
+                if prev.is_none() {
+                    self.exit_idle(cpu);
+                }
+                let (refill, kib) = self.refill_work_ns(n, cpu);
+                self.arrive_on_cpu(n, cpu, kib);
+                let t = &mut self.tasks[n.idx()];
+                t.work_left_wu += refill * super::cost::WU_PER_NS;
+                let cs = self.machine.cost.context_switch_ns;
+                let rq = &mut self.rqs[cpu.idx()];
+                rq.ready_at = rq.ready_at.max(now) + cs;
+                if prev.is_none() {
+                    self.smt_speed_changed(cpu);
+                }
+                self.start_segment(cpu)
+            }
+            None => {
+                self.enter_idle(cpu);
+                self.smt_speed_changed(cpu);
+                Ok(())
+            }
+        }
+    }
+
+    /// Cache bookkeeping when `p` starts running on `cpu` and brings `kib`
+    /// of its footprint into the caches.
+    fn arrive_on_cpu(&mut self, p: TaskId, cpu: CpuId, kib: u64) {
+        let info = &self.machine.cpus[cpu.idx()];
+        let (core, llc) = (info.core as usize, info.llc as usize);
+        self.core_pressure[core] += kib;
+        self.llc_pressure[llc] += kib;
+        let t = &mut self.tasks[p.idx()];
+        t.cache_cpu = cpu;
+        t.has_run = true;
+    }
+
+    /// Bookkeeping when `p` stops running on `cpu`.
+    fn leave_cpu(&mut self, p: TaskId, cpu: CpuId) {
+        let info = &self.machine.cpus[cpu.idx()];
+        let (core, llc) = (info.core as usize, info.llc as usize);
+        let now = self.now;
+        let t = &mut self.tasks[p.idx()];
+        t.core_pressure_at_leave = self.core_pressure[core];
+        t.llc_pressure_at_leave = self.llc_pressure[llc];
+        t.last_ran_ns = now;
+        if t.state == TaskState::Runnable {
+            t.runnable_since = now;
+        }
+    }
+
+    /// Put a task to sleep: it blocked in an action, or exited.
+    pub fn block_task(&mut self, cpu: CpuId, p: TaskId, dead: bool) {
+        self.tasks[p.idx()].state = if dead { TaskState::Dead } else { TaskState::Blocked };
+        self.update_curr(cpu);
+        let flags = eevdf::DEQUEUE_SLEEP;
+        if !self.dequeue_task(cpu, p, flags) && dead {
+            self.finish_delayed_dequeue(cpu, p);
+        }
+        if dead {
+            // task_dead_fair / remove_entity_load_avg.
+            let rq = &mut self.rqs[cpu.idx()];
+            let t = &mut self.tasks[p.idx()];
+            pelt::detach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
+        }
+    }
+
+    /// Create the engine state of a task's first placement: used by tests to
+    /// put a task on a CPU without a workload.
+    pub fn initial_slice(&self) -> Ns {
+        self.base_slice_ns
+    }
+}
+
+/// `update_avg`: `*avg += (sample - *avg) / 8`.
+pub fn update_avg(avg: Ns, sample: Ns) -> Ns {
+    let diff = sample as i64 - avg as i64;
+    (avg as i64 + diff / 8).max(0) as Ns
+}
+
+impl Sim {
+    /// Load balancing's `detach_task` + `attach_task`: move the queued, not
+    /// running task `p` from `src` to `dst` (`DEQUEUE_MIGRATING`: the entity
+    /// keeps its lag and relative deadline), then let it preempt on `dst`.
+    pub fn move_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId) {
+        debug_assert_ne!(self.rqs[src.idx()].curr, Some(p), "cannot move a running task");
+        debug_assert_eq!(self.tasks[p.idx()].cpu, src);
+        let ok = self.dequeue_task(src, p, eevdf::DEQUEUE_MIGRATING);
+        debug_assert!(ok);
+        self.set_task_cpu(p, dst, MigrateReason::Balance);
+        self.enqueue_task(dst, p, eevdf::ENQUEUE_MIGRATED);
+        self.wakeup_preempt(dst, p, src);
+    }
+
+    /// Active balance (`active_load_balance_cpu_stop`): stop the task running
+    /// on `src` and move it to `dst`. Returns whether it moved.
+    pub fn active_move_running_task(&mut self, src: CpuId, dst: CpuId) -> crate::Result<bool> {
+        let Some(p) = self.rqs[src.idx()].curr else { return Ok(false) };
+        if !self.tasks[p.idx()].allowed.test(dst) {
+            return Ok(false);
+        }
+        // The stopper preempts p; p goes back on the queue, then moves.
+        self.sync_segment(src);
+        self.update_curr(src);
+        self.update_load_avg(src, Some(p));
+        let now = self.now;
+        self.rqs[src.idx()].cfs.put_prev_entity(&mut self.ses, now, &self.features);
+        self.leave_cpu_for_migration(p, src);
+        self.rqs[src.idx()].curr = None;
+        self.rqs[src.idx()].seg_active = false;
+        self.rqs[src.idx()].run_gen += 1;
+        self.emit(Event::Switch { cpu: src, prev: Some(p), prev_state: PrevState::Runnable, next: None });
+        self.move_queued_task(p, src, dst);
+        // src picks what is left (possibly nothing).
+        let next = loop {
+            match self.rqs[src.idx()].cfs.pick_next_entity(&mut self.ses, &self.features) {
+                Pick::Task(t) => break Some(t),
+                Pick::Delayed(t) => self.finish_delayed_dequeue(src, t),
+                Pick::Idle => break None,
+            }
+        };
+        if let Some(n) = next {
+            self.rqs[src.idx()].cfs.set_next_entity(&mut self.ses, n, now);
+        }
+        self.context_switch(src, None, next)?;
+        if next.is_none() {
+            // context_switch(None, None) does nothing: enter idle explicitly.
+            self.enter_idle(src);
+            self.smt_speed_changed(src);
+        }
+        Ok(true)
+    }
+
+    fn leave_cpu_for_migration(&mut self, p: TaskId, cpu: CpuId) {
+        self.leave_cpu(p, cpu);
+    }
+}

@@ -1,0 +1,274 @@
+//! Running tasks: run segments (a stretch of work at one speed, ended by a
+//! `RunDone` event that is recomputed when the speed changes) and stepping
+//! task programs through their actions.
+
+use super::cost::WU_PER_NS;
+use super::task::TaskState;
+use super::{Ev, Sim};
+use crate::ids::{CpuId, TaskId};
+use crate::trace::Event;
+use crate::workload::{Action, ProgCtx};
+
+/// Zero-time actions a program may take in a row before the engine calls it
+/// a livelock (a program that never computes, sleeps or blocks).
+const MAX_INSTANT_ACTIONS: u32 = 100_000;
+
+/// How a program step ended.
+enum Stepped {
+    /// It has work to do (`work_left_wu > 0`) or a delay to pay.
+    Busy,
+    /// It blocked, exited, or must be preempted: call `schedule`.
+    Reschedule,
+}
+
+impl Sim {
+    /// Account the work the running task of `cpu` did since its segment began.
+    pub fn sync_segment(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let rq = &mut self.rqs[cpu.idx()];
+        if !rq.seg_active || now <= rq.seg_start {
+            return;
+        }
+        let Some(p) = rq.curr else { return };
+        let done = (now - rq.seg_start) * rq.seg_speed;
+        rq.busy_ns += now - rq.seg_start;
+        rq.seg_start = now;
+        let t = &mut self.tasks[p.idx()];
+        t.work_left_wu = t.work_left_wu.saturating_sub(done);
+    }
+
+    /// End the current segment and start a new one at the current speed.
+    pub fn restart_segment(&mut self, cpu: CpuId) {
+        self.sync_segment(cpu);
+        self.rqs[cpu.idx()].seg_active = false;
+        self.schedule_segment_end(cpu);
+    }
+
+    /// The SMT siblings of `cpu` changed speed because `cpu` went busy or idle.
+    pub fn smt_speed_changed(&mut self, cpu: CpuId) {
+        let sibs = *self.machine.smt_mask(cpu);
+        for s in sibs.iter() {
+            if s != cpu && self.rqs[s.idx()].seg_active {
+                self.restart_segment(s);
+            }
+        }
+    }
+
+    /// Queue the `RunDone` that ends the current work of `cpu`'s task.
+    fn schedule_segment_end(&mut self, cpu: CpuId) {
+        let speed = self.cpu_speed(cpu);
+        let now = self.now;
+        let rq = &mut self.rqs[cpu.idx()];
+        let Some(p) = rq.curr else { return };
+        let start = rq.ready_at.max(now);
+        let left = self.tasks[p.idx()].work_left_wu;
+        rq.run_gen += 1;
+        rq.seg_start = start;
+        rq.seg_speed = speed;
+        rq.seg_active = left > 0;
+        let end = start + left.div_ceil(speed);
+        let gen = rq.run_gen;
+        self.queue.push(end, Ev::RunDone { cpu, gen });
+    }
+
+    /// Run `cpu`'s current task: step its program until it has work, blocks
+    /// or exits, then queue the end of its work.
+    pub fn start_segment(&mut self, cpu: CpuId) -> crate::Result<()> {
+        let Some(p) = self.rqs[cpu.idx()].curr else { return Ok(()) };
+        if self.rqs[cpu.idx()].ready_at > self.now || self.tasks[p.idx()].work_left_wu > 0 {
+            self.schedule_segment_end(cpu);
+            return Ok(());
+        }
+        match self.step_program(cpu, p)? {
+            Stepped::Busy => {
+                self.schedule_segment_end(cpu);
+                Ok(())
+            }
+            Stepped::Reschedule => self.schedule(cpu),
+        }
+    }
+
+    /// The `RunDone` event: the task's work (or the CPU's delay) is over.
+    pub(super) fn run_done(&mut self, cpu: CpuId) -> crate::Result<()> {
+        self.sync_segment(cpu);
+        self.rqs[cpu.idx()].seg_active = false;
+        let Some(p) = self.rqs[cpu.idx()].curr else { return Ok(()) };
+        if self.tasks[p.idx()].work_left_wu == 0 {
+            if let Some(b) = self.tasks[p.idx()].spinning_on {
+                // The spin budget ran out before the barrier opened: block.
+                let _ = b;
+                self.block_task(cpu, p, false);
+                return self.schedule(cpu);
+            }
+            if self.rqs[cpu.idx()].need_resched {
+                return self.schedule(cpu);
+            }
+        }
+        self.start_segment(cpu)
+    }
+
+    /// Step `p`'s program on `cpu` until it has work to do or must leave the CPU.
+    fn step_program(&mut self, cpu: CpuId, p: TaskId) -> crate::Result<Stepped> {
+        for _ in 0..MAX_INSTANT_ACTIONS {
+            if self.rqs[cpu.idx()].need_resched {
+                return Ok(Stepped::Reschedule);
+            }
+            if self.rqs[cpu.idx()].ready_at > self.now {
+                return Ok(Stepped::Busy);
+            }
+            let t = &mut self.tasks[p.idx()];
+            let action = match t.pending.take() {
+                Some(a) => a,
+                None => {
+                    let ctx = ProgCtx { now: self.now, task: p, msg: t.msg.take(), woken_at: t.woken_at.take() };
+                    t.program.step(&ctx, &mut t.rng)
+                }
+            };
+            match self.do_action(cpu, p, action)? {
+                None => continue,
+                Some(s) => return Ok(s),
+            }
+        }
+        Err(crate::SchedlabError::Runtime(format!(
+            "task {} ({}) took {MAX_INSTANT_ACTIONS} actions without computing, sleeping or blocking",
+            p, self.tasks[p.idx()].name
+        )))
+    }
+
+    /// Perform one action; `None` means it completed instantly.
+    fn do_action(&mut self, cpu: CpuId, p: TaskId, action: Action) -> crate::Result<Option<Stepped>> {
+        match action {
+            Action::Compute(ns) => {
+                if ns == 0 {
+                    return Ok(None);
+                }
+                self.tasks[p.idx()].work_left_wu += ns * WU_PER_NS;
+                Ok(Some(Stepped::Busy))
+            }
+            Action::Sleep(ns) => self.sleep_until(cpu, p, self.now.saturating_add(ns)),
+            Action::SleepUntil(t) => {
+                if t <= self.now {
+                    return Ok(None);
+                }
+                self.sleep_until(cpu, p, t)
+            }
+            Action::Send { chan, msg, sync } => {
+                let c = &mut self.chans[chan.0 as usize];
+                if c.buf.len() as u32 >= c.capacity {
+                    c.writers.push_back(p);
+                    self.tasks[p.idx()].pending = Some(action);
+                    self.block_task(cpu, p, false);
+                    return Ok(Some(Stepped::Reschedule));
+                }
+                c.buf.push_back(msg);
+                if let Some(r) = c.readers.pop_front() {
+                    let flags = if sync { super::core::WF_SYNC } else { 0 };
+                    self.try_to_wake_up(r, flags, cpu, Some(p))?;
+                }
+                Ok(None)
+            }
+            Action::Recv { chan } => {
+                let c = &mut self.chans[chan.0 as usize];
+                match c.buf.pop_front() {
+                    Some(m) => {
+                        self.tasks[p.idx()].msg = Some(m);
+                        if let Some(w) = c.writers.pop_front() {
+                            self.try_to_wake_up(w, 0, cpu, Some(p))?;
+                        }
+                        Ok(None)
+                    }
+                    None => {
+                        c.readers.push_back(p);
+                        self.tasks[p.idx()].pending = Some(action);
+                        self.block_task(cpu, p, false);
+                        Ok(Some(Stepped::Reschedule))
+                    }
+                }
+            }
+            Action::Wait => {
+                let t = &mut self.tasks[p.idx()];
+                if t.wake_tokens > 0 {
+                    t.wake_tokens -= 1;
+                    return Ok(None);
+                }
+                t.pending = Some(action);
+                self.block_task(cpu, p, false);
+                Ok(Some(Stepped::Reschedule))
+            }
+            Action::Wake { task, sync } => {
+                let w = &mut self.tasks[task.idx()];
+                w.wake_tokens += 1;
+                if w.state == TaskState::Blocked && w.pending == Some(Action::Wait) {
+                    let flags = if sync { super::core::WF_SYNC } else { 0 };
+                    self.try_to_wake_up(task, flags, cpu, Some(p))?;
+                }
+                Ok(None)
+            }
+            Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
+            Action::Mark { kind, value } => {
+                self.emit(Event::Mark { task: p, kind, value });
+                Ok(None)
+            }
+            Action::Exit => {
+                self.block_task(cpu, p, true);
+                self.alive -= 1;
+                self.emit(Event::Exit { task: p });
+                Ok(Some(Stepped::Reschedule))
+            }
+        }
+    }
+
+    fn sleep_until(&mut self, cpu: CpuId, p: TaskId, t: u64) -> crate::Result<Option<Stepped>> {
+        let task = &mut self.tasks[p.idx()];
+        task.timer_gen += 1;
+        let gen = task.timer_gen;
+        self.block_task(cpu, p, false);
+        self.at(t, Ev::Timer { task: p, gen });
+        Ok(Some(Stepped::Reschedule))
+    }
+
+    /// Arrive at barrier `b`. The last arrival releases the others: spinners
+    /// stop spinning at once, blocked ones are woken.
+    fn barrier_arrive(&mut self, cpu: CpuId, p: TaskId, b: u32, spin_ns: u64) -> crate::Result<Option<Stepped>> {
+        let bar = &mut self.barriers[b as usize];
+        bar.arrived += 1;
+        if bar.arrived < bar.parties {
+            bar.waiters.push(p);
+            let t = &mut self.tasks[p.idx()];
+            t.spinning_on = Some(b);
+            if spin_ns > 0 {
+                t.work_left_wu += spin_ns * WU_PER_NS;
+                return Ok(Some(Stepped::Busy));
+            }
+            self.block_task(cpu, p, false);
+            return Ok(Some(Stepped::Reschedule));
+        }
+        bar.arrived = 0;
+        bar.generation += 1;
+        let waiters = std::mem::take(&mut bar.waiters);
+        for &w in &waiters {
+            let t = &mut self.tasks[w.idx()];
+            t.spinning_on = None;
+            match t.state {
+                TaskState::Blocked => self.try_to_wake_up(w, 0, cpu, Some(p))?,
+                TaskState::Runnable => {
+                    // Still spinning: stop now.
+                    let wc = t.cpu;
+                    if self.rqs[wc.idx()].curr == Some(w) {
+                        self.sync_segment(wc);
+                        self.tasks[w.idx()].work_left_wu = 0;
+                        self.restart_segment(wc);
+                    } else {
+                        t.work_left_wu = 0;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Give the buffer back to the barrier to keep its capacity.
+        let bar = &mut self.barriers[b as usize];
+        bar.waiters = waiters;
+        bar.waiters.clear();
+        Ok(None)
+    }
+}

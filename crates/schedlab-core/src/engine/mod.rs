@@ -1,0 +1,265 @@
+//! The engine: the clock, the event queue, CPUs and tasks, and the glue that
+//! calls the sched class hooks at the points the kernel does.
+//!
+//! ```text
+//!   Ev::TaskStart ─► wake_up_new_task ─► select_task_rq(WF_FORK) ─► enqueue
+//!   Ev::RunDone   ─► the task's action finished ─► step its program
+//!                      ├─ Compute/Sleep/Send/Recv/... (exec.rs)
+//!                      └─ blocks ─► dequeue ─► schedule() ─► pick or newidle balance
+//!   Ev::Timer     ─► try_to_wake_up ─► select_task_rq ─► (IPI) ─► enqueue ─► preempt?
+//!   Ev::Tick      ─► update_curr, slice expiry, PELT, periodic / NOHZ balance
+//! ```
+//!
+//! Ordering guarantees: events at the same time run in the order they were
+//! scheduled (`EventQueue`); within one handler, side effects happen in
+//! program order; so a run is a pure function of (machine, workload, policy,
+//! seed).
+
+pub mod build;
+pub mod core;
+pub mod cost;
+pub mod exec;
+pub mod ipc;
+pub mod rq;
+pub mod task;
+pub mod tick;
+
+use crate::cpumask::CpuMask;
+use crate::error::{Result, SchedlabError};
+use crate::fair::eevdf::SchedEntity;
+use crate::features::Features;
+use crate::ids::{CpuId, Ns, TaskId};
+use crate::metrics::Collector;
+use crate::sim::{EventQueue, Rng};
+use crate::topology::{Domains, Machine};
+use crate::trace::{Event, TimedEvent};
+use ipc::{Barrier, Chan};
+use rq::{LlcShared, Rq};
+use task::Task;
+
+/// Engine events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ev {
+    /// A task is created (fork) or first woken.
+    TaskStart(TaskId),
+    /// Re-evaluate the running task of `cpu`: its piece of work is done, or
+    /// the CPU has paid a delay (idle exit, a charged cost) and can go on.
+    RunDone {
+        /// CPU.
+        cpu: CpuId,
+        /// `Rq::run_gen` when scheduled.
+        gen: u64,
+    },
+    /// The scheduler tick of `cpu`.
+    Tick {
+        /// CPU.
+        cpu: CpuId,
+        /// `Rq::tick_gen` when scheduled.
+        gen: u64,
+    },
+    /// A sleeping task's timer fired.
+    Timer {
+        /// Task.
+        task: TaskId,
+        /// `Task::timer_gen` when armed.
+        gen: u64,
+    },
+    /// A queued remote wakeup reaches its CPU (the IPI was handled).
+    TtwuArrive {
+        /// Task.
+        task: TaskId,
+        /// Target CPU.
+        cpu: CpuId,
+    },
+    /// A reschedule IPI reaches `cpu`.
+    Resched(CpuId),
+    /// The workload's duration has elapsed.
+    Stop,
+}
+
+/// Which scheduling class runs the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassKind {
+    /// The fair class (EEVDF with the feature set of the policy).
+    Fair,
+}
+
+/// Counters the engine keeps about itself.
+#[derive(Clone, Debug, Default)]
+pub struct EngineStats {
+    /// Events popped from the queue (stale ones included).
+    pub events: u64,
+    /// Events handled (stale ones excluded).
+    pub handled: u64,
+}
+
+/// The whole simulated system. Fields are public so that decision code
+/// (`fair::*`) and hand-built test states can read them directly.
+pub struct Sim {
+    /// The machine.
+    pub machine: Machine,
+    /// Its sched domains.
+    pub domains: Domains,
+    /// Switched-on features.
+    pub features: Features,
+    /// Scheduling class.
+    pub class: ClassKind,
+    /// Runqueues, by CPU.
+    pub rqs: Vec<Rq>,
+    /// Shared state per LLC (`sd_llc_shared`), by LLC index.
+    pub llc: Vec<LlcShared>,
+    /// Tasks, by id.
+    pub tasks: Vec<Task>,
+    /// EEVDF entities, by task id.
+    pub ses: Vec<SchedEntity>,
+    /// Channels.
+    pub chans: Vec<Chan>,
+    /// Barriers.
+    pub barriers: Vec<Barrier>,
+    /// Cache pressure per core: KiB of footprint brought in, cumulative.
+    pub core_pressure: Vec<u64>,
+    /// Cache pressure per LLC, cumulative KiB.
+    pub llc_pressure: Vec<u64>,
+    /// Event queue (owns the clock).
+    pub queue: EventQueue<Ev>,
+    /// Current time (the time of the event being handled).
+    pub now: Ns,
+    /// Random stream of the scheduler itself (NI_RANDOM's dice).
+    pub sched_rng: Rng,
+    /// Metrics, fed every event.
+    pub collector: Collector,
+    /// Every event, when a trace was asked for.
+    pub trace: Option<Vec<TimedEvent>>,
+    /// Tasks not yet exited.
+    pub alive: u32,
+    /// Stop time, if the workload has one.
+    pub stop_at: Option<Ns>,
+    /// `sysctl_sched_base_slice` for this machine, ns.
+    pub base_slice_ns: Ns,
+    /// Tick period, ns.
+    pub tick_ns: Ns,
+    /// Self counters.
+    pub stats: EngineStats,
+    /// Check invariants after every event (slow; tests).
+    pub check_invariants: bool,
+    /// First invariant violation found.
+    pub violation: Option<String>,
+    /// The run was stopped.
+    pub stopped: bool,
+    /// Seed of the run.
+    pub seed: u64,
+    /// The cpuset every workload task is confined to (policy `pinned`).
+    pub cpuset: Option<CpuMask>,
+    /// How each task starts.
+    pub workload_start: Vec<crate::workload::StartKind>,
+    /// CPUs that are idle with the tick stopped (`nohz.idle_cpus_mask`).
+    pub nohz_idle: CpuMask,
+    /// `rd->overloaded`: some CPU has more than one runnable task.
+    pub rd_overloaded: bool,
+}
+
+impl Sim {
+    /// Emit an event: to the metrics, and to the trace if one is kept.
+    #[inline]
+    pub fn emit(&mut self, ev: Event) {
+        let te = TimedEvent { time: self.now, ev };
+        self.collector.on_event(&te);
+        if let Some(t) = self.trace.as_mut() {
+            t.push(te);
+        }
+    }
+
+    /// Schedule an engine event at `time`.
+    #[inline]
+    pub fn at(&mut self, time: Ns, ev: Ev) {
+        self.queue.push(time.max(self.now), ev);
+    }
+
+    /// Run until the workload finishes, the stop time, or `max_time_ns`.
+    pub fn run(&mut self, max_time_ns: Ns) -> Result<()> {
+        while let Some((t, ev)) = self.queue.pop() {
+            if t > max_time_ns {
+                self.now = max_time_ns;
+                break;
+            }
+            debug_assert!(t >= self.now, "time went back");
+            self.now = t;
+            self.stats.events += 1;
+            self.handle(ev)?;
+            if self.check_invariants {
+                if let Err(e) = self.check() {
+                    self.violation = Some(e.clone());
+                    return Err(SchedlabError::Runtime(format!("invariant broken at {} ns: {e}", self.now)));
+                }
+            }
+            if self.stopped || self.alive == 0 {
+                break;
+            }
+        }
+        if self.alive > 0 && !self.stopped && self.queue.is_empty() {
+            let blocked: Vec<String> = self
+                .tasks
+                .iter()
+                .filter(|t| t.state == task::TaskState::Blocked)
+                .take(5)
+                .map(|t| format!("{}({})", t.name, t.id))
+                .collect();
+            return Err(SchedlabError::Runtime(format!(
+                "the workload can never finish: {} tasks are blocked with nothing left to wake them (e.g. {})",
+                self.alive,
+                blocked.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, ev: Ev) -> Result<()> {
+        match ev {
+            Ev::TaskStart(p) => {
+                self.stats.handled += 1;
+                self.task_start(p)
+            }
+            Ev::RunDone { cpu, gen } => {
+                if self.rqs[cpu.idx()].run_gen != gen {
+                    return Ok(());
+                }
+                self.stats.handled += 1;
+                self.run_done(cpu)
+            }
+            Ev::Tick { cpu, gen } => {
+                if self.rqs[cpu.idx()].tick_gen != gen {
+                    return Ok(());
+                }
+                self.stats.handled += 1;
+                self.scheduler_tick(cpu)
+            }
+            Ev::Timer { task, gen } => {
+                if self.tasks[task.idx()].timer_gen != gen {
+                    return Ok(());
+                }
+                self.stats.handled += 1;
+                let cpu = self.tasks[task.idx()].cpu;
+                self.try_to_wake_up(task, 0, cpu, None)
+            }
+            Ev::TtwuArrive { task, cpu } => {
+                self.stats.handled += 1;
+                self.ttwu_arrive(task, cpu)
+            }
+            Ev::Resched(cpu) => {
+                self.stats.handled += 1;
+                self.resched_arrive(cpu)
+            }
+            Ev::Stop => {
+                self.stats.handled += 1;
+                self.stopped = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Index of `cpu`'s LLC.
+    #[inline]
+    pub fn llc_of(&self, cpu: CpuId) -> usize {
+        self.machine.cpus[cpu.idx()].llc as usize
+    }
+}

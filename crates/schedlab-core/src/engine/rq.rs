@@ -1,0 +1,191 @@
+//! Per-CPU runqueue state (`struct rq` and the parts of `struct cfs_rq` the
+//! placement code reads), per-domain balancing state, and the LLC's shared
+//! state (`struct sched_domain_shared`).
+
+use crate::fair::eevdf::CfsRq;
+use crate::ids::{Ns, TaskId, NSEC_PER_MSEC};
+use crate::pelt::{RqClockPelt, SchedAvg};
+
+/// `sysctl_sched_migration_cost`: a task that ran within this is cache hot,
+/// and `max_idle_balance_cost` starts here. Kernel default 0.5 ms.
+pub const SYSCTL_SCHED_MIGRATION_COST_NS: Ns = 500_000;
+
+/// Balancing state of one CPU at one domain level (the kernel keeps these in
+/// each CPU's copy of `struct sched_domain`).
+#[derive(Clone, Debug)]
+pub struct SdRuntime {
+    /// Current `balance_interval`, ms (grows when balanced, reset on imbalance).
+    pub balance_interval_ms: u32,
+    /// `last_balance`, ns.
+    pub last_balance: Ns,
+    /// `nr_balance_failed`.
+    pub nr_balance_failed: u32,
+    /// `max_newidle_lb_cost`, ns.
+    pub max_newidle_lb_cost: Ns,
+    /// `last_decay_max_lb_cost`, ns.
+    pub last_decay_max_lb_cost: Ns,
+    /// NI_RANDOM: `newidle_call` counter.
+    pub newidle_call: u32,
+    /// NI_RANDOM: `newidle_success` counter.
+    pub newidle_success: u32,
+    /// NI_RANDOM: `newidle_ratio`, out of 1024.
+    pub newidle_ratio: u32,
+    /// NI_RATE: time before which newidle balance of this domain is skipped.
+    pub newidle_next: Ns,
+}
+
+impl SdRuntime {
+    /// Fresh state for a domain whose `min_interval` is `min_interval_ms`.
+    pub fn new(min_interval_ms: u32) -> Self {
+        SdRuntime {
+            balance_interval_ms: min_interval_ms,
+            last_balance: 0,
+            nr_balance_failed: 0,
+            max_newidle_lb_cost: 0,
+            last_decay_max_lb_cost: 0,
+            // Initial NI_RANDOM counters as in sd_init (KERNEL.md): calls 512,
+            // successes 256, ratio 512.
+            newidle_call: 512,
+            newidle_success: 256,
+            newidle_ratio: 512,
+            newidle_next: 0,
+        }
+    }
+}
+
+/// One CPU's runqueue.
+#[derive(Clone, Debug)]
+pub struct Rq {
+    /// The fair runqueue (EEVDF).
+    pub cfs: CfsRq,
+    /// `cfs_rq->avg`: PELT of the whole fair runqueue, blocked load included.
+    pub cfs_avg: SchedAvg,
+    /// `cfs_rq->avg.util_est`: sum of the enqueued tasks' util_est.
+    pub cfs_util_est: u32,
+    /// `rq->avg_rt`: RT pressure (no RT class yet: stays 0).
+    pub rt_avg: SchedAvg,
+    /// `rq->avg_irq`: IRQ pressure (not modelled yet: stays 0).
+    pub irq_avg: SchedAvg,
+    /// The PELT clock.
+    pub clock_pelt: RqClockPelt,
+    /// `rq->curr` (`None` = the idle task).
+    pub curr: Option<TaskId>,
+    /// `rq->nr_running`: runnable fair tasks, curr included, delayed excluded.
+    pub nr_running: u32,
+    /// `rq->ttwu_pending`: queued remote wakeups not yet enqueued.
+    pub ttwu_pending: u32,
+    /// `rq->cpu_capacity` (`capacity_of`), refreshed by `update_cpu_capacity`.
+    pub cpu_capacity: u32,
+    /// `rq->idle_stamp`: when the CPU went newly idle (0 = not idle).
+    pub idle_stamp: Ns,
+    /// `rq->avg_idle`: EWMA (1/8) of idle durations, ns.
+    pub avg_idle: Ns,
+    /// `rq->max_idle_balance_cost`, ns.
+    pub max_idle_balance_cost: Ns,
+    /// `rq->wake_stamp` / `wake_avg_idle` (SIS_PROP era), ns.
+    pub wake_stamp: Ns,
+    /// See `wake_stamp`.
+    pub wake_avg_idle: Ns,
+    /// `rq->next_balance`, ns.
+    pub next_balance: Ns,
+    /// Per domain level of this CPU, bottom-up: balancing state.
+    pub sd: Vec<SdRuntime>,
+    /// NOHZ: the tick is stopped (idle).
+    pub tick_stopped: bool,
+    /// `rq->nohz_tick_stopped` has been accounted in `nr_busy_cpus`.
+    pub busy_accounted: bool,
+    /// `need_resched` is set.
+    pub need_resched: bool,
+    /// The idle state entered (index into the core type's states), while idle.
+    pub idle_state: Option<u8>,
+    /// When the current idle period began, ns.
+    pub idle_since: Ns,
+    /// The CPU cannot run anything before this time (exit latency), ns.
+    pub ready_at: Ns,
+    /// Generation of the current run segment; a stale `RunDone` is ignored.
+    pub run_gen: u64,
+    /// Generation of the tick; a stale `Tick` is ignored.
+    pub tick_gen: u64,
+    /// Start of the current run segment, ns.
+    pub seg_start: Ns,
+    /// Speed of the current segment, work units per ns (1024 = full speed).
+    pub seg_speed: u64,
+    /// A run segment is in progress (a `RunDone` for its end is queued).
+    pub seg_active: bool,
+    /// Busy time accounted, ns.
+    pub busy_ns: Ns,
+    /// NI_RANDOM's per-CPU dice stream state lives in the engine RNG; this
+    /// counts newidle balance calls for statistics.
+    pub newidle_calls: u64,
+}
+
+impl Rq {
+    /// An idle runqueue for a CPU of capacity `capacity` with `levels` domain levels.
+    pub fn new(capacity: u32, sd: Vec<SdRuntime>) -> Self {
+        Rq {
+            cfs: CfsRq::default(),
+            cfs_avg: SchedAvg::default(),
+            cfs_util_est: 0,
+            rt_avg: SchedAvg::default(),
+            irq_avg: SchedAvg::default(),
+            clock_pelt: RqClockPelt::default(),
+            curr: None,
+            nr_running: 0,
+            ttwu_pending: 0,
+            cpu_capacity: capacity,
+            idle_stamp: 0,
+            // The kernel starts avg_idle at 2 * sysctl_sched_migration_cost.
+            avg_idle: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
+            max_idle_balance_cost: SYSCTL_SCHED_MIGRATION_COST_NS,
+            wake_stamp: 0,
+            wake_avg_idle: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
+            next_balance: 0,
+            sd,
+            tick_stopped: true,
+            busy_accounted: false,
+            need_resched: false,
+            idle_state: None,
+            idle_since: 0,
+            ready_at: 0,
+            run_gen: 0,
+            tick_gen: 0,
+            seg_start: 0,
+            seg_speed: 1024,
+            seg_active: false,
+            busy_ns: 0,
+            newidle_calls: 0,
+        }
+    }
+
+    /// `idle_cpu()`: running the idle task, nothing queued, no wakeup pending.
+    #[inline]
+    pub fn idle_cpu(&self) -> bool {
+        self.curr.is_none() && self.nr_running == 0 && self.ttwu_pending == 0
+    }
+
+    /// `cpu_load()`: the fair runqueue's `load_avg` (blocked load included).
+    #[inline]
+    pub fn cpu_load(&self) -> u64 {
+        self.cfs_avg.load_avg
+    }
+
+    /// `cpu_runnable()`.
+    #[inline]
+    pub fn cpu_runnable(&self) -> u64 {
+        self.cfs_avg.runnable_avg
+    }
+}
+
+/// `struct sched_domain_shared` of one LLC.
+#[derive(Clone, Debug, Default)]
+pub struct LlcShared {
+    /// `has_idle_cores`: some core of the LLC may be wholly idle.
+    pub has_idle_cores: bool,
+    /// `nr_busy_cpus`: CPUs of the LLC with the tick running.
+    pub nr_busy_cpus: u32,
+    /// `nr_idle_scan`: SIS_UTIL scan depth.
+    pub nr_idle_scan: u32,
+}
+
+/// One millisecond, for balance intervals.
+pub const MSEC: Ns = NSEC_PER_MSEC;

@@ -1,0 +1,103 @@
+//! Per-task state of the engine: the program, its scheduling state, its PELT
+//! averages and the bookkeeping placement decisions read (`wakee_flips`,
+//! `recent_used_cpu`, cache warmth). The EEVDF entity lives in a separate
+//! table (`Engine::ses`) so the runqueue code can borrow it alongside tasks.
+
+use crate::cpumask::CpuMask;
+use crate::ids::{CpuId, Ns, TaskId};
+use crate::pelt::{SchedAvg, UtilEst};
+use crate::sim::Rng;
+use crate::workload::{Action, Program};
+
+/// Where a task is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Not started yet.
+    New,
+    /// On a runqueue (queued or running), or on its way to one (a queued
+    /// remote wakeup: `ttwu_pending`).
+    Runnable,
+    /// Blocked in an action it retries when woken.
+    Blocked,
+    /// Exited.
+    Dead,
+}
+
+/// One task.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// Id.
+    pub id: TaskId,
+    /// `comm`.
+    pub name: String,
+    /// Behaviour.
+    pub program: Program,
+    /// Its random stream.
+    pub rng: Rng,
+    /// Life state.
+    pub state: TaskState,
+    /// `task_cpu(p)`: the runqueue it is on, or was last on.
+    pub cpu: CpuId,
+    /// `p->cpus_ptr`.
+    pub allowed: CpuMask,
+    /// `p->nr_cpus_allowed`.
+    pub nr_cpus_allowed: u32,
+    /// `is_per_cpu_kthread(p)`.
+    pub kthread: bool,
+    /// Nice value.
+    pub nice: i32,
+    /// PELT averages of the entity (`p->se.avg`).
+    pub avg: SchedAvg,
+    /// `p->se.avg.util_est`.
+    pub util_est: UtilEst,
+    /// `p->wakee_flips`.
+    pub wakee_flips: u32,
+    /// `p->wakee_flip_decay_ts`, ns.
+    pub wakee_flip_decay_ts: Ns,
+    /// `p->last_wakee`.
+    pub last_wakee: Option<TaskId>,
+    /// `p->recent_used_cpu`.
+    pub recent_used_cpu: CpuId,
+    /// `p->wake_cpu`-like: the CPU a queued remote wakeup will enqueue on.
+    pub wake_cpu: CpuId,
+    /// Work left in the current action, in work units (ns of work x 1024 at
+    /// speed 1024): see `cost.rs`.
+    pub work_left_wu: u64,
+    /// An action to retry when the task next runs (it blocked in it), or to
+    /// start (a compute that has not begun).
+    pub pending: Option<Action>,
+    /// The action in progress is a barrier spin on this barrier.
+    pub spinning_on: Option<u32>,
+    /// Message received by the last `Recv`.
+    pub msg: Option<u64>,
+    /// When the last wakeup of this task was issued.
+    pub woken_at: Option<Ns>,
+    /// Pending futex-style wakes (`Action::Wake` before `Action::Wait`).
+    pub wake_tokens: u32,
+    /// Timer generation: a `Timer` event with an older generation is stale.
+    pub timer_gen: u64,
+    /// Cache footprint, KiB.
+    pub footprint_kib: u32,
+    /// CPU whose caches hold the task's footprint (where it last ran).
+    pub cache_cpu: CpuId,
+    /// Core-cache pressure counter of `cache_cpu`'s core when the task left it.
+    pub core_pressure_at_leave: u64,
+    /// LLC pressure counter of `cache_cpu`'s LLC when the task left it.
+    pub llc_pressure_at_leave: u64,
+    /// Whether it has run at all (cold start pays a full refill from memory).
+    pub has_run: bool,
+    /// When it last stopped running (`se.exec_start` at switch-out), for `task_hot`.
+    pub last_ran_ns: Ns,
+    /// `sched_balance_rq` hotness: number of balance attempts that failed on it.
+    pub migrations: u64,
+    /// When it became runnable-waiting (for wasted-idle bookkeeping), ns.
+    pub runnable_since: Ns,
+}
+
+impl Task {
+    /// The task's `util_avg`.
+    #[inline]
+    pub fn util(&self) -> u64 {
+        self.avg.util_avg
+    }
+}

@@ -1,0 +1,101 @@
+//! The scheduler tick (`sched_tick`), idle entry and exit, and NOHZ
+//! bookkeeping (`nr_busy_cpus`, the tick-stopped idle mask).
+
+use super::{Ev, Sim};
+use crate::ids::CpuId;
+
+impl Sim {
+    /// The next tick boundary after now: ticks of all CPUs are aligned, as
+    /// with the kernel's default `sched_skew_tick=0`.
+    fn next_tick_time(&self) -> u64 {
+        (self.now / self.tick_ns + 1) * self.tick_ns
+    }
+
+    /// `sched_tick` on `cpu`.
+    pub(super) fn scheduler_tick(&mut self, cpu: CpuId) -> crate::Result<()> {
+        let Some(p) = self.rqs[cpu.idx()].curr else {
+            return Ok(());
+        };
+        self.sync_segment(cpu);
+        let resched = self.update_curr(cpu);
+        self.update_load_avg(cpu, Some(p));
+        if resched && self.rqs[cpu.idx()].nr_running > 1 {
+            self.resched_curr(cpu, cpu);
+        }
+        let t = self.next_tick_time();
+        let gen = self.rqs[cpu.idx()].tick_gen;
+        self.at(t, Ev::Tick { cpu, gen });
+        self.sched_balance_trigger(cpu)?;
+        self.nohz_balancer_kick(cpu)
+    }
+
+    /// `cpu` switches to the idle task: pick an idle state, stop the tick,
+    /// update the LLC's shared state.
+    pub(super) fn enter_idle(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let state = self.idle_select(cpu);
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.idle_since = now;
+        rq.idle_state = Some(state);
+        rq.tick_gen += 1;
+        rq.tick_stopped = true;
+        let was_busy = std::mem::replace(&mut rq.busy_accounted, false);
+        self.nohz_idle.set(cpu);
+        let llc = self.llc_of(cpu);
+        if was_busy {
+            self.llc[llc].nr_busy_cpus = self.llc[llc].nr_busy_cpus.saturating_sub(1);
+        }
+        self.update_idle_core(cpu);
+    }
+
+    /// `cpu` leaves idle to run a task: pay the idle state's exit latency and
+    /// restart the tick.
+    pub(super) fn exit_idle(&mut self, cpu: CpuId) {
+        let now = self.now;
+        let exit = match self.rqs[cpu.idx()].idle_state {
+            Some(s) => self.machine.core_type(cpu).idle_states.get(s as usize).map_or(0, |st| st.exit_latency_ns),
+            None => 0,
+        };
+        let t = self.next_tick_time();
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.idle_state = None;
+        rq.ready_at = rq.ready_at.max(now) + exit;
+        rq.tick_gen += 1;
+        rq.tick_stopped = false;
+        let gen = rq.tick_gen;
+        let was_busy = std::mem::replace(&mut rq.busy_accounted, true);
+        self.at(t, Ev::Tick { cpu, gen });
+        self.nohz_idle.clear(cpu);
+        if !was_busy {
+            let llc = self.llc_of(cpu);
+            self.llc[llc].nr_busy_cpus += 1;
+        }
+    }
+
+    /// The idle governor: the deepest state whose target residency fits in
+    /// the predicted idle time (`avg_idle`), like menu/teo without timers.
+    fn idle_select(&self, cpu: CpuId) -> u8 {
+        let predicted = self.rqs[cpu.idx()].avg_idle;
+        let states = &self.machine.core_type(cpu).idle_states;
+        let mut pick = 0u8;
+        for (i, s) in states.iter().enumerate() {
+            if s.target_residency_ns <= predicted {
+                pick = i as u8;
+            }
+        }
+        pick
+    }
+
+    /// `__update_idle_core`: when every SMT sibling of `cpu` is idle, the LLC
+    /// has an idle core.
+    pub fn update_idle_core(&mut self, cpu: CpuId) {
+        if !self.machine.has_smt() {
+            return;
+        }
+        let all_idle = self.machine.smt_mask(cpu).iter().all(|s| s == cpu || self.rqs[s.idx()].idle_cpu());
+        if all_idle {
+            let llc = self.llc_of(cpu);
+            self.llc[llc].has_idle_cores = true;
+        }
+    }
+}
