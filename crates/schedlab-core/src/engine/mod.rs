@@ -30,6 +30,7 @@ use crate::fair::eevdf::SchedEntity;
 use crate::features::Features;
 use crate::ids::{CpuId, Ns, TaskId};
 use crate::metrics::Collector;
+pub use crate::policy::ClassKind;
 use crate::sim::{EventQueue, Rng};
 use crate::topology::{Domains, Machine};
 use crate::trace::{Event, TimedEvent};
@@ -75,13 +76,6 @@ pub enum Ev {
     Resched(CpuId),
     /// The workload's duration has elapsed.
     Stop,
-}
-
-/// Which scheduling class runs the workload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClassKind {
-    /// The fair class (EEVDF with the feature set of the policy).
-    Fair,
 }
 
 /// Counters the engine keeps about itself.

@@ -86,6 +86,8 @@ pub struct Rq {
     pub wake_stamp: Ns,
     /// See `wake_stamp`.
     pub wake_avg_idle: Ns,
+    /// SIS_PROP: `sd_llc->avg_scan_cost` as seen by this CPU, ns.
+    pub avg_scan_cost: Ns,
     /// `rq->next_balance`, ns.
     pub next_balance: Ns,
     /// Per domain level of this CPU, bottom-up: balancing state.
@@ -139,6 +141,7 @@ impl Rq {
             max_idle_balance_cost: SYSCTL_SCHED_MIGRATION_COST_NS,
             wake_stamp: 0,
             wake_avg_idle: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
+            avg_scan_cost: 0,
             next_balance: 0,
             sd,
             tick_stopped: true,

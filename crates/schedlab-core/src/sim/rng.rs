@@ -95,9 +95,24 @@ mod tests {
 
     #[test]
     fn streams_and_seeds_differ() {
-        let a: Vec<u32> = (0..8).map({ let mut r = Rng::new(1, 1); move |_| r.next_u32() }).collect();
-        let b: Vec<u32> = (0..8).map({ let mut r = Rng::new(1, 2); move |_| r.next_u32() }).collect();
-        let c: Vec<u32> = (0..8).map({ let mut r = Rng::new(2, 1); move |_| r.next_u32() }).collect();
+        let a: Vec<u32> = (0..8)
+            .map({
+                let mut r = Rng::new(1, 1);
+                move |_| r.next_u32()
+            })
+            .collect();
+        let b: Vec<u32> = (0..8)
+            .map({
+                let mut r = Rng::new(1, 2);
+                move |_| r.next_u32()
+            })
+            .collect();
+        let c: Vec<u32> = (0..8)
+            .map({
+                let mut r = Rng::new(2, 1);
+                move |_| r.next_u32()
+            })
+            .collect();
         assert_ne!(a, b);
         assert_ne!(a, c);
     }

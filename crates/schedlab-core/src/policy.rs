@@ -1,0 +1,242 @@
+//! Policies: a scheduling class plus a set of sched features, named by a
+//! policy string such as `eevdf`, `v5.9+wa_idle_prev` or
+//! `eevdf+prefer_prev_idle_core-SIS_UTIL`.
+//!
+//! Grammar: `BASE` followed by any number of `+FEATURE` (switch on) or
+//! `-FEATURE` (switch off). `BASE` is a policy or a kernel profile (one
+//! registry below, house rule "one registry, each with a one-line summary").
+
+use crate::cpumask::CpuMask;
+use crate::error::{Result, SchedlabError};
+use crate::features::{Feat, Features};
+use crate::topology::Machine;
+
+/// Which scheduling class runs the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassKind {
+    /// The fair class (EEVDF with the feature set of the policy).
+    Fair,
+}
+
+/// How a policy confines the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Confine {
+    /// No cpuset.
+    None,
+    /// One hardware thread per core (the first of each core), as the seed
+    /// benchmark's "pinned" cgroup did.
+    OneThreadPerCore,
+}
+
+/// A parsed policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// The string it was parsed from.
+    pub name: String,
+    /// The base policy or profile.
+    pub base: &'static str,
+    /// Scheduling class.
+    pub class: ClassKind,
+    /// Features switched on.
+    pub features: Features,
+    /// Cpuset.
+    pub confine: Confine,
+}
+
+/// One base policy or profile.
+pub struct BaseDef {
+    /// Name in policy strings.
+    pub name: &'static str,
+    /// `"policy"` or `"profile"`.
+    pub kind: &'static str,
+    /// One line.
+    pub summary: &'static str,
+    build: fn() -> (ClassKind, Features, Confine),
+}
+
+fn mainline() -> (ClassKind, Features, Confine) {
+    (ClassKind::Fair, Features::mainline(), Confine::None)
+}
+
+fn pinned() -> (ClassKind, Features, Confine) {
+    (ClassKind::Fair, Features::mainline(), Confine::OneThreadPerCore)
+}
+
+/// v6.12: EEVDF with DELAY_DEQUEUE, before NI_RANDOM / NI_RATE (2025-26).
+fn v6_12() -> (ClassKind, Features, Confine) {
+    let mut f = Features::mainline();
+    f.set(Feat::NI_RANDOM, false);
+    f.set(Feat::NI_RATE, false);
+    (ClassKind::Fair, f, Confine::None)
+}
+
+/// v5.9: CFS era placement: SIS_PROP, not SIS_UTIL (v5.20), and
+/// `wake_affine_idle` without the idle-prev check (v5.10, seed idea 1).
+// DEVIATION(kernel): the runqueue order stays EEVDF in every profile; CFS's
+// vruntime/min_granularity wakeup preemption is not modelled.
+fn v5_9() -> (ClassKind, Features, Confine) {
+    let (c, mut f, k) = v6_12();
+    f.set(Feat::SIS_UTIL, false);
+    f.set(Feat::SIS_PROP, true);
+    f.set(Feat::wa_idle_prev, false);
+    f.set(Feat::DELAY_DEQUEUE, false);
+    f.set(Feat::PREEMPT_SHORT, false);
+    (c, f, k)
+}
+
+/// v4.14: v5.9 plus `capacity_spare_wake` on the original capacity (seed idea 5).
+fn v4_14() -> (ClassKind, Features, Confine) {
+    let (c, mut f, k) = v5_9();
+    f.set(Feat::capacity_spare_wake_current, false);
+    (c, f, k)
+}
+
+/// Every base policy and kernel profile.
+pub const BASES: &[BaseDef] = &[
+    BaseDef {
+        name: "eevdf",
+        kind: "policy",
+        summary: "mainline fair class (EEVDF) with mainline sched features",
+        build: mainline,
+    },
+    BaseDef {
+        name: "pinned",
+        kind: "policy",
+        summary: "eevdf with the workload confined to one hardware thread per core (a cpuset)",
+        build: pinned,
+    },
+    BaseDef {
+        name: "v7.1",
+        kind: "profile",
+        summary: "v7.1 features: mainline, NI_RANDOM and NI_RATE on",
+        build: mainline,
+    },
+    BaseDef {
+        name: "v6.12",
+        kind: "profile",
+        summary: "v6.12 features: EEVDF, DELAY_DEQUEUE, no NI_RANDOM/NI_RATE",
+        build: v6_12,
+    },
+    BaseDef {
+        name: "v5.9",
+        kind: "profile",
+        summary: "v5.9 placement: SIS_PROP instead of SIS_UTIL, no wa_idle_prev (runqueue order stays EEVDF)",
+        build: v5_9,
+    },
+    BaseDef {
+        name: "v4.14",
+        kind: "profile",
+        summary: "v4.14 placement: v5.9 plus capacity_spare_wake on original capacity",
+        build: v4_14,
+    },
+];
+
+fn base_names() -> String {
+    BASES.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+}
+
+/// Look a feature up, accepting the kernel's `NO_` spelling for switching off.
+fn lookup_feature(name: &str) -> Result<Feat> {
+    Features::by_name(name).ok_or_else(|| SchedlabError::UnknownName {
+        kind: "feature".into(),
+        name: name.into(),
+        valid: Feat::ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// Parse a policy string.
+pub fn parse_policy(s: &str) -> Result<Policy> {
+    let s = s.trim();
+    let end = s.find(['+', '-']).unwrap_or(s.len());
+    // Profile names contain a '.', never a '+' or '-', so the first sign ends the base.
+    let base_name = &s[..end];
+    let base = BASES.iter().find(|b| b.name == base_name).ok_or_else(|| SchedlabError::UnknownName {
+        kind: "policy".into(),
+        name: base_name.into(),
+        valid: base_names(),
+    })?;
+    let (class, mut features, confine) = (base.build)();
+    let mut rest = &s[end..];
+    let mut seen: Vec<(Feat, bool)> = Vec::new();
+    while !rest.is_empty() {
+        let on = rest.starts_with('+');
+        rest = &rest[1..];
+        let n = rest.find(['+', '-']).unwrap_or(rest.len());
+        let mut name = &rest[..n];
+        rest = &rest[n..];
+        let mut on = on;
+        if let Some(stripped) = name.strip_prefix("NO_") {
+            name = stripped;
+            on = !on;
+        }
+        if name.is_empty() {
+            return Err(SchedlabError::spec("policy", s, "a feature name after each '+' or '-'"));
+        }
+        let f = lookup_feature(name)?;
+        if let Some(&(_, prev)) = seen.iter().find(|(g, _)| *g == f) {
+            if prev != on {
+                return Err(SchedlabError::spec("policy", s, format!("feature {name} is both switched on and off")));
+            }
+        }
+        seen.push((f, on));
+        features.set(f, on);
+    }
+    if features.on(Feat::SIS_UTIL) && features.on(Feat::SIS_PROP) {
+        return Err(SchedlabError::spec(
+            "policy",
+            s,
+            "SIS_UTIL and SIS_PROP both limit the idle scan; switch one off (e.g. v5.9 or eevdf-SIS_UTIL+SIS_PROP)",
+        ));
+    }
+    Ok(Policy { name: s.to_string(), base: base.name, class, features, confine })
+}
+
+impl Policy {
+    /// The cpuset the policy confines workload tasks to on `m`, if any.
+    pub fn cpuset(&self, m: &Machine) -> Option<CpuMask> {
+        match self.confine {
+            Confine::None => None,
+            Confine::OneThreadPerCore => Some(CpuMask::from_cpus(m.core_cpus.iter().filter_map(|core| core.first()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_bases_and_features() {
+        let p = parse_policy("eevdf").unwrap();
+        assert_eq!(p.features, Features::mainline());
+        let p = parse_policy("eevdf+prefer_prev_idle_core-SIS_UTIL").unwrap();
+        assert!(p.features.on(Feat::prefer_prev_idle_core));
+        assert!(!p.features.on(Feat::SIS_UTIL));
+        let p = parse_policy("v5.9+wa_idle_prev").unwrap();
+        assert!(p.features.on(Feat::wa_idle_prev) && p.features.on(Feat::SIS_PROP));
+        let p = parse_policy("v7.1-NO_WA_IDLE").unwrap();
+        assert!(p.features.on(Feat::WA_IDLE));
+        assert_eq!(parse_policy("pinned").unwrap().confine, Confine::OneThreadPerCore);
+    }
+
+    #[test]
+    fn profiles_differ_where_the_seeds_say() {
+        let v59 = parse_policy("v5.9").unwrap().features;
+        let v414 = parse_policy("v4.14").unwrap().features;
+        assert!(!v59.on(Feat::wa_idle_prev) && !v59.on(Feat::SIS_UTIL));
+        assert!(v59.on(Feat::capacity_spare_wake_current) && !v414.on(Feat::capacity_spare_wake_current));
+        assert!(!parse_policy("v6.12").unwrap().features.on(Feat::NI_RANDOM));
+        assert!(parse_policy("v7.1").unwrap().features.on(Feat::NI_RANDOM));
+    }
+
+    #[test]
+    fn errors_name_what_is_wrong() {
+        let e = parse_policy("cfs").unwrap_err().to_string();
+        assert!(e.contains("unknown policy 'cfs'") && e.contains("eevdf"), "{e}");
+        let e = parse_policy("eevdf+bogus").unwrap_err().to_string();
+        assert!(e.contains("unknown feature 'bogus'"), "{e}");
+        assert!(parse_policy("eevdf+SIS_PROP").is_err());
+        assert!(parse_policy("eevdf+cas-cas").is_err());
+        assert!(parse_policy("eevdf+").is_err());
+    }
+}
