@@ -16,6 +16,7 @@
 //! seed).
 
 pub mod build;
+pub mod check;
 pub mod core;
 pub mod cost;
 pub mod exec;
