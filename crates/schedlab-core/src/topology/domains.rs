@@ -274,14 +274,7 @@ fn sd_init(tl: Tl, span: CpuMask, classes: &[CpuMask], distances: &[u32]) -> Pre
     } else {
         cache_nice_tries = 1;
     }
-    PreSd {
-        tl,
-        span,
-        flags,
-        imbalance_pct,
-        cache_nice_tries,
-        groups: Vec::new(),
-    }
+    PreSd { tl, span, flags, imbalance_pct, cache_nice_tries, groups: Vec::new() }
 }
 
 /// `sd_degenerate`.
@@ -342,13 +335,7 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
         Vec::new()
     } else {
         caps.iter()
-            .map(|&cap| {
-                CpuMask::from_cpus(
-                    (0..n as u32)
-                        .map(CpuId)
-                        .filter(|&c| m.capacity_orig(c) == cap),
-                )
-            })
+            .map(|&cap| CpuMask::from_cpus((0..n as u32).map(CpuId).filter(|&c| m.capacity_orig(c) == cap)))
             .collect()
     };
     // sched_init_numa: distinct distances ascending; per level and node the
@@ -453,11 +440,7 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
     // cpu_attach_domain: drop degenerate parents, then a degenerate base.
     let mut chains: Vec<Vec<(usize, u32)>> = Vec::with_capacity(n);
     for chain_pre in &pre {
-        let mut ch: Vec<(usize, u32)> = chain_pre
-            .iter()
-            .enumerate()
-            .map(|(l, sd)| (l, sd.flags))
-            .collect();
+        let mut ch: Vec<(usize, u32)> = chain_pre.iter().enumerate().map(|(l, sd)| (l, sd.flags)).collect();
         let mut i = 0;
         while i + 1 < ch.len() {
             let (c, cf) = ch[i];
@@ -503,14 +486,7 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
                 Tl::Numa(j) => SdLevel::Numa((j - 1) as u8),
                 Tl::Node => return Err(bug(format!("NODE level survived on CPU {cpu}"))),
             };
-            let key: Key = (
-                level,
-                sd.span,
-                flags,
-                sd.groups.clone(),
-                depth as u32,
-                parent,
-            );
+            let key: Key = (level, sd.span, flags, sd.groups.clone(), depth as u32, parent);
             let id = *seen.entry(key).or_insert_with(|| {
                 d.sds.push(SchedDomain {
                     level,
@@ -536,16 +512,9 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
             parent = Some(id);
         }
         let has = |id: &SdId, f: u32| d.sds[id.0 as usize].flags & f != 0;
-        d.sd_llc[cpu] = ids
-            .iter()
-            .take_while(|id| has(id, SD_SHARE_LLC))
-            .last()
-            .copied();
+        d.sd_llc[cpu] = ids.iter().take_while(|id| has(id, SD_SHARE_LLC)).last().copied();
         d.sd_numa[cpu] = ids.iter().find(|id| has(id, SD_NUMA)).copied();
-        d.sd_asym_cpucapacity[cpu] = ids
-            .iter()
-            .find(|id| has(id, SD_ASYM_CPUCAPACITY_FULL))
-            .copied();
+        d.sd_asym_cpucapacity[cpu] = ids.iter().find(|id| has(id, SD_ASYM_CPUCAPACITY_FULL)).copied();
         d.nr_levels = d.nr_levels.max(ids.len() as u32);
         d.cpu_sd[cpu] = ids;
     }
@@ -559,20 +528,12 @@ pub fn validate(d: &Domains) -> Result<()> {
         let c = CpuId(cpu as u32);
         for (i, id) in chain.iter().enumerate() {
             let sd = d.sd(*id);
-            let name = format!(
-                "CPU {cpu} {} (span {})",
-                sd.level.name(),
-                sd.span.to_list_string()
-            );
+            let name = format!("CPU {cpu} {} (span {})", sd.level.name(), sd.span.to_list_string());
             if !sd.span.test(c) {
-                return Err(bug(format!(
-                    "{name}: domain->span does not contain the CPU"
-                )));
+                return Err(bug(format!("{name}: domain->span does not contain the CPU")));
             }
             if !sd.groups.iter().any(|g| g.test(c)) {
-                return Err(bug(format!(
-                    "{name}: domain->groups does not contain the CPU"
-                )));
+                return Err(bug(format!("{name}: domain->groups does not contain the CPU")));
             }
             let mut covered = CpuMask::new();
             for g in &sd.groups {
@@ -583,10 +544,7 @@ pub fn validate(d: &Domains) -> Result<()> {
                     return Err(bug(format!("{name}: repeated CPUs in groups")));
                 }
                 if !g.is_subset(&sd.span) {
-                    return Err(bug(format!(
-                        "{name}: group {} outside the span",
-                        g.to_list_string()
-                    )));
+                    return Err(bug(format!("{name}: group {} outside the span", g.to_list_string())));
                 }
                 covered = covered.or(g);
             }
@@ -596,16 +554,12 @@ pub fn validate(d: &Domains) -> Result<()> {
             if i > 0 {
                 let child = d.sd(chain[i - 1]);
                 if !sd.groups.contains(&child.span) {
-                    return Err(bug(format!(
-                        "{name}: domain->groups does not match domain->child"
-                    )));
+                    return Err(bug(format!("{name}: domain->groups does not match domain->child")));
                 }
             }
             if let Some(&p) = chain.get(i + 1) {
                 if !sd.span.is_subset(&d.sd(p).span) {
-                    return Err(bug(format!(
-                        "{name}: parent span is not a superset of domain->span"
-                    )));
+                    return Err(bug(format!("{name}: parent span is not a superset of domain->span")));
                 }
                 if sd.parent != Some(p) {
                     return Err(bug(format!("{name}: parent link differs from the chain")));

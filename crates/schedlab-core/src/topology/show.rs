@@ -15,12 +15,7 @@ const MAX_GROUPS_SHOWN: usize = 8;
 
 /// Flag names of `flags`, in bit order.
 pub fn flag_names(flags: u32) -> Vec<&'static str> {
-    SD_FLAG_NAMES
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| flags & (1 << i) != 0)
-        .map(|(_, n)| *n)
-        .collect()
+    SD_FLAG_NAMES.iter().enumerate().filter(|(i, _)| flags & (1 << i) != 0).map(|(_, n)| *n).collect()
 }
 
 /// One row of the CPU table: the CPUs of one LLC with one core type.
@@ -35,10 +30,7 @@ struct CpuRow {
 fn cpu_rows(m: &Machine) -> Vec<CpuRow> {
     let mut rows: Vec<CpuRow> = Vec::new();
     for c in &m.cpus {
-        match rows
-            .iter_mut()
-            .find(|r| r.llc == c.llc && r.core_type == c.core_type)
-        {
+        match rows.iter_mut().find(|r| r.llc == c.llc && r.core_type == c.core_type) {
             Some(r) => r.cpus.set(c.id),
             None => rows.push(CpuRow {
                 llc: c.llc,
@@ -66,49 +58,29 @@ fn levels(d: &Domains) -> Vec<LevelSummary<'_>> {
     let mut lv: Vec<SdLevel> = d.sds.iter().map(|s| s.level).collect();
     lv.sort();
     lv.dedup();
-    let cpu0: Vec<&SchedDomain> = d
-        .cpu_sd
-        .first()
-        .map(|c| c.iter().map(|&id| d.sd(id)).collect())
-        .unwrap_or_default();
+    let cpu0: Vec<&SchedDomain> = d.cpu_sd.first().map(|c| c.iter().map(|&id| d.sd(id)).collect()).unwrap_or_default();
     lv.into_iter()
         .map(|level| {
             let all: Vec<&SchedDomain> = d.sds.iter().filter(|s| s.level == level).collect();
-            let example = cpu0
-                .iter()
-                .copied()
-                .find(|s| s.level == level)
-                .unwrap_or(all[0]);
+            let example = cpu0.iter().copied().find(|s| s.level == level).unwrap_or(all[0]);
             let mut depths: Vec<u32> = all.iter().map(|s| s.depth).collect();
             depths.sort_unstable();
             depths.dedup();
             let mut weights: Vec<u32> = all.iter().map(|s| s.span_weight).collect();
             weights.sort_unstable();
             weights.dedup();
-            LevelSummary {
-                level,
-                example,
-                depths,
-                weights,
-                nr_domains: all.len(),
-            }
+            LevelSummary { level, example, depths, weights, nr_domains: all.len() }
         })
         .collect()
 }
 
 fn list_u32(v: &[u32]) -> String {
-    v.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
 }
 
 fn groups_text(groups: &[CpuMask]) -> String {
-    let shown: Vec<String> = groups
-        .iter()
-        .take(MAX_GROUPS_SHOWN)
-        .map(|g| format!("{{{}}}", g.to_list_string()))
-        .collect();
+    let shown: Vec<String> =
+        groups.iter().take(MAX_GROUPS_SHOWN).map(|g| format!("{{{}}}", g.to_list_string())).collect();
     let mut s = shown.join(" ");
     if groups.len() > MAX_GROUPS_SHOWN {
         s.push_str(&format!(" ... ({} more)", groups.len() - MAX_GROUPS_SHOWN));
@@ -158,23 +130,13 @@ pub fn render_text(m: &Machine, d: &Domains) -> String {
     if m.nr_nodes > 1 {
         out.push_str("NUMA distance:\n");
         for row in &m.numa_distance {
-            out.push_str(&format!(
-                "  {}\n",
-                row.iter().map(|x| format!("{x:>3}")).collect::<String>()
-            ));
+            out.push_str(&format!("  {}\n", row.iter().map(|x| format!("{x:>3}")).collect::<String>()));
         }
     }
-    out.push_str(&format!(
-        "sched domains ({} levels on the longest chain):\n",
-        d.nr_levels
-    ));
+    out.push_str(&format!("sched domains ({} levels on the longest chain):\n", d.nr_levels));
     for l in levels(d) {
         let e = l.example;
-        let ex_cpu = if e.span.test(CpuId(0)) {
-            0
-        } else {
-            e.span.first().map_or(0, |c| c.0)
-        };
+        let ex_cpu = if e.span.test(CpuId(0)) { 0 } else { e.span.first().map_or(0, |c| c.0) };
         out.push_str(&format!(
             "  {:<6} depth {:<4} weight {:<8} span(cpu {}) {}\n",
             l.level.name(),
@@ -183,15 +145,8 @@ pub fn render_text(m: &Machine, d: &Domains) -> String {
             ex_cpu,
             e.span.to_list_string()
         ));
-        out.push_str(&format!(
-            "         {} groups: {}\n",
-            e.groups.len(),
-            groups_text(&e.groups)
-        ));
-        out.push_str(&format!(
-            "         flags {}\n",
-            flag_names(e.flags).join("|")
-        ));
+        out.push_str(&format!("         {} groups: {}\n", e.groups.len(), groups_text(&e.groups)));
+        out.push_str(&format!("         flags {}\n", flag_names(e.flags).join("|")));
         out.push_str(&format!(
             "         imbalance_pct {}  interval {}..{} ms  busy_factor {}  cache_nice_tries {}  ({} distinct domains)\n",
             e.imbalance_pct, e.min_interval_ms, e.max_interval_ms, e.busy_factor, e.cache_nice_tries, l.nr_domains
@@ -283,10 +238,7 @@ nominal_freq_mhz = 2000
         let d = build_sched_domains(&m).unwrap();
         let t = render_text(&m, &d);
         assert!(t.starts_with("t: 8 CPUs, 4 cores"), "{t}");
-        assert!(
-            t.contains("llc 0: x (capacity 1024, 2000 MHz): cpus 0-1,4-5"),
-            "{t}"
-        );
+        assert!(t.contains("llc 0: x (capacity 1024, 2000 MHz): cpus 0-1,4-5"), "{t}");
         assert!(t.contains("SMT    depth 0"), "{t}");
         assert!(t.contains("PKG"), "{t}");
         assert!(t.contains("imbalance_pct 110"), "{t}");
@@ -302,9 +254,6 @@ nominal_freq_mhz = 2000
         let gs: Vec<CpuMask> = (0..10).map(|c| CpuMask::from_cpus([CpuId(c)])).collect();
         let s = groups_text(&gs);
         assert!(s.ends_with("... (2 more)"), "{s}");
-        assert_eq!(
-            flag_names(0b101),
-            vec!["SD_BALANCE_NEWIDLE", "SD_BALANCE_FORK"]
-        );
+        assert_eq!(flag_names(0b101), vec!["SD_BALANCE_NEWIDLE", "SD_BALANCE_FORK"]);
     }
 }

@@ -34,9 +34,7 @@
 use crate::cpumask::{CpuMask, MAX_CPUS};
 use crate::error::{Result, SchedlabError};
 use crate::ids::{CpuId, Ns, NSEC_PER_USEC};
-use crate::topology::machine::{
-    CoreType, CostParams, CpuInfo, Distance, FreqDomain, IdleState, Machine, Opp,
-};
+use crate::topology::machine::{CoreType, CostParams, CpuInfo, Distance, FreqDomain, IdleState, Machine, Opp};
 use serde_json::{Map, Value};
 
 /// `LOCAL_DISTANCE` in include/linux/topology.h.
@@ -52,30 +50,19 @@ const MAX_DISTANCE: u32 = 255;
 pub fn parse_machine(text: &str, format: &str, origin: &str) -> Result<Machine> {
     let root: Value = match format {
         "toml" => {
-            let t: toml::Value = toml::from_str(text).map_err(|e| {
-                SchedlabError::spec(origin, "(file)", format!("valid TOML: {}", e.message()))
-            })?;
-            serde_json::to_value(t).map_err(|e| {
-                SchedlabError::spec(origin, "(file)", format!("plain TOML values: {e}"))
-            })?
+            let t: toml::Value = toml::from_str(text)
+                .map_err(|e| SchedlabError::spec(origin, "(file)", format!("valid TOML: {}", e.message())))?;
+            serde_json::to_value(t)
+                .map_err(|e| SchedlabError::spec(origin, "(file)", format!("plain TOML values: {e}")))?
         }
-        "json" => serde_json::from_str(text)
-            .map_err(|e| SchedlabError::spec(origin, "(file)", format!("valid JSON: {e}")))?,
-        other => {
-            return Err(SchedlabError::spec(
-                origin,
-                "(format)",
-                format!("\"toml\" or \"json\", got \"{other}\""),
-            ))
+        "json" => {
+            serde_json::from_str(text).map_err(|e| SchedlabError::spec(origin, "(file)", format!("valid JSON: {e}")))?
         }
+        other => return Err(SchedlabError::spec(origin, "(format)", format!("\"toml\" or \"json\", got \"{other}\""))),
     };
     let p = P { origin };
     let top = p.table(&root, "")?;
-    p.keys(
-        top,
-        "",
-        &["machine", "topology", "core_type", "freq_domain", "cost"],
-    )?;
+    p.keys(top, "", &["machine", "topology", "core_type", "freq_domain", "cost"])?;
     build(&p, top)
 }
 
@@ -109,18 +96,14 @@ impl P<'_> {
     }
 
     fn table<'v>(&self, v: &'v Value, path: &str) -> Result<&'v Map<String, Value>> {
-        v.as_object()
-            .ok_or_else(|| self.err(path, format!("a table, got {}", kind(v))))
+        v.as_object().ok_or_else(|| self.err(path, format!("a table, got {}", kind(v))))
     }
 
     /// Reject keys of `t` not in `valid`.
     fn keys(&self, t: &Map<String, Value>, path: &str, valid: &[&str]) -> Result<()> {
         for k in t.keys() {
             if !valid.contains(&k.as_str()) {
-                return Err(self.err(
-                    &join(path, k),
-                    format!("a known key; valid keys here: {}", valid.join(", ")),
-                ));
+                return Err(self.err(&join(path, k), format!("a known key; valid keys here: {}", valid.join(", "))));
             }
         }
         Ok(())
@@ -132,26 +115,13 @@ impl P<'_> {
         path: &str,
         key: &str,
     ) -> Result<Option<&'v Map<String, Value>>> {
-        t.get(key)
-            .map(|v| self.table(v, &join(path, key)))
-            .transpose()
+        t.get(key).map(|v| self.table(v, &join(path, key))).transpose()
     }
 
-    fn opt_u64(
-        &self,
-        t: &Map<String, Value>,
-        path: &str,
-        key: &str,
-        lo: u64,
-        hi: u64,
-    ) -> Result<Option<u64>> {
+    fn opt_u64(&self, t: &Map<String, Value>, path: &str, key: &str, lo: u64, hi: u64) -> Result<Option<u64>> {
         let Some(v) = t.get(key) else { return Ok(None) };
         let k = join(path, key);
-        let range = if hi == u64::MAX {
-            format!(">= {lo}")
-        } else {
-            format!("in {lo}..={hi}")
-        };
+        let range = if hi == u64::MAX { format!(">= {lo}") } else { format!("in {lo}..={hi}") };
         match v.as_u64() {
             Some(n) if n >= lo && n <= hi => Ok(Some(n)),
             _ => {
@@ -164,36 +134,15 @@ impl P<'_> {
         }
     }
 
-    fn u64_or(
-        &self,
-        t: &Map<String, Value>,
-        path: &str,
-        key: &str,
-        lo: u64,
-        hi: u64,
-        default: u64,
-    ) -> Result<u64> {
+    fn u64_or(&self, t: &Map<String, Value>, path: &str, key: &str, lo: u64, hi: u64, default: u64) -> Result<u64> {
         Ok(self.opt_u64(t, path, key, lo, hi)?.unwrap_or(default))
     }
 
-    fn req_u64(
-        &self,
-        t: &Map<String, Value>,
-        path: &str,
-        key: &str,
-        lo: u64,
-        hi: u64,
-    ) -> Result<u64> {
-        self.opt_u64(t, path, key, lo, hi)?
-            .ok_or_else(|| self.err(&join(path, key), "a value (the key is required)"))
+    fn req_u64(&self, t: &Map<String, Value>, path: &str, key: &str, lo: u64, hi: u64) -> Result<u64> {
+        self.opt_u64(t, path, key, lo, hi)?.ok_or_else(|| self.err(&join(path, key), "a value (the key is required)"))
     }
 
-    fn opt_str<'v>(
-        &self,
-        t: &'v Map<String, Value>,
-        path: &str,
-        key: &str,
-    ) -> Result<Option<&'v str>> {
+    fn opt_str<'v>(&self, t: &'v Map<String, Value>, path: &str, key: &str) -> Result<Option<&'v str>> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -209,12 +158,7 @@ impl P<'_> {
         }
     }
 
-    fn opt_array<'v>(
-        &self,
-        t: &'v Map<String, Value>,
-        path: &str,
-        key: &str,
-    ) -> Result<Option<&'v Vec<Value>>> {
+    fn opt_array<'v>(&self, t: &'v Map<String, Value>, path: &str, key: &str) -> Result<Option<&'v Vec<Value>>> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::Array(a)) => Ok(Some(a)),
@@ -235,15 +179,11 @@ struct Shape {
 }
 
 fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
-    let mt = p
-        .opt_table(top, "", "machine")?
-        .ok_or_else(|| p.err("machine", "a [machine] table with at least `name`"))?;
+    let mt =
+        p.opt_table(top, "", "machine")?.ok_or_else(|| p.err("machine", "a [machine] table with at least `name`"))?;
     p.keys(mt, "machine", &["name", "description", "hz"])?;
     let name = p.req_str(mt, "machine", "name")?.to_string();
-    let description = p
-        .opt_str(mt, "machine", "description")?
-        .unwrap_or("")
-        .to_string();
+    let description = p.opt_str(mt, "machine", "description")?.unwrap_or("").to_string();
     // CONFIG_HZ: 250 is the common distro default; 100..=1000 are the values
     // Kconfig offers.
     let hz = p.u64_or(mt, "machine", "hz", 100, 1000, 250)? as u32;
@@ -261,8 +201,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         "numa_distance",
     ];
     p.keys(tt, "topology", &tk)?;
-    let count =
-        |k: &str| -> Result<u32> { Ok(p.u64_or(tt, "topology", k, 1, MAX_CPUS as u64, 1)? as u32) };
+    let count = |k: &str| -> Result<u32> { Ok(p.u64_or(tt, "topology", k, 1, MAX_CPUS as u64, 1)? as u32) };
     let shape = Shape {
         packages: count("packages")?,
         nodes_per_package: count("nodes_per_package")?,
@@ -270,18 +209,10 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         clusters_per_llc: count("clusters_per_llc")?,
         cores_per_cluster: count("cores_per_cluster")?,
         threads_per_core: count("threads_per_core")?,
-        split: match p
-            .opt_str(tt, "topology", "smt_numbering")?
-            .unwrap_or("split")
-        {
+        split: match p.opt_str(tt, "topology", "smt_numbering")?.unwrap_or("split") {
             "split" => true,
             "adjacent" => false,
-            other => {
-                return Err(p.err(
-                    "topology.smt_numbering",
-                    format!("\"split\" or \"adjacent\", got \"{other}\""),
-                ))
-            }
+            other => return Err(p.err("topology.smt_numbering", format!("\"split\" or \"adjacent\", got \"{other}\""))),
         },
     };
     let nr_cpus = [
@@ -293,14 +224,9 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         shape.threads_per_core,
     ]
     .iter()
-    .try_fold(1u64, |acc, &n| {
-        acc.checked_mul(n as u64).filter(|&v| v <= MAX_CPUS as u64)
-    });
+    .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64).filter(|&v| v <= MAX_CPUS as u64));
     let Some(nr_cpus) = nr_cpus else {
-        return Err(p.err(
-            "topology",
-            format!("at most {MAX_CPUS} CPUs in total (the product of the counts)"),
-        ));
+        return Err(p.err("topology", format!("at most {MAX_CPUS} CPUs in total (the product of the counts)")));
     };
     let nr_cpus = nr_cpus as u32;
     let nr_cores = nr_cpus / shape.threads_per_core;
@@ -309,12 +235,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
 
     let core_types_raw = match top.get("core_type") {
         Some(Value::Array(a)) if !a.is_empty() => a,
-        Some(v) => {
-            return Err(p.err(
-                "core_type",
-                format!("one or more [[core_type]] tables, got {}", kind(v)),
-            ))
-        }
+        Some(v) => return Err(p.err("core_type", format!("one or more [[core_type]] tables, got {}", kind(v)))),
         None => return Err(p.err("core_type", "one or more [[core_type]] tables")),
     };
     let mut core_types = Vec::new();
@@ -334,19 +255,10 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         core_types.push(ct);
     }
     if let Some(c) = core_of_type.iter().position(|t| t.is_none()) {
-        return Err(p.err(
-            "core_type",
-            format!(
-                "core types covering every core 0-{}; core {c} has none",
-                nr_cores - 1
-            ),
-        ));
+        return Err(p.err("core_type", format!("core types covering every core 0-{}; core {c} has none", nr_cores - 1)));
     }
     if core_types.iter().map(|t| t.capacity).max() != Some(1024) {
-        return Err(p.err(
-            "core_type",
-            "the biggest core type to have capacity 1024 (capacities are relative to it)",
-        ));
+        return Err(p.err("core_type", "the biggest core type to have capacity 1024 (capacities are relative to it)"));
     }
 
     let per = match p.opt_table(top, "", "freq_domain")? {
@@ -357,10 +269,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         None => "package",
     };
     if !["cpu", "core", "cluster", "llc", "package"].contains(&per) {
-        return Err(p.err(
-            "freq_domain.per",
-            format!("one of cpu, core, cluster, llc, package; got \"{per}\""),
-        ));
+        return Err(p.err("freq_domain.per", format!("one of cpu, core, cluster, llc, package; got \"{per}\"")));
     }
     let cost = parse_cost(p, top)?;
 
@@ -409,9 +318,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
             fd_of_key.resize(key + 1, None);
         }
         let fd = *fd_of_key[key].get_or_insert_with(|| {
-            m.freq_domains.push(FreqDomain {
-                span: CpuMask::new(),
-            });
+            m.freq_domains.push(FreqDomain { span: CpuMask::new() });
             (m.freq_domains.len() - 1) as u32
         });
         let id = CpuId(cpu);
@@ -422,16 +329,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         m.node_cpus[node as usize].set(id);
         m.package_cpus[package as usize].set(id);
         let core_type = core_of_type[core as usize].unwrap_or(0);
-        m.cpus.push(CpuInfo {
-            id,
-            core,
-            cluster,
-            llc,
-            node,
-            package,
-            core_type,
-            freq_domain: fd,
-        });
+        m.cpus.push(CpuInfo { id, core, cluster, llc, node, package, core_type, freq_domain: fd });
     }
     Ok(m)
 }
@@ -440,28 +338,12 @@ fn parse_distance(p: &P, tt: &Map<String, Value>, n: u32) -> Result<Vec<Vec<u32>
     let n = n as usize;
     let Some(rows) = p.opt_array(tt, "topology", "numa_distance")? else {
         return Ok((0..n)
-            .map(|i| {
-                (0..n)
-                    .map(|j| {
-                        if i == j {
-                            LOCAL_DISTANCE
-                        } else {
-                            REMOTE_DISTANCE
-                        }
-                    })
-                    .collect()
-            })
+            .map(|i| (0..n).map(|j| if i == j { LOCAL_DISTANCE } else { REMOTE_DISTANCE }).collect())
             .collect());
     };
     let key = "topology.numa_distance";
     if rows.len() != n {
-        return Err(p.err(
-            key,
-            format!(
-                "a {n} x {n} matrix (one row per node), got {} rows",
-                rows.len()
-            ),
-        ));
+        return Err(p.err(key, format!("a {n} x {n} matrix (one row per node), got {} rows", rows.len())));
     }
     let mut d = vec![vec![0u32; n]; n];
     for (i, row) in rows.iter().enumerate() {
@@ -473,30 +355,19 @@ fn parse_distance(p: &P, tt: &Map<String, Value>, n: u32) -> Result<Vec<Vec<u32>
             let x = v
                 .as_u64()
                 .filter(|&x| (LOCAL_DISTANCE as u64..=MAX_DISTANCE as u64).contains(&x))
-                .ok_or_else(|| {
-                    p.err(
-                        &format!("{key}[{i}][{j}]"),
-                        format!("an integer in 10..=255, got {v}"),
-                    )
-                })?;
+                .ok_or_else(|| p.err(&format!("{key}[{i}][{j}]"), format!("an integer in 10..=255, got {v}")))?;
             d[i][j] = x as u32;
         }
     }
     for i in 0..n {
         if d[i][i] != LOCAL_DISTANCE {
-            return Err(p.err(
-                &format!("{key}[{i}][{i}]"),
-                format!("10 on the diagonal, got {}", d[i][i]),
-            ));
+            return Err(p.err(&format!("{key}[{i}][{i}]"), format!("10 on the diagonal, got {}", d[i][i])));
         }
         for j in 0..n {
             if d[i][j] != d[j][i] {
                 return Err(p.err(
                     &format!("{key}[{i}][{j}]"),
-                    format!(
-                        "a symmetric matrix; [{i}][{j}] = {} but [{j}][{i}] = {}",
-                        d[i][j], d[j][i]
-                    ),
+                    format!("a symmetric matrix; [{i}][{j}] = {} but [{j}][{i}] = {}", d[i][j], d[j][i]),
                 ));
             }
             if i != j && d[i][j] == LOCAL_DISTANCE {
@@ -507,43 +378,18 @@ fn parse_distance(p: &P, tt: &Map<String, Value>, n: u32) -> Result<Vec<Vec<u32>
     Ok(d)
 }
 
-fn parse_core_type(
-    p: &P,
-    v: &Value,
-    path: &str,
-    nr_cores: u32,
-    threads: u32,
-) -> Result<(CoreType, CpuMask)> {
+fn parse_core_type(p: &P, v: &Value, path: &str, nr_cores: u32, threads: u32) -> Result<(CoreType, CpuMask)> {
     let t = p.table(v, path)?;
-    p.keys(
-        t,
-        path,
-        &[
-            "name",
-            "cores",
-            "capacity",
-            "nominal_freq_mhz",
-            "smt_speed_pct",
-            "opps",
-            "idle_states",
-        ],
-    )?;
+    p.keys(t, path, &["name", "cores", "capacity", "nominal_freq_mhz", "smt_speed_pct", "opps", "idle_states"])?;
     let name = p.req_str(t, path, "name")?.to_string();
     let cores_s = p.req_str(t, path, "cores")?;
     let cores = if cores_s.trim() == "all" {
         CpuMask::first_n(nr_cores as usize)
     } else {
-        let m = CpuMask::parse_list(cores_s).map_err(|e| {
-            p.err(
-                &join(path, "cores"),
-                format!("\"all\" or core ranges like \"0-3,8\": {e}"),
-            )
-        })?;
+        let m = CpuMask::parse_list(cores_s)
+            .map_err(|e| p.err(&join(path, "cores"), format!("\"all\" or core ranges like \"0-3,8\": {e}")))?;
         if let Some(c) = m.iter().find(|c| c.0 >= nr_cores) {
-            return Err(p.err(
-                &join(path, "cores"),
-                format!("core indices below {nr_cores}, got {c}"),
-            ));
+            return Err(p.err(&join(path, "cores"), format!("core indices below {nr_cores}, got {c}")));
         }
         m
     };
@@ -552,14 +398,7 @@ fn parse_core_type(
     // Assumption: a hardware thread runs at ~60% of its solo speed while its
     // sibling is busy (two threads together ~1.2x one core, typical for SMT-2
     // on throughput code). Irrelevant without SMT.
-    let smt_speed_pct = p.u64_or(
-        t,
-        path,
-        "smt_speed_pct",
-        1,
-        100,
-        if threads > 1 { 60 } else { 100 },
-    )? as u32;
+    let smt_speed_pct = p.u64_or(t, path, "smt_speed_pct", 1, 100, if threads > 1 { 60 } else { 100 })? as u32;
     let mut opps = Vec::new();
     if let Some(a) = p.opt_array(t, path, "opps")? {
         for (i, o) in a.iter().enumerate() {
@@ -569,57 +408,33 @@ fn parse_core_type(
             let f = p.req_u64(ot, &op, "freq_mhz", 1, 100_000)? as u32;
             let pw = p.req_u64(ot, &op, "power_mw", 0, 1_000_000)? as u32;
             if opps.last().is_some_and(|l: &Opp| l.freq_khz >= f * 1000) {
-                return Err(p.err(
-                    &join(&op, "freq_mhz"),
-                    "OPPs in strictly ascending frequency",
-                ));
+                return Err(p.err(&join(&op, "freq_mhz"), "OPPs in strictly ascending frequency"));
             }
-            opps.push(Opp {
-                freq_khz: f * 1000,
-                power_mw: pw,
-            });
+            opps.push(Opp { freq_khz: f * 1000, power_mw: pw });
         }
     }
     if opps.is_empty() {
         // Without an energy model, one OPP at the nominal frequency with
         // unknown (0) power: the model runs at a fixed frequency anyway.
-        opps.push(Opp {
-            freq_khz: nominal_mhz * 1000,
-            power_mw: 0,
-        });
+        opps.push(Opp { freq_khz: nominal_mhz * 1000, power_mw: 0 });
     }
     if opps.last().is_some_and(|l| l.freq_khz < nominal_mhz * 1000) {
-        return Err(p.err(
-            &join(path, "nominal_freq_mhz"),
-            "a frequency no higher than the highest OPP",
-        ));
+        return Err(p.err(&join(path, "nominal_freq_mhz"), "a frequency no higher than the highest OPP"));
     }
     let mut idle_states = Vec::new();
     if let Some(a) = p.opt_array(t, path, "idle_states")? {
         for (i, s) in a.iter().enumerate() {
             let sp = format!("{path}.idle_states[{i}]");
             let st = p.table(s, &sp)?;
-            p.keys(
-                st,
-                &sp,
-                &["name", "exit_latency_us", "target_residency_us", "power_mw"],
-            )?;
+            p.keys(st, &sp, &["name", "exit_latency_us", "target_residency_us", "power_mw"])?;
             let state = IdleState {
                 name: p.req_str(st, &sp, "name")?.to_string(),
-                exit_latency_ns: p.req_u64(st, &sp, "exit_latency_us", 0, 1_000_000)?
-                    * NSEC_PER_USEC,
-                target_residency_ns: p.req_u64(st, &sp, "target_residency_us", 0, 10_000_000)?
-                    * NSEC_PER_USEC,
+                exit_latency_ns: p.req_u64(st, &sp, "exit_latency_us", 0, 1_000_000)? * NSEC_PER_USEC,
+                target_residency_ns: p.req_u64(st, &sp, "target_residency_us", 0, 10_000_000)? * NSEC_PER_USEC,
                 power_mw: p.u64_or(st, &sp, "power_mw", 0, 1_000_000, 0)? as u32,
             };
-            if idle_states
-                .last()
-                .is_some_and(|l: &IdleState| l.exit_latency_ns > state.exit_latency_ns)
-            {
-                return Err(p.err(
-                    &join(&sp, "exit_latency_us"),
-                    "idle states ordered shallowest first",
-                ));
+            if idle_states.last().is_some_and(|l: &IdleState| l.exit_latency_ns > state.exit_latency_ns) {
+                return Err(p.err(&join(&sp, "exit_latency_us"), "idle states ordered shallowest first"));
             }
             idle_states.push(state);
         }
@@ -634,14 +449,7 @@ fn parse_core_type(
             power_mw: 0,
         });
     }
-    let ct = CoreType {
-        name,
-        capacity,
-        opps,
-        nominal_freq_khz: nominal_mhz * 1000,
-        smt_speed_pct,
-        idle_states,
-    };
+    let ct = CoreType { name, capacity, opps, nominal_freq_khz: nominal_mhz * 1000, smt_speed_pct, idle_states };
     Ok((ct, cores))
 }
 
@@ -749,10 +557,7 @@ nominal_freq_mhz = 2000
     fn parses_and_numbers_split() {
         let m = parse_machine(MINI, "toml", "f.toml").unwrap();
         assert_eq!(m.nr_cpus(), 16);
-        assert_eq!(
-            (m.nr_cores, m.nr_llcs, m.nr_nodes, m.nr_packages),
-            (8, 4, 2, 2)
-        );
+        assert_eq!((m.nr_cores, m.nr_llcs, m.nr_nodes, m.nr_packages), (8, 4, 2, 2));
         // split numbering: cpu 8 is the sibling of cpu 0
         assert_eq!(m.smt_mask(CpuId(0)).to_list_string(), "0,8");
         assert_eq!(m.llc_cpus[0].to_list_string(), "0-1,8-9");
@@ -775,35 +580,19 @@ nominal_freq_mhz = 2000
     #[test]
     fn errors_name_file_and_key() {
         let e = err_of(&MINI.replace("threads_per_core = 2", "threads_per_core = 0"));
-        assert_eq!(
-            e,
-            SchedlabError::spec(
-                "f.toml",
-                "topology.threads_per_core",
-                "an integer in 1..=1024, got 0"
-            )
-        );
+        assert_eq!(e, SchedlabError::spec("f.toml", "topology.threads_per_core", "an integer in 1..=1024, got 0"));
         let e = err_of(&MINI.replace("packages = 2", "packages = 2\nsockets = 1"));
-        let SchedlabError::Spec { key, expected, .. } = e else {
-            panic!()
-        };
+        let SchedlabError::Spec { key, expected, .. } = e else { panic!() };
         assert_eq!(key, "topology.sockets");
         assert!(expected.contains("llcs_per_node"));
         let e = err_of(&MINI.replace("capacity = 1024", "capacity = 512"));
         assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "core_type"));
-        let e = err_of(&MINI.replace(
-            "packages = 2",
-            "packages = 2\nnuma_distance = [[10, 20], [30, 10]]",
-        ));
-        assert!(
-            matches!(e, SchedlabError::Spec { ref key, .. } if key == "topology.numa_distance[0][1]")
-        );
+        let e = err_of(&MINI.replace("packages = 2", "packages = 2\nnuma_distance = [[10, 20], [30, 10]]"));
+        assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "topology.numa_distance[0][1]"));
         let e = err_of(&MINI.replace("cores = \"all\"", "cores = \"0-3\""));
         assert!(e.to_string().contains("core 4 has none"), "{e}");
         let e = err_of(
-            &MINI
-                .replace("packages = 2", "packages = 64")
-                .replace("cores_per_cluster = 2", "cores_per_cluster = 64"),
+            &MINI.replace("packages = 2", "packages = 64").replace("cores_per_cluster = 2", "cores_per_cluster = 64"),
         );
         assert!(e.to_string().contains("at most 1024"), "{e}");
         assert!(parse_machine("not toml [", "toml", "x").is_err());
@@ -818,11 +607,7 @@ nominal_freq_mhz = 2000
         assert_eq!(m.cost.ipi_ns, 900);
         assert_eq!(m.cost.refill_ns_per_kib[Distance::Node as usize], 400);
         assert_eq!(m.cost.refill_ns_per_kib[Distance::Llc as usize], 30);
-        let e = err_of(&format!(
-            "{MINI}\n[cost]\nrefill_ns_per_kib = {{ l3 = 4 }}\n"
-        ));
-        assert!(
-            matches!(e, SchedlabError::Spec { ref key, .. } if key == "cost.refill_ns_per_kib.l3")
-        );
+        let e = err_of(&format!("{MINI}\n[cost]\nrefill_ns_per_kib = {{ l3 = 4 }}\n"));
+        assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "cost.refill_ns_per_kib.l3"));
     }
 }
