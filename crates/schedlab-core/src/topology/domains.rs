@@ -573,3 +573,127 @@ pub fn validate(d: &Domains) -> Result<()> {
 }
 /// `CpuMask` helper re-exported for domain users.
 pub type Span = CpuMask;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::parse_machine;
+    use proptest::prelude::*;
+
+    fn machine(topo: &str, extra: &str) -> Machine {
+        let t = format!(
+            "[machine]\nname = \"t\"\n[topology]\n{topo}\n[[core_type]]\nname = \"x\"\ncores = \"all\"\n\
+             capacity = 1024\nnominal_freq_mhz = 1000\n{extra}"
+        );
+        parse_machine(&t, "toml", "t").unwrap()
+    }
+
+    #[test]
+    fn single_cpu_has_no_domains() {
+        let d = build_sched_domains(&machine("", "")).unwrap();
+        assert_eq!(d.nr_levels, 0);
+        assert!(d.chain(CpuId(0)).is_empty());
+        assert_eq!(d.sd_llc[0], None);
+    }
+
+    #[test]
+    fn far_numa_level_drops_affine_and_fork() {
+        // A ring of 4 nodes (0-1-2-3-0): neighbours at 20, opposite nodes
+        // at 40, which exceeds RECLAIM_DISTANCE (30).
+        let m = machine(
+            "packages = 4\ncores_per_cluster = 2\nnuma_distance = [[10,20,40,20],[20,10,20,40],[40,20,10,20],[20,40,20,10]]",
+            "",
+        );
+        let d = build_sched_domains(&m).unwrap();
+        let ch: Vec<&SchedDomain> = d.chain(CpuId(0)).iter().map(|&id| d.sd(id)).collect();
+        let levels: Vec<String> = ch.iter().map(|s| s.level.name()).collect();
+        assert_eq!(levels, ["MC", "NUMA0", "NUMA1"]);
+        assert_eq!(ch[1].span.to_list_string(), "0-3,6-7");
+        assert!(ch[1].has(SD_WAKE_AFFINE) && ch[1].has(SD_BALANCE_EXEC));
+        assert!(!ch[2].has(SD_WAKE_AFFINE) && !ch[2].has(SD_BALANCE_FORK) && !ch[2].has(SD_BALANCE_EXEC));
+        // Overlapping groups at the top: node 0's {0,1,3} and node 2's {1,2,3}.
+        let g: Vec<String> = ch[2].groups.iter().map(|g| g.to_list_string()).collect();
+        assert_eq!(g, ["0-3,6-7", "2-7"]);
+        assert!(ch[2].has(SD_OVERLAP));
+    }
+
+    #[test]
+    fn partial_asymmetry_is_not_full() {
+        // Three capacities, one per LLC: an LLC-pair sees two of three.
+        let t = "[machine]\nname = \"a\"\n[topology]\nllcs_per_node = 3\ncores_per_cluster = 2\n\
+                 [[core_type]]\nname = \"s\"\ncores = \"0-1\"\ncapacity = 300\nnominal_freq_mhz = 1000\n\
+                 [[core_type]]\nname = \"m\"\ncores = \"2-3\"\ncapacity = 600\nnominal_freq_mhz = 1000\n\
+                 [[core_type]]\nname = \"b\"\ncores = \"4-5\"\ncapacity = 1024\nnominal_freq_mhz = 1000\n";
+        let m = parse_machine(t, "toml", "a").unwrap();
+        let classes = [
+            CpuMask::parse_list("0-1").unwrap(),
+            CpuMask::parse_list("2-3").unwrap(),
+            CpuMask::parse_list("4-5").unwrap(),
+        ];
+        assert_eq!(asym_cpu_capacity_classify(&CpuMask::parse_list("0-3").unwrap(), &classes), SD_ASYM_CPUCAPACITY);
+        assert_eq!(asym_cpu_capacity_classify(&CpuMask::parse_list("0-1").unwrap(), &classes), 0);
+        let d = build_sched_domains(&m).unwrap();
+        let top = d.sd(*d.chain(CpuId(0)).last().unwrap());
+        assert!(top.has(SD_ASYM_CPUCAPACITY_FULL));
+        assert_eq!(d.sd_asym_cpucapacity[0], Some(*d.chain(CpuId(0)).last().unwrap()));
+    }
+
+    #[test]
+    fn validate_catches_broken_groups() {
+        let m = machine("llcs_per_node = 2\ncores_per_cluster = 2", "");
+        let mut d = build_sched_domains(&m).unwrap();
+        let top = *d.chain(CpuId(0)).last().unwrap();
+        d.sds[top.0 as usize].groups.pop();
+        assert!(matches!(validate(&d), Err(SchedlabError::Runtime(_))));
+    }
+
+    fn arb_machine() -> impl Strategy<Value = String> {
+        (
+            1u32..=2,
+            1u32..=2,
+            1u32..=3,
+            1u32..=3,
+            1u32..=3,
+            1u32..=2,
+            any::<bool>(),
+            proptest::collection::vec(11u32..=40, 6),
+        )
+            .prop_map(|(pk, np, llc, cl, co, th, split, dist)| {
+                let n = (pk * np) as usize;
+                // A symmetric random distance table over the nodes.
+                let rows: Vec<Vec<u32>> = (0..n)
+                    .map(|i| {
+                        (0..n).map(|j| if i == j { 10 } else { dist[(i.min(j) * n + i.max(j)) % dist.len()] }).collect()
+                    })
+                    .collect();
+                let rows: Vec<String> = rows
+                    .iter()
+                    .map(|r| format!("[{}]", r.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")))
+                    .collect();
+                format!(
+                    "packages = {pk}\nnodes_per_package = {np}\nllcs_per_node = {llc}\nclusters_per_llc = {cl}\n\
+                     cores_per_cluster = {co}\nthreads_per_core = {th}\nsmt_numbering = \"{}\"\nnuma_distance = [{}]",
+                    if split { "split" } else { "adjacent" },
+                    rows.join(",")
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn random_topologies_build_valid_domains(topo in arb_machine()) {
+            let m = machine(&topo, "");
+            let d = build_sched_domains(&m).map_err(|e| TestCaseError::fail(format!("{topo}\n{e}")))?;
+            for cpu in 0..m.nr_cpus() {
+                let ch = d.chain(CpuId(cpu as u32));
+                if let Some(&top) = ch.last() {
+                    prop_assert_eq!(d.sd(top).span, m.all_cpus());
+                }
+                if let Some(llc) = d.sd_llc[cpu] {
+                    prop_assert_eq!(&d.sd(llc).span, m.llc_mask(CpuId(cpu as u32)));
+                }
+            }
+        }
+    }
+}

@@ -359,18 +359,18 @@ fn parse_distance(p: &P, tt: &Map<String, Value>, n: u32) -> Result<Vec<Vec<u32>
             d[i][j] = x as u32;
         }
     }
-    for i in 0..n {
-        if d[i][i] != LOCAL_DISTANCE {
-            return Err(p.err(&format!("{key}[{i}][{i}]"), format!("10 on the diagonal, got {}", d[i][i])));
+    for (i, row) in d.iter().enumerate() {
+        if row[i] != LOCAL_DISTANCE {
+            return Err(p.err(&format!("{key}[{i}][{i}]"), format!("10 on the diagonal, got {}", row[i])));
         }
-        for j in 0..n {
-            if d[i][j] != d[j][i] {
+        for (j, &x) in row.iter().enumerate() {
+            if x != d[j][i] {
                 return Err(p.err(
                     &format!("{key}[{i}][{j}]"),
-                    format!("a symmetric matrix; [{i}][{j}] = {} but [{j}][{i}] = {}", d[i][j], d[j][i]),
+                    format!("a symmetric matrix; [{i}][{j}] = {x} but [{j}][{i}] = {}", d[j][i]),
                 ));
             }
-            if i != j && d[i][j] == LOCAL_DISTANCE {
+            if i != j && x == LOCAL_DISTANCE {
                 return Err(p.err(&format!("{key}[{i}][{j}]"), "a remote distance > 10"));
             }
         }
