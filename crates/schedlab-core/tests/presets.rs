@@ -1,0 +1,159 @@
+//! Every shipped machine preset parses, builds sched domains that pass the
+//! `sched_domain_debug_one` checks, and has the domain chain the kernel
+//! builds on that machine.
+
+use schedlab_core::topology::domains::*;
+use schedlab_core::topology::{build_sched_domains, parse_machine, render_json, render_text, Distance, Machine};
+use schedlab_core::CpuId;
+use std::path::PathBuf;
+
+fn presets_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../python/schedlab/presets/machines")
+}
+
+fn load(name: &str) -> Machine {
+    let path = presets_dir().join(format!("{name}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_machine(&text, "toml", &path.display().to_string()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `cpu`'s chain as (level name, span weight).
+fn chain(d: &Domains, cpu: u32) -> Vec<(String, u32)> {
+    d.chain(CpuId(cpu)).iter().map(|&id| (d.sd(id).level.name(), d.sd(id).span_weight)).collect()
+}
+
+fn names(v: &[(&str, u32)]) -> Vec<(String, u32)> {
+    v.iter().map(|(n, w)| (n.to_string(), *w)).collect()
+}
+
+#[test]
+fn every_preset_parses_and_builds() {
+    let mut n = 0;
+    let mut entries: Vec<_> = std::fs::read_dir(presets_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let m = load(&stem);
+        assert_eq!(m.name, stem, "preset name matches its file name");
+        let d = build_sched_domains(&m).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        assert!(d.nr_levels >= 1, "{stem}");
+        assert!(!render_text(&m, &d).is_empty());
+        assert!(render_json(&m, &d)["levels"].is_array());
+        n += 1;
+    }
+    assert_eq!(n, 10, "ten presets ship");
+}
+
+#[test]
+fn threadripper_chain() {
+    let m = load("threadripper-3970x");
+    assert_eq!(m.nr_cpus(), 64);
+    let d = build_sched_domains(&m).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("SMT", 2), ("MC", 8), ("PKG", 64)]));
+    assert_eq!(m.smt_mask(CpuId(0)).to_list_string(), "0,32");
+    let pkg = d.sd(d.chain(CpuId(0))[2]);
+    assert_eq!(pkg.groups.len(), 8);
+    assert_eq!(pkg.imbalance_pct, 117);
+    let smt = d.sd(d.chain(CpuId(0))[0]);
+    assert_eq!((smt.imbalance_pct, smt.cache_nice_tries), (110, 0));
+    assert!(smt.has(SD_SHARE_CPUCAPACITY) && smt.has(SD_SHARE_LLC) && smt.has(SD_PREFER_SIBLING));
+    assert_eq!(d.sd_llc[0], Some(d.chain(CpuId(0))[1]));
+    assert_eq!(d.sd_numa[0], None);
+    assert_eq!(m.distance(CpuId(0), CpuId(4)), Distance::Package);
+}
+
+#[test]
+fn xeon_e7_chain_and_distance() {
+    let m = load("xeon-e7-8870v4");
+    let d = build_sched_domains(&m).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("SMT", 2), ("MC", 40), ("NUMA0", 160)]));
+    let numa = d.sd(d.chain(CpuId(0))[2]);
+    assert_eq!(numa.groups.len(), 4);
+    assert!(numa.has(SD_NUMA) && numa.has(SD_SERIALIZE) && numa.has(SD_OVERLAP));
+    // Distance 21 <= RECLAIM_DISTANCE: fork/exec balance and wake_affine stay.
+    assert!(numa.has(SD_WAKE_AFFINE) && numa.has(SD_BALANCE_FORK));
+    assert!(!numa.has(SD_PREFER_SIBLING));
+    assert_eq!((numa.imbalance_pct, numa.cache_nice_tries), (117, 2));
+    assert_eq!(d.sd_numa[0], Some(d.chain(CpuId(0))[2]));
+    let c = CpuId;
+    assert_eq!(m.distance(c(0), c(0)), Distance::Same);
+    assert_eq!(m.distance(c(0), c(80)), Distance::Smt);
+    assert_eq!(m.distance(c(0), c(1)), Distance::Llc);
+    assert_eq!(m.distance(c(0), c(20)), Distance::Node);
+}
+
+#[test]
+fn kunpeng920_chain_and_distance() {
+    let m = load("kunpeng920");
+    let d = build_sched_domains(&m).unwrap();
+    // SLIT 10/12/20/22/24: for node 0 NUMA(<=12) spans nodes 0-1,
+    // NUMA(<=20) nodes 0-2, NUMA(<=22) all.
+    assert_eq!(chain(&d, 0), names(&[("CLS", 4), ("MC", 24), ("NUMA0", 48), ("NUMA1", 72), ("NUMA2", 96)]));
+    // Node 1: NUMA(<=20) equals NUMA(<=12) and degenerates.
+    assert_eq!(chain(&d, 24), names(&[("CLS", 4), ("MC", 24), ("NUMA0", 48), ("NUMA2", 72), ("NUMA3", 96)]));
+    let cls = d.sd(d.chain(CpuId(0))[0]);
+    assert!(cls.has(SD_CLUSTER) && cls.has(SD_SHARE_LLC));
+    assert_eq!(cls.groups.len(), 4);
+    assert_eq!(d.sd_llc[0], Some(d.chain(CpuId(0))[1]));
+    let c = CpuId;
+    assert_eq!(m.distance(c(0), c(1)), Distance::Cluster);
+    assert_eq!(m.distance(c(0), c(4)), Distance::Llc);
+    assert_eq!(m.distance(c(0), c(24)), Distance::Node);
+    assert_eq!(m.distance(c(0), c(72)), Distance::Node);
+}
+
+#[test]
+fn jacobsville_chain() {
+    let d = build_sched_domains(&load("jacobsville")).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("CLS", 4), ("MC", 24)]));
+    assert_eq!(d.sd(d.chain(CpuId(0))[1]).groups.len(), 6);
+}
+
+#[test]
+fn pixel2_chain_asym() {
+    let m = load("pixel2");
+    assert!(m.asym_capacity());
+    let d = build_sched_domains(&m).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("MC", 4), ("PKG", 8)]));
+    let (mc, pkg) = (d.sd(d.chain(CpuId(0))[0]), d.sd(d.chain(CpuId(0))[1]));
+    assert!(pkg.has(SD_ASYM_CPUCAPACITY) && pkg.has(SD_ASYM_CPUCAPACITY_FULL));
+    assert!(!mc.has(SD_ASYM_CPUCAPACITY));
+    // Don't spread across CPUs of different capacities.
+    assert!(!mc.has(SD_PREFER_SIBLING));
+    assert_eq!(d.sd_asym_cpucapacity[0], Some(d.chain(CpuId(0))[1]));
+    assert_eq!(m.capacity_orig(CpuId(0)), 528);
+}
+
+#[test]
+fn hikey960_and_laptop_chains() {
+    let d = build_sched_domains(&load("hikey960")).unwrap();
+    assert_eq!(chain(&d, 7), names(&[("MC", 4), ("PKG", 8)]));
+    let m = load("laptop-4c8t");
+    let d = build_sched_domains(&m).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("SMT", 2), ("MC", 8)]));
+    assert_eq!(m.distance(CpuId(0), CpuId(4)), Distance::Smt);
+}
+
+#[test]
+fn intel_4n_192_chain() {
+    let m = load("intel-4n-192");
+    assert_eq!(m.nr_cpus(), 192);
+    let d = build_sched_domains(&m).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("SMT", 2), ("MC", 48), ("NUMA0", 192)]));
+    let m = load("xeon-2s-44c");
+    let d = build_sched_domains(&m).unwrap();
+    assert_eq!(chain(&d, 0), names(&[("SMT", 2), ("MC", 44), ("NUMA0", 88)]));
+}
+
+#[test]
+#[ignore = "prints `topo show` for every preset; run with --ignored --nocapture"]
+fn print_all() {
+    for name in ["kunpeng920", "pixel2", "threadripper-3970x"] {
+        let m = load(name);
+        let d = build_sched_domains(&m).unwrap();
+        println!("{}", render_text(&m, &d));
+    }
+}
