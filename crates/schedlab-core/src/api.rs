@@ -101,8 +101,13 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
 /// `schedlab topo show`: the machine's CPUs and sched domains, as text
 /// (`json = false`) or a JSON document.
 pub fn topo_show(machine: &MachineSource, json: bool) -> Result<String> {
-    let _ = (machine, json);
-    Err(crate::SchedlabError::Runtime("topology not wired yet".into()))
+    let m = crate::topology::parse_machine(&machine.text, &machine.format, &machine.origin)?;
+    let d = crate::topology::build_sched_domains(&m)?;
+    if json {
+        Ok(serde_json::to_string_pretty(&crate::topology::render_json(&m, &d)).unwrap_or_default())
+    } else {
+        Ok(crate::topology::render_text(&m, &d))
+    }
 }
 
 /// One entry of `schedlab policy list`.
@@ -120,5 +125,22 @@ pub struct PolicyEntry {
 
 /// Policies, kernel profiles and features.
 pub fn policy_list() -> Vec<PolicyEntry> {
-    Vec::new()
+    let mut v: Vec<PolicyEntry> = crate::policy::BASES
+        .iter()
+        .map(|b| PolicyEntry { name: b.name.into(), kind: b.kind.into(), default_on: false, summary: b.summary.into() })
+        .collect();
+    for &f in crate::features::Feat::ALL {
+        v.push(PolicyEntry {
+            name: f.name().into(),
+            kind: "feature".into(),
+            default_on: f.default_on(),
+            summary: f.summary().into(),
+        });
+    }
+    v
+}
+
+/// `schedlab workload list`: the workload families and their parameters, as JSON.
+pub fn workload_list() -> String {
+    serde_json::to_string(&crate::workload::spec::workload_families()).unwrap_or_default()
 }
