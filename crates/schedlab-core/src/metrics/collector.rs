@@ -46,13 +46,8 @@ struct TaskRec {
 }
 
 impl TaskRec {
-    const NEW: TaskRec = TaskRec {
-        state: TaskState::Unknown,
-        wait_since: 0,
-        waking: NO_WAKING,
-        restricted: false,
-        exited: false,
-    };
+    const NEW: TaskRec =
+        TaskRec { state: TaskState::Unknown, wait_since: 0, waking: NO_WAKING, restricted: false, exited: false };
 }
 
 /// Streaming metrics over an event stream.
@@ -87,11 +82,7 @@ impl Collector {
     /// A collector for a run described by `ctx`.
     pub fn new(ctx: MetricsContext) -> Self {
         let occ = CpuOccupancy::new(ctx.nr_cpus, ctx.cpus_start_idle);
-        let window_start = if ctx.cpus_start_idle {
-            ctx.warmup_ns
-        } else {
-            Ns::MAX
-        };
+        let window_start = if ctx.cpus_start_idle { ctx.warmup_ns } else { Ns::MAX };
         let mut c = Self {
             occ,
             tasks: Vec::new(),
@@ -137,9 +128,7 @@ impl Collector {
             self.wait_change(task, cpu, false);
         }
         if self.ctx.allowed.len() <= task.idx() {
-            self.ctx
-                .allowed
-                .resize(task.idx() + 1, CpuMask::first_n(self.ctx.nr_cpus));
+            self.ctx.allowed.resize(task.idx() + 1, CpuMask::first_n(self.ctx.nr_cpus));
         }
         self.tasks[task.idx()].restricted = !self.covers_all(&mask);
         self.ctx.allowed[task.idx()] = mask;
@@ -158,11 +147,7 @@ impl Collector {
 
     #[inline]
     fn wait_change(&mut self, task: TaskId, cpu: CpuId, up: bool) {
-        let mask = if self.tasks[task.idx()].restricted {
-            self.ctx.allowed.get(task.idx())
-        } else {
-            None
-        };
+        let mask = if self.tasks[task.idx()].restricted { self.ctx.allowed.get(task.idx()) } else { None };
         self.occ.waiting(cpu, mask, up);
     }
 
@@ -211,25 +196,20 @@ impl Collector {
         self.advance_to(t);
         let counted = t >= self.ctx.warmup_ns;
         match te.ev {
-            Event::Switch {
-                cpu,
-                prev,
-                prev_state,
-                next,
-            } => self.on_switch(t, counted, cpu, prev, prev_state, next),
+            Event::Switch { cpu, prev, prev_state, next } => self.on_switch(t, counted, cpu, prev, prev_state, next),
             Event::Waking { task, .. } => {
                 self.ensure_task(task);
                 let rec = &mut self.tasks[task.idx()];
-                if matches!(rec.state, TaskState::Blocked | TaskState::Unknown)
-                    && rec.waking == NO_WAKING
-                {
+                // A real trace can show sched_waking before the wakee's own
+                // switch-out (ttwu spins on p->on_cpu), so a running task's
+                // waking is kept; a sched_wakeup while it still runs, or its
+                // preemption, drops it.
+                if !matches!(rec.state, TaskState::Waiting { .. } | TaskState::Dead) && rec.waking == NO_WAKING {
                     rec.waking = t;
                 }
             }
             Event::Wakeup { task, cpu, new } => self.on_wakeup(t, counted, task, cpu, new),
-            Event::Migrate {
-                task, orig, dest, ..
-            } => {
+            Event::Migrate { task, orig, dest, .. } => {
                 self.ensure_task(task);
                 if orig != dest {
                     if counted {
@@ -301,7 +281,10 @@ impl Collector {
             self.ensure_task(p);
             self.stop_wait(p); // only an inconsistent trace has it waiting
             match prev_state {
-                PrevState::Runnable => self.start_wait(p, cpu, t),
+                PrevState::Runnable => {
+                    self.start_wait(p, cpu, t);
+                    self.tasks[p.idx()].waking = NO_WAKING;
+                }
                 PrevState::Sleeping => self.tasks[p.idx()].state = TaskState::Blocked,
                 PrevState::Dead => self.tasks[p.idx()].state = TaskState::Dead,
             }
@@ -388,16 +371,8 @@ impl Collector {
     fn value(&self, name: &str, end_ns: Ns) -> Option<f64> {
         const US: f64 = 1000.0;
         let known = self.tasks.len().max(self.ctx.allowed.len()) as u64;
-        let completion = if known > 0 && self.nr_exited == known {
-            self.last_exit
-        } else {
-            end_ns
-        };
-        let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started {
-            self.window_start
-        } else {
-            0
-        });
+        let completion = if known > 0 && self.nr_exited == known { self.last_exit } else { end_ns };
+        let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
         let v = match name {
             "completion_time_s" => completion as f64 / NSEC_PER_SEC as f64,
             "requests_per_s" => {
@@ -442,9 +417,7 @@ impl Collector {
                     let i = Distance::MIGRATION.iter().position(|x| x.name() == d)?;
                     self.migrations[i] as f64
                 } else if let Some(p) = name.strip_prefix("place_") {
-                    let p = crate::trace::PlacePath::ALL
-                        .iter()
-                        .position(|x| x.name() == p)?;
+                    let p = crate::trace::PlacePath::ALL.iter().position(|x| x.name() == p)?;
                     self.place[p] as f64
                 } else {
                     return None;

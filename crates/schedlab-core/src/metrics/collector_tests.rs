@@ -24,27 +24,15 @@ fn run(c: MetricsContext, evs: &[(Ns, Event)], end: Ns) -> Vec<MetricValue> {
 }
 
 fn get(m: &[MetricValue], name: &str) -> f64 {
-    m.iter()
-        .find(|v| v.name == name)
-        .unwrap_or_else(|| panic!("no metric {name}"))
-        .value
+    m.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no metric {name}")).value
 }
 
 fn sw(cpu: u32, prev: Option<TaskId>, prev_state: PrevState, next: Option<TaskId>) -> Event {
-    Event::Switch {
-        cpu: CpuId(cpu),
-        prev,
-        prev_state,
-        next,
-    }
+    Event::Switch { cpu: CpuId(cpu), prev, prev_state, next }
 }
 
 fn wakeup(task: TaskId, cpu: u32, new: bool) -> Event {
-    Event::Wakeup {
-        task,
-        cpu: CpuId(cpu),
-        new,
-    }
+    Event::Wakeup { task, cpu: CpuId(cpu), new }
 }
 
 /// Two tasks on CPU 0 of a 2-CPU machine; CPU 1 stays idle throughout.
@@ -54,16 +42,10 @@ fn two_task_script() -> Vec<(Ns, Event)> {
         (0, wakeup(A, 0, true)),                 // A waits from 0
         (1_000, sw(0, None, Sleeping, Some(A))), // rq delay 1000
         (5_000, sw(0, Some(A), Sleeping, None)), // A blocks
-        (
-            10_000,
-            Event::Waking {
-                task: A,
-                cpu: CpuId(1),
-            },
-        ),
-        (12_000, wakeup(A, 0, false)),            // A waits from 12000
-        (15_000, sw(0, None, Sleeping, Some(A))), // wakeup lat 5000, rq delay 3000
-        (20_000, wakeup(B, 0, true)),             // B waits from 20000
+        (10_000, Event::Waking { task: A, cpu: CpuId(1) }),
+        (12_000, wakeup(A, 0, false)),               // A waits from 12000
+        (15_000, sw(0, None, Sleeping, Some(A))),    // wakeup lat 5000, rq delay 3000
+        (20_000, wakeup(B, 0, true)),                // B waits from 20000
         (22_000, sw(0, Some(A), Runnable, Some(B))), // B rq 2000; A preempted, waits
         (29_000, Event::Exit { task: B }),
         (30_000, sw(0, Some(B), Dead, Some(A))), // A rq delay 8000
@@ -131,33 +113,16 @@ fn completion_is_end_time_when_a_task_lives_on() {
 /// LLC 0: core 0 (CPUs 0, 1) and core 1 (CPU 2) in cluster 0, core 2 (CPU 3)
 /// in cluster 1. LLC 1: CPU 4. Node 1: LLC 2, CPU 5.
 fn tiny_machine() -> MetricsContext {
-    let t = |core, cluster, llc, node| CpuTopo {
-        core,
-        cluster,
-        llc,
-        node,
-    };
+    let t = |core, cluster, llc, node| CpuTopo { core, cluster, llc, node };
     let mut c = ctx(6, 1);
-    c.topo = vec![
-        t(0, 0, 0, 0),
-        t(0, 0, 0, 0),
-        t(1, 0, 0, 0),
-        t(2, 1, 0, 0),
-        t(3, 2, 1, 0),
-        t(4, 3, 2, 1),
-    ];
+    c.topo = vec![t(0, 0, 0, 0), t(0, 0, 0, 0), t(1, 0, 0, 0), t(2, 1, 0, 0), t(3, 2, 1, 0), t(4, 3, 2, 1)];
     c.has_clusters = true;
     c
 }
 
 #[test]
 fn migrations_by_distance() {
-    let mig = |o, d| Event::Migrate {
-        task: A,
-        orig: CpuId(o),
-        dest: CpuId(d),
-        reason: MigrateReason::Balance,
-    };
+    let mig = |o, d| Event::Migrate { task: A, orig: CpuId(o), dest: CpuId(d), reason: MigrateReason::Balance };
     let mut c = tiny_machine();
     c.warmup_ns = 100;
     let evs = [
@@ -172,13 +137,7 @@ fn migrations_by_distance() {
     ];
     let m = run(c, &evs, 1000);
     assert_eq!(get(&m, "migrations"), 6.0);
-    for (name, want) in [
-        ("smt", 1.0),
-        ("cluster", 1.0),
-        ("llc", 1.0),
-        ("package", 1.0),
-        ("node", 2.0),
-    ] {
+    for (name, want) in [("smt", 1.0), ("cluster", 1.0), ("llc", 1.0), ("package", 1.0), ("node", 2.0)] {
         assert_eq!(get(&m, &format!("migrations_{name}")), want, "{name}");
     }
 }
@@ -193,15 +152,7 @@ fn migration_moves_the_wait() {
         (0, wakeup(B, 0, true)),
         (0, sw(0, None, Sleeping, Some(B))),
         (100, wakeup(A, 0, true)),
-        (
-            300,
-            Event::Migrate {
-                task: A,
-                orig: CpuId(0),
-                dest: CpuId(1),
-                reason: MigrateReason::Balance,
-            },
-        ),
+        (300, Event::Migrate { task: A, orig: CpuId(0), dest: CpuId(1), reason: MigrateReason::Balance }),
         (400, sw(1, None, Sleeping, Some(A))),
     ];
     let m = run(ctx(2, 2), &evs, 1000);
@@ -211,20 +162,9 @@ fn migration_moves_the_wait() {
 
 #[test]
 fn place_and_balance_counts() {
-    let place = |path, scanned| Event::Place {
-        task: A,
-        prev: CpuId(0),
-        waker_cpu: CpuId(1),
-        cpu: CpuId(1),
-        path,
-        scanned,
-    };
-    let bal = |kind, pulled| Event::Balance {
-        cpu: CpuId(0),
-        depth: 0,
-        kind,
-        pulled,
-    };
+    let place =
+        |path, scanned| Event::Place { task: A, prev: CpuId(0), waker_cpu: CpuId(1), cpu: CpuId(1), path, scanned };
+    let bal = |kind, pulled| Event::Balance { cpu: CpuId(0), depth: 0, kind, pulled };
     let evs = [
         (1, place(PlacePath::IdleCore, 4)),
         (2, place(PlacePath::IdleCore, 6)),
@@ -249,11 +189,7 @@ fn place_and_balance_counts() {
 
 #[test]
 fn requests_with_warmup() {
-    let done = |start| Event::Mark {
-        task: A,
-        kind: MarkKind::RequestDone,
-        value: start,
-    };
+    let done = |start| Event::Mark { task: A, kind: MarkKind::RequestDone, value: start };
     let mut c = ctx(2, 1);
     c.warmup_ns = 1_000_000;
     c.primary = PrimaryMetric::Throughput;
@@ -280,13 +216,7 @@ fn real_trace_cpu_state_resolved_at_first_switch() {
     let mut c = MetricsContext::flat(2);
     c.allowed = vec![];
     let evs = [
-        (
-            1_000,
-            Event::Waking {
-                task: B,
-                cpu: CpuId(1),
-            },
-        ), // window starts
+        (1_000, Event::Waking { task: B, cpu: CpuId(1) }),  // window starts
         (2_000, sw(0, Some(A), PrevState::Sleeping, None)), // CPU 0 was busy since 1000
     ];
     let m = run(c, &evs, 3_000);
@@ -294,4 +224,24 @@ fn real_trace_cpu_state_resolved_at_first_switch() {
     assert!((get(&m, "idle_pct") - 75.0).abs() < 1e-9);
     // A and B discovered, neither exited.
     assert_eq!(get(&m, "completion_time_s"), 3_000e-9);
+}
+
+#[test]
+fn waking_before_the_wakees_switch_out_counts_from_waking() {
+    use PrevState::*;
+    let evs = [
+        (0, sw(0, None, Sleeping, Some(A))),
+        (100, Event::Waking { task: A, cpu: CpuId(1) }), // A still on CPU 0
+        (150, sw(0, Some(A), Sleeping, None)),
+        (200, wakeup(A, 0, false)),
+        (400, sw(0, None, Sleeping, Some(A))),
+        // ttwu of a task that never blocked: no latency sample.
+        (500, Event::Waking { task: A, cpu: CpuId(1) }),
+        (500, wakeup(A, 0, false)),
+        (600, sw(0, Some(A), Runnable, Some(B))),
+        (700, sw(0, Some(B), Sleeping, Some(A))),
+    ];
+    let m = run(ctx(2, 2), &evs, 1000);
+    assert_eq!(get(&m, "wakeup_latency_p99_us"), 0.3);
+    assert_eq!(get(&m, "wakeup_latency_p50_us"), 0.3);
 }

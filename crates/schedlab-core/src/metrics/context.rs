@@ -45,21 +45,11 @@ pub struct MetricsContext {
 
 impl MetricsContext {
     /// Context of a simulated run on `machine`.
-    pub fn from_machine(
-        machine: &Machine,
-        allowed: Vec<CpuMask>,
-        warmup_ns: Ns,
-        primary: PrimaryMetric,
-    ) -> Self {
+    pub fn from_machine(machine: &Machine, allowed: Vec<CpuMask>, warmup_ns: Ns, primary: PrimaryMetric) -> Self {
         let topo = machine
             .cpus
             .iter()
-            .map(|c| CpuTopo {
-                core: c.core,
-                cluster: c.cluster,
-                llc: c.llc,
-                node: c.node,
-            })
+            .map(|c| CpuTopo { core: c.core, cluster: c.cluster, llc: c.llc, node: c.node })
             .collect();
         Self {
             nr_cpus: machine.nr_cpus(),
@@ -76,13 +66,7 @@ impl MetricsContext {
     /// core in one LLC (so every migration counts as `migrations_llc`), tasks
     /// unrestricted, no warm-up, CPU states unknown until their first switch.
     pub fn flat(nr_cpus: usize) -> Self {
-        let topo = (0..nr_cpus as u32)
-            .map(|i| CpuTopo {
-                core: i,
-                cluster: i,
-                ..Default::default()
-            })
-            .collect();
+        let topo = (0..nr_cpus as u32).map(|i| CpuTopo { core: i, cluster: i, ..Default::default() }).collect();
         Self {
             nr_cpus,
             topo,

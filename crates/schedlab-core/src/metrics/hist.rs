@@ -36,13 +36,7 @@ impl Default for LatencyHist {
 
 impl std::fmt::Debug for LatencyHist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "LatencyHist(count={}, mean={:.0}, max={})",
-            self.count,
-            self.mean(),
-            self.max
-        )
+        write!(f, "LatencyHist(count={}, mean={:.0}, max={})", self.count, self.mean(), self.max)
     }
 }
 
@@ -74,13 +68,7 @@ fn bucket_range(i: usize) -> (u64, u64) {
 impl LatencyHist {
     /// An empty histogram.
     pub fn new() -> Self {
-        Self {
-            counts: vec![0; NR_BUCKETS].into_boxed_slice(),
-            count: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-        }
+        Self { counts: vec![0; NR_BUCKETS].into_boxed_slice(), count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 
     /// Record one value, ns.
@@ -148,17 +136,7 @@ mod tests {
 
     #[test]
     fn buckets_invert_and_cover() {
-        for v in [
-            0u64,
-            1,
-            255,
-            256,
-            257,
-            1000,
-            123_456_789,
-            u64::MAX / 3,
-            u64::MAX,
-        ] {
+        for v in [0u64, 1, 255, 256, 257, 1000, 123_456_789, u64::MAX / 3, u64::MAX] {
             let i = bucket_of(v);
             assert!(i < NR_BUCKETS);
             let (lo, w) = bucket_range(i);

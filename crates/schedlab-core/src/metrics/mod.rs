@@ -22,3 +22,18 @@ pub use context::{CpuTopo, MetricsContext};
 pub use hist::LatencyHist;
 pub use occupancy::CpuOccupancy;
 pub use registry::{help_metrics, metric_def, MetricDef, METRICS};
+
+use crate::api::MetricValue;
+use crate::ids::Ns;
+use crate::trace::TimedEvent;
+
+/// Metrics of a whole event list (a trace read from text): feed every event
+/// to a fresh [`Collector`] and finish at `end_ns` (the last event's time
+/// when `None`).
+pub fn collect(ctx: MetricsContext, events: &[TimedEvent], end_ns: Option<Ns>) -> Vec<MetricValue> {
+    let mut c = Collector::new(ctx);
+    for e in events {
+        c.on_event(e);
+    }
+    c.finish(end_ns.unwrap_or_else(|| events.last().map_or(0, |e| e.time)))
+}

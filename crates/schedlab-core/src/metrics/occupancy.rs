@@ -265,11 +265,7 @@ mod tests {
     fn wasted_slow(o: &CpuOccupancy, waiting: &[(usize, Option<CpuMask>)]) -> u32 {
         (0..o.nr_cpus())
             .filter(|&c| o.is_idle(c))
-            .filter(|&c| {
-                waiting
-                    .iter()
-                    .any(|(w, m)| *w != c && m.is_none_or(|m| m.test(CpuId(c as u32))))
-            })
+            .filter(|&c| waiting.iter().any(|(w, m)| *w != c && m.is_none_or(|m| m.test(CpuId(c as u32)))))
             .count() as u32
     }
 

@@ -21,18 +21,8 @@ pub struct MetricDef {
     pub description: &'static str,
 }
 
-const fn m(
-    name: &'static str,
-    unit: &'static str,
-    better: Better,
-    description: &'static str,
-) -> MetricDef {
-    MetricDef {
-        name,
-        unit,
-        better,
-        description,
-    }
+const fn m(name: &'static str, unit: &'static str, better: Better, description: &'static str) -> MetricDef {
+    MetricDef { name, unit, better, description }
 }
 
 use Better::{Higher, Lower, Neither};
@@ -100,10 +90,7 @@ pub fn help_metrics() -> String {
             Better::Higher => "higher is better",
             Better::Neither => "descriptive",
         };
-        s.push_str(&format!(
-            "{} [{}] ({})\n    {}\n",
-            d.name, d.unit, better, d.description
-        ));
+        s.push_str(&format!("{} [{}] ({})\n    {}\n", d.name, d.unit, better, d.description));
     }
     s
 }
@@ -117,26 +104,14 @@ mod tests {
     #[test]
     fn names_unique_and_cover_paths_and_distances() {
         for (i, a) in METRICS.iter().enumerate() {
-            assert!(
-                METRICS[i + 1..].iter().all(|b| b.name != a.name),
-                "duplicate {}",
-                a.name
-            );
+            assert!(METRICS[i + 1..].iter().all(|b| b.name != a.name), "duplicate {}", a.name);
             assert!(!a.description.is_empty());
         }
         for p in PlacePath::ALL {
-            assert!(
-                metric_def(&format!("place_{}", p.name())).is_some(),
-                "{:?}",
-                p
-            );
+            assert!(metric_def(&format!("place_{}", p.name())).is_some(), "{:?}", p);
         }
         for d in Distance::MIGRATION {
-            assert!(
-                metric_def(&format!("migrations_{}", d.name())).is_some(),
-                "{:?}",
-                d
-            );
+            assert!(metric_def(&format!("migrations_{}", d.name())).is_some(), "{:?}", d);
         }
         assert!(help_metrics().contains("wasted_idle_pct [pct]"));
     }

@@ -106,12 +106,7 @@ impl FtraceWriter {
     pub fn new(names: Vec<String>, nr_cpus: usize) -> Self {
         let comms: Vec<String> = names.iter().map(|n| kernel_comm(n)).collect();
         let n = comms.len();
-        Self {
-            comms,
-            curr: vec![None; nr_cpus],
-            task_cpu: vec![CpuId(0); n],
-            nr_cpus,
-        }
+        Self { comms, curr: vec![None; nr_cpus], task_cpu: vec![CpuId(0); n], nr_cpus }
     }
 
     /// pid written for `task`.
@@ -131,8 +126,7 @@ impl FtraceWriter {
             if t.idx() >= self.comms.len() {
                 // Rare (an unnamed task): allocate its name once.
                 let start = self.comms.len();
-                self.comms
-                    .extend((start..=t.idx()).map(|i| format!("task{i}")));
+                self.comms.extend((start..=t.idx()).map(|i| format!("task{i}")));
             }
         }
     }
@@ -143,51 +137,20 @@ impl FtraceWriter {
         writeln!(out, "# tracer: nop")?;
         writeln!(out, "#")?;
         let n = nr_entries.unwrap_or(0);
-        writeln!(
-            out,
-            "# entries-in-buffer/entries-written: {n}/{n}   #P:{}",
-            self.nr_cpus
-        )?;
-        writeln!(
-            out,
-            "# schedlab simulated trace: pid = task id + {PID_BASE}"
-        )?;
+        writeln!(out, "# entries-in-buffer/entries-written: {n}/{n}   #P:{}", self.nr_cpus)?;
+        writeln!(out, "# schedlab simulated trace: pid = task id + {PID_BASE}")?;
         writeln!(out, "#")?;
-        writeln!(
-            out,
-            "#                                _-----=> irqs-off/BH-disabled"
-        )?;
-        writeln!(
-            out,
-            "#                               / _----=> need-resched"
-        )?;
-        writeln!(
-            out,
-            "#                              | / _---=> hardirq/softirq"
-        )?;
-        writeln!(
-            out,
-            "#                              || / _--=> preempt-depth"
-        )?;
-        writeln!(
-            out,
-            "#                              ||| / _-=> migrate-disable"
-        )?;
+        writeln!(out, "#                                _-----=> irqs-off/BH-disabled")?;
+        writeln!(out, "#                               / _----=> need-resched")?;
+        writeln!(out, "#                              | / _---=> hardirq/softirq")?;
+        writeln!(out, "#                              || / _--=> preempt-depth")?;
+        writeln!(out, "#                              ||| / _-=> migrate-disable")?;
         writeln!(out, "#                              |||| /     delay")?;
-        writeln!(
-            out,
-            "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION"
-        )?;
+        writeln!(out, "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION")?;
         writeln!(out, "#              | |         |   |||||     |         |")
     }
 
-    fn prefix<W: Write>(
-        &self,
-        out: &mut W,
-        task: Option<TaskId>,
-        cpu: CpuId,
-        time: Ns,
-    ) -> fmt::Result {
+    fn prefix<W: Write>(&self, out: &mut W, task: Option<TaskId>, cpu: CpuId, time: Ns) -> fmt::Result {
         // ns2usecs: round to the nearest microsecond.
         let us = time / 1000 + u64::from(time % 1000 >= 500);
         let (secs, usecs) = (us / 1_000_000, us % 1_000_000);
@@ -200,21 +163,10 @@ impl FtraceWriter {
 
     /// `comm=.. pid=..` of a task.
     fn comm_pid<W: Write>(&self, out: &mut W, key: &str, t: TaskId) -> fmt::Result {
-        write!(
-            out,
-            "{key}comm={} {key}pid={}",
-            self.comms[t.idx()],
-            Self::pid_of(t)
-        )
+        write!(out, "{key}comm={} {key}pid={}", self.comms[t.idx()], Self::pid_of(t))
     }
 
-    fn switch_side<W: Write>(
-        &self,
-        out: &mut W,
-        key: &str,
-        t: Option<TaskId>,
-        cpu: CpuId,
-    ) -> fmt::Result {
+    fn switch_side<W: Write>(&self, out: &mut W, key: &str, t: Option<TaskId>, cpu: CpuId) -> fmt::Result {
         match t {
             Some(t) => self.comm_pid(out, key, t)?,
             None => write!(out, "{key}comm=swapper/{} {key}pid=0", cpu.0)?,
@@ -226,22 +178,13 @@ impl FtraceWriter {
     pub fn write_event<W: Write>(&mut self, out: &mut W, te: &TimedEvent) -> fmt::Result {
         let time = te.time;
         match te.ev {
-            Event::Switch {
-                cpu,
-                prev,
-                prev_state,
-                next,
-            } => {
+            Event::Switch { cpu, prev, prev_state, next } => {
                 self.ensure(cpu, prev);
                 self.ensure(cpu, next);
                 self.prefix(out, prev, cpu, time)?;
                 out.write_str("sched_switch: ")?;
                 self.switch_side(out, "prev_", prev, cpu)?;
-                let state = if prev.is_some() {
-                    prev_state_str(prev_state)
-                } else {
-                    "R"
-                };
+                let state = if prev.is_some() { prev_state_str(prev_state) } else { "R" };
                 write!(out, " prev_state={state} ==> ")?;
                 self.switch_side(out, "next_", next, cpu)?;
                 self.curr[cpu.idx()] = next;
@@ -254,46 +197,25 @@ impl FtraceWriter {
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 out.write_str("sched_waking: ")?;
                 self.comm_pid(out, "", task)?;
-                write!(
-                    out,
-                    " prio={PRIO_NICE_0} target_cpu={:03}",
-                    self.task_cpu[task.idx()].0
-                )?;
+                write!(out, " prio={PRIO_NICE_0} target_cpu={:03}", self.task_cpu[task.idx()].0)?;
             }
             Event::Wakeup { task, cpu, new } => {
                 self.ensure(cpu, Some(task));
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
-                out.write_str(if new {
-                    "sched_wakeup_new: "
-                } else {
-                    "sched_wakeup: "
-                })?;
+                out.write_str(if new { "sched_wakeup_new: " } else { "sched_wakeup: " })?;
                 self.comm_pid(out, "", task)?;
                 write!(out, " prio={PRIO_NICE_0} target_cpu={:03}", cpu.0)?;
                 self.task_cpu[task.idx()] = cpu;
             }
-            Event::Migrate {
-                task, orig, dest, ..
-            } => {
+            Event::Migrate { task, orig, dest, .. } => {
                 self.ensure(dest, Some(task));
                 self.prefix(out, self.curr[dest.idx()], dest, time)?;
                 out.write_str("sched_migrate_task: ")?;
                 self.comm_pid(out, "", task)?;
-                write!(
-                    out,
-                    " prio={PRIO_NICE_0} orig_cpu={} dest_cpu={}",
-                    orig.0, dest.0
-                )?;
+                write!(out, " prio={PRIO_NICE_0} orig_cpu={} dest_cpu={}", orig.0, dest.0)?;
                 self.task_cpu[task.idx()] = dest;
             }
-            Event::Place {
-                task,
-                prev,
-                waker_cpu,
-                cpu,
-                path,
-                scanned,
-            } => {
+            Event::Place { task, prev, waker_cpu, cpu, path, scanned } => {
                 self.ensure(waker_cpu, Some(task));
                 self.prefix(out, self.curr[waker_cpu.idx()], waker_cpu, time)?;
                 out.write_str("schedlab_place: ")?;
@@ -307,12 +229,7 @@ impl FtraceWriter {
                     path.name()
                 )?;
             }
-            Event::Balance {
-                cpu,
-                depth,
-                kind,
-                pulled,
-            } => {
+            Event::Balance { cpu, depth, kind, pulled } => {
                 self.ensure(cpu, None);
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 write!(
@@ -400,12 +317,7 @@ mod tests {
         let l = one(
             &mut w,
             1_234_567_499,
-            Event::Switch {
-                cpu: CpuId(3),
-                prev: None,
-                prev_state: PrevState::Sleeping,
-                next: Some(a),
-            },
+            Event::Switch { cpu: CpuId(3), prev: None, prev_state: PrevState::Sleeping, next: Some(a) },
         );
         assert_eq!(
             l,
@@ -413,57 +325,26 @@ mod tests {
              prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a-very-long-tas next_pid=1000 \
              next_prio=120\n"
         );
-        let l = one(
-            &mut w,
-            2_000_000_500,
-            Event::Waking {
-                task: b,
-                cpu: CpuId(3),
-            },
-        );
+        let l = one(&mut w, 2_000_000_500, Event::Waking { task: b, cpu: CpuId(3) });
         assert_eq!(
             l,
             " a-very-long-tas-1000    [003] d..2.     2.000001: sched_waking: comm=b pid=1001 \
              prio=120 target_cpu=000\n"
         );
-        let l = one(
-            &mut w,
-            3_000_000_000,
-            Event::Wakeup {
-                task: b,
-                cpu: CpuId(2),
-                new: true,
-            },
-        );
-        assert!(l.ends_with(
-            "[002] d..2.     3.000000: sched_wakeup_new: comm=b pid=1001 prio=120 target_cpu=002\n"
-        ));
+        let l = one(&mut w, 3_000_000_000, Event::Wakeup { task: b, cpu: CpuId(2), new: true });
+        assert!(l.ends_with("[002] d..2.     3.000000: sched_wakeup_new: comm=b pid=1001 prio=120 target_cpu=002\n"));
         let l = one(
             &mut w,
             4_000_000_000,
-            Event::Switch {
-                cpu: CpuId(3),
-                prev: Some(a),
-                prev_state: PrevState::Runnable,
-                next: Some(b),
-            },
+            Event::Switch { cpu: CpuId(3), prev: Some(a), prev_state: PrevState::Runnable, next: Some(b) },
         );
-        assert!(l.contains(
-            "prev_pid=1000 prev_prio=120 prev_state=R+ ==> next_comm=b next_pid=1001 next_prio=120"
-        ));
+        assert!(l.contains("prev_pid=1000 prev_prio=120 prev_state=R+ ==> next_comm=b next_pid=1001 next_prio=120"));
         let l = one(
             &mut w,
             5_000_000_000,
-            Event::Migrate {
-                task: a,
-                orig: CpuId(3),
-                dest: CpuId(1),
-                reason: crate::trace::MigrateReason::Balance,
-            },
+            Event::Migrate { task: a, orig: CpuId(3), dest: CpuId(1), reason: crate::trace::MigrateReason::Balance },
         );
-        assert!(l.ends_with(
-            "sched_migrate_task: comm=a-very-long-tas pid=1000 prio=120 orig_cpu=3 dest_cpu=1\n"
-        ));
+        assert!(l.ends_with("sched_migrate_task: comm=a-very-long-tas pid=1000 prio=120 orig_cpu=3 dest_cpu=1\n"));
         let l = one(
             &mut w,
             6_000_000_000,
@@ -477,7 +358,9 @@ mod tests {
             },
         );
         assert!(l.starts_with("               b-1001    [003]"), "{l}");
-        assert!(l.ends_with("schedlab_place: comm=a-very-long-tas pid=1000 prev_cpu=1 waker_cpu=3 cpu=2 path=idle_core scanned=5\n"));
+        assert!(l.ends_with(
+            "schedlab_place: comm=a-very-long-tas pid=1000 prev_cpu=1 waker_cpu=3 cpu=2 path=idle_core scanned=5\n"
+        ));
         let l = one(&mut w, 7_000_000_000, Event::Exit { task: b });
         assert!(l.starts_with("               b-1001    [003]"), "{l}");
         assert!(l.ends_with("sched_process_exit: comm=b pid=1001 prio=120\n"));
@@ -491,14 +374,7 @@ mod tests {
         let text = String::from_utf8(out.inner).unwrap();
         assert!(text.starts_with("# tracer: nop\n"));
         assert!(text.contains("#P:8"));
-        let s = write_ftrace(
-            vec![],
-            2,
-            &[TimedEvent {
-                time: 0,
-                ev: Event::Exit { task: TaskId(3) },
-            }],
-        );
+        let s = write_ftrace(vec![], 2, &[TimedEvent { time: 0, ev: Event::Exit { task: TaskId(3) } }]);
         assert!(s.contains("task3-1003"));
     }
 }

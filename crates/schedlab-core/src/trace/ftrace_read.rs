@@ -137,12 +137,7 @@ fn split_head(line: &str) -> Option<Head<'_>> {
         };
         // perf names events `sched:sched_switch`.
         let event = name.rsplit(':').next().unwrap_or(name);
-        return Some(Head {
-            cpu,
-            time,
-            event,
-            payload: r.trim(),
-        });
+        return Some(Head { cpu, time, event, payload: r.trim() });
     }
     None
 }
@@ -206,11 +201,7 @@ fn parse_switch(p: &str) -> Option<(Side<'_>, PrevState, Side<'_>)> {
         let (pc, _) = comm(p, "prev_comm", "prev_pid")?;
         let (nc, _) = comm(p, "next_comm", "next_pid")?;
         let st = word(p, "prev_state")?;
-        Some((
-            (pc, num(p, "prev_pid")?),
-            prev_state(st),
-            (nc, num(p, "next_pid")?),
-        ))
+        Some(((pc, num(p, "prev_pid")?), prev_state(st), (nc, num(p, "next_pid")?)))
     } else {
         let (l, r) = p.split_once(" ==> ")?;
         let (pc, pp, st) = plugin_task(l)?;
@@ -226,9 +217,7 @@ fn parse_wake(p: &str) -> Option<(&str, u32, Option<u32>)> {
         Some((c, num(p, "pid")?, num(p, "target_cpu")))
     } else {
         let (c, pid, rest) = plugin_task(p)?;
-        let cpu = rest
-            .rsplit_once("CPU:")
-            .and_then(|(_, n)| n.trim().parse().ok());
+        let cpu = rest.rsplit_once("CPU:").and_then(|(_, n)| n.trim().parse().ok());
         Some((c, pid, cpu))
     }
 }
@@ -283,23 +272,14 @@ impl Reader {
                 let next = self.task(np, nc);
                 if let Some(t) = prev {
                     self.settle(t, None);
-                    self.seen[t.idx()] = if st == PrevState::Runnable {
-                        Seen::Queued
-                    } else {
-                        Seen::Asleep
-                    };
+                    self.seen[t.idx()] = if st == PrevState::Runnable { Seen::Queued } else { Seen::Asleep };
                 }
                 if let Some(t) = next {
                     self.settle(t, None);
                     self.seen[t.idx()] = Seen::Queued;
                 }
                 let cpu = self.cpu(h.cpu);
-                Event::Switch {
-                    cpu,
-                    prev,
-                    prev_state: st,
-                    next,
-                }
+                Event::Switch { cpu, prev, prev_state: st, next }
             }
             "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
                 let (c, pid, target) = parse_wake(p)?;
@@ -311,10 +291,7 @@ impl Reader {
                     if self.seen[task.idx()] != Seen::Queued {
                         self.seen[task.idx()] = Seen::Asleep;
                     }
-                    Event::Waking {
-                        task,
-                        cpu: self.cpu(h.cpu),
-                    }
+                    Event::Waking { task, cpu: self.cpu(h.cpu) }
                 } else {
                     let new = h.event == "sched_wakeup_new";
                     self.settle(task, Some(new));
@@ -337,12 +314,7 @@ impl Reader {
                 if reason == MigrateReason::Wakeup || self.seen[task.idx()] == Seen::Unknown {
                     self.pending[task.idx()] = Some(self.out.events.len());
                 }
-                Event::Migrate {
-                    task,
-                    orig,
-                    dest,
-                    reason,
-                }
+                Event::Migrate { task, orig, dest, reason }
             }
             "sched_process_exit" => {
                 let (c, _) = comm(p, "comm", "pid")?;
@@ -375,12 +347,7 @@ impl Reader {
                     _ => return None,
                 };
                 let cpu = self.cpu(num(p, "cpu")?);
-                Event::Balance {
-                    cpu,
-                    depth: num(p, "depth")?,
-                    kind,
-                    pulled: num(p, "pulled")?,
-                }
+                Event::Balance { cpu, depth: num(p, "depth")?, kind, pulled: num(p, "pulled")? }
             }
             "schedlab_mark" => {
                 let (c, _) = comm(p, "comm", "pid")?;
@@ -391,11 +358,7 @@ impl Reader {
                     "work_done" => MarkKind::WorkDone,
                     _ => return None,
                 };
-                Event::Mark {
-                    task,
-                    kind,
-                    value: num(p, "value")?,
-                }
+                Event::Mark { task, kind, value: num(p, "value")? }
             }
             _ => return Some(false),
         };
@@ -410,10 +373,7 @@ impl Reader {
                 self.header_cpus = self.header_cpus.max(n);
             }
         }
-        if let Some(n) = line
-            .strip_prefix("cpus=")
-            .and_then(|n| n.trim().parse::<usize>().ok())
-        {
+        if let Some(n) = line.strip_prefix("cpus=").and_then(|n| n.trim().parse::<usize>().ok()) {
             self.header_cpus = self.header_cpus.max(n);
         }
     }
@@ -442,9 +402,7 @@ pub fn read_ftrace(text: &str, origin: &str) -> Result<ParsedTrace> {
             continue;
         }
         // trace-cmd report preamble lines.
-        if trimmed.starts_with("version =")
-            || (trimmed.starts_with("CPU ") && trimmed.ends_with("is empty"))
-        {
+        if trimmed.starts_with("version =") || (trimmed.starts_with("CPU ") && trimmed.ends_with("is empty")) {
             continue;
         }
         let ok = match split_head(line) {
@@ -496,66 +454,21 @@ mod tests {
     /// A run in the engine's order: waking, place, migrate, wakeup.
     fn sim_events() -> Vec<TimedEvent> {
         let (a, b, c) = (TaskId(0), TaskId(1), TaskId(2));
-        let sw = |cpu, prev, prev_state, next| Event::Switch {
-            cpu: CpuId(cpu),
-            prev,
-            prev_state,
-            next,
-        };
-        let mig = |task, o, d, reason| Event::Migrate {
-            task,
-            orig: CpuId(o),
-            dest: CpuId(d),
-            reason,
-        };
+        let sw = |cpu, prev, prev_state, next| Event::Switch { cpu: CpuId(cpu), prev, prev_state, next };
+        let mig = |task, o, d, reason| Event::Migrate { task, orig: CpuId(o), dest: CpuId(d), reason };
         use PrevState::*;
         vec![
             ev(0, mig(a, 0, 1, MigrateReason::Fork)),
-            ev(
-                0,
-                Event::Wakeup {
-                    task: a,
-                    cpu: CpuId(1),
-                    new: true,
-                },
-            ),
+            ev(0, Event::Wakeup { task: a, cpu: CpuId(1), new: true }),
             ev(1_000, sw(1, None, Runnable, Some(a))),
-            ev(
-                2_000,
-                Event::Wakeup {
-                    task: b,
-                    cpu: CpuId(1),
-                    new: true,
-                },
-            ),
+            ev(2_000, Event::Wakeup { task: b, cpu: CpuId(1), new: true }),
             ev(3_000, sw(1, Some(a), Runnable, Some(b))),
             ev(4_000, mig(a, 1, 0, MigrateReason::Balance)),
-            ev(
-                4_000,
-                Event::Balance {
-                    cpu: CpuId(0),
-                    depth: 1,
-                    kind: BalanceKind::NewIdle,
-                    pulled: 1,
-                },
-            ),
+            ev(4_000, Event::Balance { cpu: CpuId(0), depth: 1, kind: BalanceKind::NewIdle, pulled: 1 }),
             ev(5_000, sw(0, None, Runnable, Some(a))),
-            ev(
-                6_000,
-                Event::Mark {
-                    task: a,
-                    kind: MarkKind::RequestDone,
-                    value: 17,
-                },
-            ),
+            ev(6_000, Event::Mark { task: a, kind: MarkKind::RequestDone, value: 17 }),
             ev(7_000, sw(1, Some(b), Sleeping, None)),
-            ev(
-                8_000,
-                Event::Waking {
-                    task: b,
-                    cpu: CpuId(0),
-                },
-            ),
+            ev(8_000, Event::Waking { task: b, cpu: CpuId(0) }),
             ev(
                 8_000,
                 Event::Place {
@@ -568,23 +481,9 @@ mod tests {
                 },
             ),
             ev(9_000, mig(b, 1, 2, MigrateReason::Wakeup)),
-            ev(
-                9_000,
-                Event::Wakeup {
-                    task: b,
-                    cpu: CpuId(2),
-                    new: false,
-                },
-            ),
+            ev(9_000, Event::Wakeup { task: b, cpu: CpuId(2), new: false }),
             ev(10_000, sw(2, None, Runnable, Some(b))),
-            ev(
-                11_000,
-                Event::Wakeup {
-                    task: c,
-                    cpu: CpuId(2),
-                    new: true,
-                },
-            ),
+            ev(11_000, Event::Wakeup { task: c, cpu: CpuId(2), new: true }),
             ev(12_000, sw(2, Some(b), Dead, Some(c))),
             ev(12_000, Event::Exit { task: b }),
         ]
@@ -592,11 +491,7 @@ mod tests {
 
     #[test]
     fn round_trip_through_the_writer() {
-        let names = vec![
-            "alpha".to_string(),
-            "beta worker".to_string(),
-            "gamma".to_string(),
-        ];
+        let names = vec!["alpha".to_string(), "beta worker".to_string(), "gamma".to_string()];
         let evs = sim_events();
         let text = write_ftrace(names.clone(), 3, &evs);
         let got = read_ftrace(&text, "rt.trace").unwrap();
@@ -611,57 +506,18 @@ mod tests {
             .iter()
             .map(|e| {
                 let ev = match e.ev {
-                    Event::Switch {
-                        cpu,
-                        prev,
-                        prev_state,
-                        next,
-                    } => Event::Switch {
-                        cpu,
-                        prev: prev.map(back),
-                        prev_state,
-                        next: next.map(back),
-                    },
-                    Event::Waking { task, cpu } => Event::Waking {
-                        task: back(task),
-                        cpu,
-                    },
-                    Event::Wakeup { task, cpu, new } => Event::Wakeup {
-                        task: back(task),
-                        cpu,
-                        new,
-                    },
-                    Event::Migrate {
-                        task,
-                        orig,
-                        dest,
-                        reason,
-                    } => Event::Migrate {
-                        task: back(task),
-                        orig,
-                        dest,
-                        reason,
-                    },
-                    Event::Place {
-                        task,
-                        prev,
-                        waker_cpu,
-                        cpu,
-                        path,
-                        scanned,
-                    } => Event::Place {
-                        task: back(task),
-                        prev,
-                        waker_cpu,
-                        cpu,
-                        path,
-                        scanned,
-                    },
-                    Event::Mark { task, kind, value } => Event::Mark {
-                        task: back(task),
-                        kind,
-                        value,
-                    },
+                    Event::Switch { cpu, prev, prev_state, next } => {
+                        Event::Switch { cpu, prev: prev.map(back), prev_state, next: next.map(back) }
+                    }
+                    Event::Waking { task, cpu } => Event::Waking { task: back(task), cpu },
+                    Event::Wakeup { task, cpu, new } => Event::Wakeup { task: back(task), cpu, new },
+                    Event::Migrate { task, orig, dest, reason } => {
+                        Event::Migrate { task: back(task), orig, dest, reason }
+                    }
+                    Event::Place { task, prev, waker_cpu, cpu, path, scanned } => {
+                        Event::Place { task: back(task), prev, waker_cpu, cpu, path, scanned }
+                    }
+                    Event::Mark { task, kind, value } => Event::Mark { task: back(task), kind, value },
                     Event::Exit { task } => Event::Exit { task: back(task) },
                     other => other,
                 };
@@ -691,60 +547,24 @@ cpus=2
         assert_eq!((t.nr_cpus, t.bad_lines, t.other_lines), (2, 0, 1));
         let (app, kw, worker) = (TaskId(0), TaskId(1), TaskId(2));
         let s = 100_000_000_000u64;
-        assert_eq!(
-            t.events[0],
-            ev(
-                s + 100_000,
-                Event::Waking {
-                    task: app,
-                    cpu: CpuId(0)
-                }
-            )
-        );
-        assert_eq!(
-            t.events[1].ev,
-            Event::Wakeup {
-                task: app,
-                cpu: CpuId(0),
-                new: false
-            }
-        );
+        assert_eq!(t.events[0], ev(s + 100_000, Event::Waking { task: app, cpu: CpuId(0) }));
+        assert_eq!(t.events[1].ev, Event::Wakeup { task: app, cpu: CpuId(0), new: false });
         assert_eq!(
             t.events[2].ev,
-            Event::Switch {
-                cpu: CpuId(0),
-                prev: Some(kw),
-                prev_state: PrevState::Sleeping,
-                next: Some(app)
-            }
+            Event::Switch { cpu: CpuId(0), prev: Some(kw), prev_state: PrevState::Sleeping, next: Some(app) }
         );
         assert_eq!(
             t.events[3].ev,
-            Event::Switch {
-                cpu: CpuId(0),
-                prev: Some(app),
-                prev_state: PrevState::Runnable,
-                next: Some(worker)
-            }
+            Event::Switch { cpu: CpuId(0), prev: Some(app), prev_state: PrevState::Runnable, next: Some(worker) }
         );
         // A preempted (queued) task moved: load balancing.
         assert_eq!(
             t.events[4].ev,
-            Event::Migrate {
-                task: app,
-                orig: CpuId(0),
-                dest: CpuId(1),
-                reason: MigrateReason::Balance
-            }
+            Event::Migrate { task: app, orig: CpuId(0), dest: CpuId(1), reason: MigrateReason::Balance }
         );
         assert_eq!(
             t.events[5].ev,
-            Event::Switch {
-                cpu: CpuId(1),
-                prev: None,
-                prev_state: PrevState::Runnable,
-                next: Some(app)
-            }
+            Event::Switch { cpu: CpuId(1), prev: None, prev_state: PrevState::Runnable, next: Some(app) }
         );
         assert_eq!(t.events[6], ev(s + 2_000_000, Event::Exit { task: app }));
     }
@@ -762,15 +582,9 @@ cpus=2
         assert_eq!((t.nr_cpus, t.names.len(), t.events.len()), (4, 1, 5));
         assert_eq!(
             t.events[1].ev,
-            Event::Migrate {
-                task: TaskId(0),
-                orig: CpuId(1),
-                dest: CpuId(3),
-                reason: MigrateReason::Wakeup
-            }
+            Event::Migrate { task: TaskId(0), orig: CpuId(1), dest: CpuId(3), reason: MigrateReason::Wakeup }
         );
-        let mut col =
-            crate::metrics::Collector::new(crate::metrics::MetricsContext::flat(t.nr_cpus));
+        let mut col = crate::metrics::Collector::new(crate::metrics::MetricsContext::flat(t.nr_cpus));
         for e in &t.events {
             col.on_event(e);
         }
@@ -790,10 +604,7 @@ cpus=2
         let text = "# tracer: nop\n#P:8 ignored\ngarbage\n bash-7 (    7) [002] d..2. 1.5: sched_process_exit: comm=bash pid=7 prio=120\n";
         let t = read_ftrace(text, "mixed.txt").unwrap();
         assert_eq!((t.bad_lines, t.first_bad_line), (1, Some(3)));
-        assert_eq!(
-            t.events,
-            vec![ev(1_500_000_000, Event::Exit { task: TaskId(0) })]
-        );
+        assert_eq!(t.events, vec![ev(1_500_000_000, Event::Exit { task: TaskId(0) })]);
         assert_eq!(t.nr_cpus, 8);
     }
 }
