@@ -144,3 +144,16 @@ pub fn policy_list() -> Vec<PolicyEntry> {
 pub fn workload_list() -> String {
     serde_json::to_string(&crate::workload::spec::workload_families()).unwrap_or_default()
 }
+
+/// `schedlab workload list`: the workload families and their parameters, as a
+/// JSON array of `{name, summary, params: [{name, unit, default, doc}]}`.
+pub fn workload_list() -> String {
+    "[]".to_string()
+}
+
+/// `schedlab analyze`: the metrics of a real (or simulated) ftrace text, as a
+/// JSON document. `origin` names the file in error messages.
+pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
+    let _ = (text, origin);
+    Err(crate::SchedlabError::Runtime("trace analysis not wired yet".into()))
+}

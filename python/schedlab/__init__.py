@@ -1,0 +1,42 @@
+"""schedlab: a deterministic simulator of Linux CPU-scheduler task placement.
+
+Describe a machine and a workload, pick a policy, and get metrics::
+
+    import schedlab
+    r = schedlab.run(machine="laptop-4c8t", workload="hackbench:groups=2", policy="eevdf")
+    r.metrics[r.primary]
+
+    df = schedlab.compare("laptop-4c8t", "hackbench:groups=2", ["eevdf", "eevdf-WA_IDLE"], runs=5)
+    schedlab.summarize(df)
+
+Every error is a `SchedlabError`: `SpecError` (malformed input),
+`UnknownNameError` (a name that does not exist) or `SimulationError` (a run
+that failed).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._compare import compare, summarize
+from ._native import SchedlabError, SimulationError, SpecError, UnknownNameError
+from ._resolve import list_machines
+from ._result import RunResult, run
+
+try:
+    __version__ = version("schedlab")
+except PackageNotFoundError:  # running from a source tree without installing
+    __version__ = "0.0.0"
+
+__all__ = [
+    "RunResult",
+    "SchedlabError",
+    "SimulationError",
+    "SpecError",
+    "UnknownNameError",
+    "__version__",
+    "compare",
+    "list_machines",
+    "run",
+    "summarize",
+]

@@ -1,0 +1,5 @@
+"""``python -m schedlab``: the same CLI as the ``schedlab`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,237 @@
+"""Many runs (policies x seeds) and the seed-style summary: mean +- sd, % vs first.
+
+Runs go to a local process pool; results are stored by (policy, run) index,
+so the output never depends on which worker finished first.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from typing import TYPE_CHECKING, Any
+
+from ._native import UnknownNameError
+from ._resolve import MachineArg, Source, WorkloadArg, resolve_machine, resolve_workload
+from ._result import RunResult, run_sources
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Metrics shown after the primary one when none are asked for: the ones every
+#: seed idea reports or explains its result with.
+DEFAULT_SECONDARY = ("wakeup_latency_p99_us", "migrations", "wasted_idle_pct")
+
+#: Columns of `compare`'s DataFrame that are not metrics.
+ID_COLUMNS = ("policy", "run", "seed", "machine", "workload", "events_processed", "sim_time_ns")
+
+#: Called after each finished run with (runs done, runs in all).
+Progress = Callable[[int, int], None]
+
+
+def _run_one(machine: Source, workload: Source, policy: str, seed: int, check: bool) -> RunResult:
+    """One run in a worker process (module level so that it pickles)."""
+    return run_sources(machine, workload, policy, seed, check_invariants=check)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    # forkserver (where it exists) forks workers from a clean single-threaded
+    # server, so a progress-bar thread in the parent is never forked.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def run_matrix(
+    machine: Source,
+    workload: Source,
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    jobs: int | None = None,
+    check_invariants: bool = False,
+    progress: Progress | None = None,
+) -> list[list[RunResult]]:
+    """Every policy x seed; ``out[p][i]`` is policy ``p`` with seed ``seeds[i]``."""
+    tasks = [(p, i) for p in range(len(policies)) for i in range(len(seeds))]
+    out: list[list[RunResult | None]] = [[None] * len(seeds) for _ in policies]
+    total = len(tasks)
+    workers = min(jobs if jobs else (os.cpu_count() or 1), total)
+    if workers <= 1:
+        for n, (p, i) in enumerate(tasks, 1):
+            out[p][i] = _run_one(machine, workload, policies[p], seeds[i], check_invariants)
+            if progress:
+                progress(n, total)
+    else:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+            futures: dict[Future[RunResult], tuple[int, int]] = {
+                pool.submit(_run_one, machine, workload, policies[p], seeds[i], check_invariants): (
+                    p,
+                    i,
+                )
+                for p, i in tasks
+            }
+            try:
+                for n, fut in enumerate(as_completed(futures), 1):
+                    p, i = futures[fut]
+                    out[p][i] = fut.result()
+                    if progress:
+                        progress(n, total)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+    return [[r for r in row if r is not None] for row in out]
+
+
+def results_frame(results: list[list[RunResult]]) -> pd.DataFrame:
+    """One row per policy x run, in policy order then run order."""
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    first: RunResult | None = None
+    for row in results:
+        for i, r in enumerate(row):
+            first = first or r
+            rows.append(
+                {
+                    "policy": r.policy,
+                    "run": i,
+                    "seed": r.seed,
+                    "machine": r.machine,
+                    "workload": r.workload,
+                    "events_processed": r.events_processed,
+                    "sim_time_ns": r.sim_time_ns,
+                    **r.metrics,
+                }
+            )
+    df = pd.DataFrame(rows)
+    if first is not None:
+        df.attrs.update(
+            {"primary": first.primary, "units": dict(first.units), "better": dict(first.better)}
+        )
+    return df
+
+
+def compare(
+    machine: MachineArg,
+    workload: WorkloadArg,
+    policies: Sequence[str],
+    runs: int = 5,
+    seed: int = 0,
+    jobs: int | None = None,
+    check_invariants: bool = False,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Runs every policy ``runs`` times (run ``i`` uses seed ``seed + i`` for
+    every policy) and returns one row per policy x run. Metric units, better
+    directions and the primary metric are in ``df.attrs``; `summarize` turns
+    the frame into the seed-style table. ``jobs`` defaults to the CPU count;
+    ``jobs=1`` runs in this process."""
+    if not policies:
+        raise ValueError("compare needs at least one policy")
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    seeds = [seed + i for i in range(runs)]
+    results = run_matrix(
+        resolve_machine(machine),
+        resolve_workload(workload),
+        list(policies),
+        seeds,
+        jobs=jobs,
+        check_invariants=check_invariants,
+        progress=progress,
+    )
+    return results_frame(results)
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """The metric columns of a `compare` frame, primary first."""
+    units = df.attrs.get("units")
+    cols = list(units) if units else [c for c in df.columns if c not in ID_COLUMNS]
+    cols = [c for c in cols if c in df.columns]
+    primary = df.attrs.get("primary")
+    if primary in cols:
+        cols.remove(primary)
+        cols.insert(0, primary)
+    return cols
+
+
+def default_metrics(df: pd.DataFrame) -> list[str]:
+    """Primary metric, then `DEFAULT_SECONDARY` where present."""
+    available = metric_columns(df)
+    wanted = [df.attrs.get("primary"), *DEFAULT_SECONDARY]
+    chosen = [m for m in wanted if m in available]
+    return list(dict.fromkeys(chosen)) or available
+
+
+def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per metric and policy: ``n``, ``mean``, ``sd`` (sample, ddof=1; NaN for a
+    single run), ``pct_vs_first`` (change of the mean relative to the first
+    policy's mean, in percent; NaN for the first policy or a zero baseline),
+    ``unit`` and ``better``. Rows follow ``metrics`` (default: every metric,
+    primary first), then policy order of first appearance in ``df``."""
+    import pandas as pd
+
+    available = metric_columns(df)
+    chosen = list(metrics) if metrics else available
+    unknown = [m for m in chosen if m not in available]
+    if unknown:
+        raise UnknownNameError(f"unknown metric '{unknown[0]}'; valid: {', '.join(available)}")
+    policies = list(dict.fromkeys(df["policy"]))
+    units: dict[str, str] = df.attrs.get("units", {})
+    better: dict[str, str] = df.attrs.get("better", {})
+    rows: list[dict[str, Any]] = []
+    for metric in chosen:
+        base = math.nan
+        for k, policy in enumerate(policies):
+            values = df.loc[df["policy"] == policy, metric].astype(float)
+            n = len(values)
+            mean = float(values.mean()) if n else math.nan
+            sd = float(values.std(ddof=1)) if n > 1 else math.nan
+            if k == 0:
+                base = mean
+                pct = math.nan
+            else:
+                pct = (mean - base) / abs(base) * 100.0 if base else math.nan
+            rows.append(
+                {
+                    "metric": metric,
+                    "policy": policy,
+                    "n": n,
+                    "mean": mean,
+                    "sd": sd,
+                    "pct_vs_first": pct,
+                    "unit": units.get(metric, ""),
+                    "better": better.get(metric, "neither"),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=["metric", "policy", "n", "mean", "sd", "pct_vs_first", "unit", "better"],
+    )
+
+
+def fmt_num(x: float) -> str:
+    """Four significant digits, no exponent below a million."""
+    if math.isnan(x):
+        return "n/a"
+    if x != 0 and (abs(x) >= 1e6 or abs(x) < 1e-3):
+        return f"{x:.3e}"
+    return f"{x:.4g}" if abs(x) < 1e4 else f"{x:.0f}"
+
+
+def fmt_mean_sd(mean: float, sd: float) -> str:
+    """``mean ± sd`` (``± n/a`` for a single run)."""
+    return f"{fmt_num(mean)} ± {fmt_num(sd)}"
+
+
+def fmt_pct(pct: float) -> str:
+    """Signed percentage with one decimal, ``n/a`` when undefined."""
+    return "n/a" if math.isnan(pct) else f"{pct:+.1f}%"
+
+
+def better_phrase(better: str) -> str:
+    """The words the table shows for a better direction."""
+    return {"lower": "lower is better", "higher": "higher is better"}.get(better, "descriptive")

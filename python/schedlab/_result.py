@@ -1,0 +1,142 @@
+"""One run: call the core, wrap its JSON answer in a typed result."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import _native
+from ._resolve import MachineArg, Source, WorkloadArg, resolve_machine, resolve_workload
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The core's `Better` variants, as the lowercase words Python uses.
+BETTER_WORDS = {"Lower": "lower", "Higher": "higher", "Neither": "neither"}
+
+
+@dataclass
+class RunResult:
+    """The result of one simulation run.
+
+    ``metrics`` maps each metric's registry name (e.g. ``completion_time_s``)
+    to its value; ``units`` and ``better`` (``lower``, ``higher`` or
+    ``neither``) are keyed the same way, in the core's registry order.
+    """
+
+    machine: str
+    workload: str
+    policy: str
+    seed: int
+    primary: str
+    metrics: dict[str, float]
+    units: dict[str, str]
+    better: dict[str, str]
+    events_processed: int
+    sim_time_ns: int
+    trace: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_json(cls, text: str, trace: str | None = None) -> RunResult:
+        """Builds a result from the JSON the native module returns."""
+        doc = json.loads(text)
+        metrics: dict[str, float] = {}
+        units: dict[str, str] = {}
+        better: dict[str, str] = {}
+        for m in doc["metrics"]:
+            metrics[m["name"]] = float(m["value"])
+            units[m["name"]] = str(m["unit"])
+            better[m["name"]] = BETTER_WORDS.get(str(m["better"]), str(m["better"]).lower())
+        return cls(
+            machine=str(doc["machine"]),
+            workload=str(doc["workload"]),
+            policy=str(doc["policy"]),
+            seed=int(doc["seed"]),
+            primary=str(doc["primary"]),
+            metrics=metrics,
+            units=units,
+            better=better,
+            events_processed=int(doc["events_processed"]),
+            sim_time_ns=int(doc["sim_time_ns"]),
+            trace=trace,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (the trace left out), as ``--json`` prints it."""
+        d = asdict(self)
+        d.pop("trace")
+        return d
+
+    def to_pandas(self) -> pd.DataFrame:
+        """A one-row DataFrame: ``machine``, ``workload``, ``policy``, ``seed``,
+        then one column per metric. Units, better directions and the primary
+        metric are in ``df.attrs``."""
+        import pandas as pd
+
+        row: dict[str, Any] = {
+            "machine": self.machine,
+            "workload": self.workload,
+            "policy": self.policy,
+            "seed": self.seed,
+        }
+        row.update(self.metrics)
+        df = pd.DataFrame([row])
+        df.attrs.update(
+            {"primary": self.primary, "units": dict(self.units), "better": dict(self.better)}
+        )
+        return df
+
+
+def run_sources(
+    machine: Source,
+    workload: Source,
+    policy: str,
+    seed: int,
+    *,
+    trace: bool = False,
+    check_invariants: bool = False,
+    max_time_ns: int = 0,
+) -> RunResult:
+    """Runs resolved sources through the core (used by `run` and by workers)."""
+    text, trace_text = _native.run(
+        machine.text,
+        machine.format,
+        machine.origin,
+        workload.text,
+        workload.format,
+        policy,
+        seed,
+        trace,
+        check_invariants,
+        max_time_ns,
+    )
+    return RunResult.from_json(text, trace_text)
+
+
+def run(
+    machine: MachineArg,
+    workload: WorkloadArg,
+    policy: str = "eevdf",
+    seed: int = 0,
+    trace: bool = False,
+    check_invariants: bool = False,
+    max_time_ns: int = 0,
+) -> RunResult:
+    """Runs one simulation.
+
+    ``machine`` is a preset name (see ``schedlab topo list``), a path to a
+    TOML file or a dict; ``workload`` a spec string such as
+    ``hackbench:groups=2``, a path to a TOML file or a dict; ``policy`` a
+    policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``.
+    Raises a subclass of `SchedlabError` on bad input or a failed run.
+    """
+    return run_sources(
+        resolve_machine(machine),
+        resolve_workload(workload),
+        policy,
+        seed,
+        trace=trace,
+        check_invariants=check_invariants,
+        max_time_ns=max_time_ns,
+    )

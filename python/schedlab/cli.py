@@ -1,0 +1,501 @@
+"""The ``schedlab`` command line (typer + rich).
+
+Every command has ``--help`` and ``--json``. Errors are handled in one place,
+`_cli_errors`: one red ``error: <message>`` line on stderr, exit status 2 for
+bad input (SpecError, UnknownNameError, unreadable files, bad options) and 1
+for a failed run (SimulationError); never a traceback.
+"""
+
+import functools
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar, cast
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import _native
+from ._compare import (
+    better_phrase,
+    default_metrics,
+    fmt_mean_sd,
+    fmt_num,
+    fmt_pct,
+    results_frame,
+    run_matrix,
+    summarize,
+)
+from ._native import SchedlabError, SimulationError
+from ._resolve import list_machines, resolve_machine, resolve_workload
+from ._result import BETTER_WORDS, RunResult, run_sources
+
+app = typer.Typer(
+    name="schedlab",
+    help="Deterministic simulator of Linux CPU-scheduler task placement.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+topo_app = typer.Typer(help="Machine presets and their sched domains.", no_args_is_help=True)
+policy_app = typer.Typer(help="Policies, kernel profiles and sched features.", no_args_is_help=True)
+workload_app = typer.Typer(help="Workload families and their parameters.", no_args_is_help=True)
+app.add_typer(topo_app, name="topo")
+app.add_typer(policy_app, name="policy")
+app.add_typer(workload_app, name="workload")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The built-in demo: small enough to finish in seconds on a laptop.
+DEMO_MACHINE = "laptop-4c8t"
+DEMO_WORKLOAD = "hackbench:groups=2,fds=4,loops=50"
+DEMO_POLICIES = ("eevdf", "eevdf-WA_IDLE")
+DEMO_RUNS = 3
+#: The standard scenario of `schedlab bench`.
+BENCH_MACHINE = "intel-4n-192"
+BENCH_WORKLOAD = "schbench:runtime=2s"
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+MachineOpt = Annotated[
+    str,
+    typer.Option(
+        "--machine", "-m", help="Machine preset name (see 'schedlab topo list') or a TOML file."
+    ),
+]
+WorkloadOpt = Annotated[
+    str,
+    typer.Option(
+        "--workload",
+        "-w",
+        help="Workload spec 'family:key=value,...' (see 'schedlab workload list') or a TOML file.",
+    ),
+]
+
+
+def _out() -> Console:
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        # Piped or captured output has no width to fit: rich would assume 80
+        # columns and fold the tables; give them room instead.
+        console = Console(highlight=False, width=max(console.width, 200))
+    return console
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    line = " ".join(message.split())
+    _err().print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _cli_errors(fn: F) -> F:
+    """The one place where errors become an ``error:`` line and an exit status."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SimulationError as e:
+            _fail(str(e), 1)
+        except SchedlabError as e:
+            _fail(str(e), 2)
+        except OSError as e:
+            where = f"{e.filename}: " if e.filename else ""
+            _fail(f"{where}{e.strerror or e}", 2)
+
+    return cast(F, wrapper)
+
+
+def _echo_json(obj: Any) -> None:
+    typer.echo(json.dumps(_json_safe(obj), indent=2))
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN is not JSON: undefined numbers (sd of one run, % of a zero) become null."""
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Writes via a temporary file in the same directory, so an existing file
+    is replaced only by a complete new one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _metrics_table(title: str, rows: Sequence[tuple[str, float, str, str]]) -> Table:
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("unit")
+    table.add_column("better")
+    for name, value, unit, better in rows:
+        table.add_row(name, fmt_num(value), unit, better_phrase(better))
+    return table
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+        ),
+    ] = False,
+) -> None:
+    """Deterministic simulator of Linux CPU-scheduler task placement: describe a
+    machine and a workload, pick a policy, get the metrics."""
+
+
+@app.command("run")
+@_cli_errors
+def run_cmd(
+    machine: MachineOpt,
+    workload: WorkloadOpt,
+    policy: Annotated[
+        str,
+        typer.Option(
+            "--policy", "-p", help="Policy string, e.g. eevdf or eevdf+prefer_prev_idle_core."
+        ),
+    ] = "eevdf",
+    seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed of the run.")] = 0,
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="Write an ftrace-format trace here (only on success)."),
+    ] = None,
+    check_invariants: Annotated[
+        bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run one simulation and print its metrics."""
+    result = run_sources(
+        resolve_machine(machine),
+        resolve_workload(workload),
+        policy,
+        seed,
+        trace=trace is not None,
+        check_invariants=check_invariants,
+    )
+    if trace is not None:
+        _write_atomic(trace, result.trace or "")
+    if json_out:
+        _echo_json(result.to_dict())
+        return
+    title = f"{result.machine} · {result.workload} · {result.policy} · seed {result.seed}"
+    rows = [
+        (name, value, result.units[name], result.better[name])
+        for name, value in result.metrics.items()
+    ]
+    _out().print(_metrics_table(title, rows))
+
+
+def _compare_table(summary: Any, policies: list[str], title: str) -> Table:
+    first = policies[0]
+    table = Table(title=title)
+    table.add_column("metric")
+    table.add_column("unit")
+    for k, p in enumerate(policies):
+        table.add_column(escape(p), justify="right")
+        if k > 0:
+            table.add_column(f"% vs {escape(first)}", justify="right")
+    table.add_column("better")
+    for metric, group in summary.groupby("metric", sort=False):
+        by_policy = {row.policy: row for row in group.itertuples()}
+        cells = [str(metric), str(group["unit"].iloc[0])]
+        for k, p in enumerate(policies):
+            row = by_policy[p]
+            cells.append(fmt_mean_sd(row.mean, row.sd))
+            if k > 0:
+                cells.append(fmt_pct(row.pct_vs_first))
+        cells.append(better_phrase(str(group["better"].iloc[0])))
+        table.add_row(*cells)
+    return table
+
+
+def _do_compare(
+    machine: str,
+    workload: str,
+    policies: list[str],
+    runs: int,
+    seed: int,
+    jobs: int | None,
+    metrics: list[str] | None,
+    json_out: bool,
+    csv: Path | None,
+) -> None:
+    machine_src = resolve_machine(machine)
+    workload_src = resolve_workload(workload)
+    seeds = [seed + i for i in range(runs)]
+    total = len(policies) * runs
+    err = _err()
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task("runs", total=total)
+        results = run_matrix(
+            machine_src,
+            workload_src,
+            policies,
+            seeds,
+            jobs=jobs,
+            progress=lambda done, _total: bar.update(task, completed=done),
+        )
+    df = results_frame(results)
+    chosen = metrics or default_metrics(df)
+    summary = summarize(df, chosen)
+    if csv is not None:
+        _write_atomic(csv, df.to_csv(index=False))
+    if json_out:
+        _echo_json(
+            {
+                "machine": str(df["machine"].iloc[0]),
+                "workload": str(df["workload"].iloc[0]),
+                "policies": policies,
+                "seeds": seeds,
+                "primary": df.attrs.get("primary"),
+                "summary": summary.to_dict(orient="records"),
+                "runs": df.to_dict(orient="records"),
+            }
+        )
+        return
+    title = (
+        f"{df['machine'].iloc[0]} · {df['workload'].iloc[0]} · "
+        f"{runs} run{'s' if runs > 1 else ''} per policy (seeds {seeds[0]}..{seeds[-1]})"
+    )
+    _out().print(_compare_table(summary, policies, title))
+
+
+@app.command("compare")
+@_cli_errors
+def compare_cmd(
+    machine: MachineOpt,
+    workload: WorkloadOpt,
+    policy: Annotated[
+        list[str],
+        typer.Option(
+            "--policy", "-p", help="A policy to compare; repeat it. The first is the baseline."
+        ),
+    ],
+    runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Runs per policy.")] = 5,
+    seed: Annotated[
+        int, typer.Option("--seed", "-s", min=0, help="Base seed: run i uses seed+i.")
+    ] = 0,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count)."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="A metric to show; repeat it. Default: primary and key."),
+    ] = None,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Write every run (one row each) to this CSV.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compare policies over several seeds: mean ± sd and % vs the first policy."""
+    _do_compare(machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv)
+
+
+@app.command("demo")
+@_cli_errors
+def demo_cmd(json_out: JsonOpt = False) -> None:
+    """A short comparison on a built-in laptop machine, to see what schedlab does."""
+    _do_compare(
+        DEMO_MACHINE, DEMO_WORKLOAD, list(DEMO_POLICIES), DEMO_RUNS, 0, None, None, json_out, None
+    )
+    if not json_out:
+        _out().print(
+            f"Shown: hackbench (2 groups of 4 sender/receiver pairs) simulated on {DEMO_MACHINE}, "
+            f"a 4-core / 8-thread laptop, under mainline EEVDF ({DEMO_POLICIES[0]}) and with "
+            f"the WA_IDLE wake-affine feature switched off ({DEMO_POLICIES[1]}), {DEMO_RUNS} "
+            "seeds each: mean ± sd per metric and the change vs the first policy. "
+            "Run 'schedlab compare --help' to compare your own."
+        )
+
+
+@app.command("bench")
+@_cli_errors
+def bench_cmd(json_out: JsonOpt = False) -> None:
+    """Time the engine on the standard scenario (schbench, 2 simulated s, intel-4n-192)."""
+    machine = resolve_machine(BENCH_MACHINE)
+    workload = resolve_workload(BENCH_WORKLOAD)
+    t0 = time.perf_counter()
+    text, _ = _native.run(
+        machine.text, machine.format, machine.origin, workload.text, workload.format, "eevdf", 0
+    )
+    wall_s = time.perf_counter() - t0
+    result = RunResult.from_json(text)
+    sim_s = result.sim_time_ns / 1e9
+    doc = {
+        "machine": result.machine,
+        "workload": result.workload,
+        "events_processed": result.events_processed,
+        "wall_s": wall_s,
+        "events_per_s": result.events_processed / wall_s if wall_s > 0 else math.nan,
+        "sim_time_s": sim_s,
+        "sim_per_wall": sim_s / wall_s if wall_s > 0 else math.nan,
+    }
+    if json_out:
+        _echo_json(doc)
+        return
+    table = Table(title=f"bench: {result.machine} · {result.workload} · eevdf · seed 0")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("events processed", f"{result.events_processed:,}")
+    table.add_row("wall time", f"{wall_s:.3f} s")
+    table.add_row("events per second", f"{doc['events_per_s']:,.0f}")
+    table.add_row("simulated time / wall time", f"{doc['sim_per_wall']:.3f}")
+    _out().print(table)
+
+
+@app.command("analyze")
+@_cli_errors
+def analyze_cmd(
+    trace: Annotated[Path, typer.Argument(help="An ftrace text file (real or simulated).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Metrics of a real or simulated ftrace text, by the same code as simulated runs."""
+    text = trace.read_text(encoding="utf-8", errors="replace")
+    doc = json.loads(_native.analyze_trace(text, str(trace)))
+    if json_out:
+        _echo_json(doc)
+        return
+    metrics = doc.get("metrics") if isinstance(doc, dict) else None
+    if isinstance(metrics, list):
+        rows = [
+            (
+                str(m["name"]),
+                float(m["value"]),
+                str(m.get("unit", "")),
+                BETTER_WORDS.get(str(m.get("better")), "neither"),
+            )
+            for m in metrics
+        ]
+        _out().print(_metrics_table(f"analyze: {trace}", rows))
+    else:
+        _echo_json(doc)
+
+
+@topo_app.command("list")
+@_cli_errors
+def topo_list_cmd(json_out: JsonOpt = False) -> None:
+    """List the machine presets: name, CPUs, description."""
+    entries = []
+    for preset in list_machines():
+        try:
+            shown = json.loads(
+                _native.topo_show(preset.text, "toml", f"preset {preset.name}", True)
+            )
+            cpus: int | None = int(shown["machine"]["nr_cpus"])
+        except (SchedlabError, KeyError, TypeError, ValueError):
+            cpus = None  # the core cannot build it (yet): still list it
+        entries.append({"name": preset.name, "cpus": cpus, "description": preset.description})
+    if json_out:
+        _echo_json(entries)
+        return
+    table = Table(title="machine presets")
+    table.add_column("name")
+    table.add_column("CPUs", justify="right")
+    table.add_column("description")
+    for e in entries:
+        table.add_row(
+            str(e["name"]), "?" if e["cpus"] is None else str(e["cpus"]), str(e["description"])
+        )
+    _out().print(table)
+
+
+@topo_app.command("show")
+@_cli_errors
+def topo_show_cmd(
+    machine: Annotated[str, typer.Argument(help="A preset name or a machine TOML file.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a machine's CPUs and sched domains."""
+    src = resolve_machine(machine)
+    typer.echo(_native.topo_show(src.text, src.format, src.origin, json_out).rstrip("\n"))
+
+
+@policy_app.command("list")
+@_cli_errors
+def policy_list_cmd(json_out: JsonOpt = False) -> None:
+    """List policies, kernel profiles and sched features with their defaults."""
+    entries = json.loads(_native.policy_list())
+    if json_out:
+        _echo_json(entries)
+        return
+    table = Table(title="policies, profiles and features")
+    table.add_column("name")
+    table.add_column("kind")
+    table.add_column("default")
+    table.add_column("summary")
+    for e in entries:
+        default = ("on" if e["default_on"] else "off") if e["kind"] == "feature" else ""
+        table.add_row(escape(str(e["name"])), str(e["kind"]), default, escape(str(e["summary"])))
+    _out().print(table)
+
+
+@workload_app.command("list")
+@_cli_errors
+def workload_list_cmd(json_out: JsonOpt = False) -> None:
+    """List workload families and their parameters (unit, default, meaning)."""
+    families = json.loads(_native.workload_list())
+    if json_out:
+        _echo_json(families)
+        return
+    table = Table(title="workload families")
+    table.add_column("family / parameter")
+    table.add_column("default")
+    table.add_column("unit")
+    table.add_column("description")
+    for fam in families:
+        table.add_row(f"[bold]{escape(fam['name'])}[/bold]", "", "", escape(fam["summary"]))
+        for p in fam["params"]:
+            table.add_row(
+                f"  {escape(p['name'])}",
+                escape(str(p["default"])),
+                escape(p["unit"]),
+                escape(p["doc"]),
+            )
+    _out().print(table)
+
+
+def main() -> None:
+    """Entry point for ``python -m schedlab``."""
+    app(prog_name="schedlab")
