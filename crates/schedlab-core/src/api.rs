@@ -145,15 +145,21 @@ pub fn workload_list() -> String {
     serde_json::to_string(&crate::workload::spec::workload_families()).unwrap_or_default()
 }
 
-/// `schedlab workload list`: the workload families and their parameters, as a
-/// JSON array of `{name, summary, params: [{name, unit, default, doc}]}`.
-pub fn workload_list() -> String {
-    "[]".to_string()
-}
-
-/// `schedlab analyze`: the metrics of a real (or simulated) ftrace text, as a
-/// JSON document. `origin` names the file in error messages.
+/// `schedlab analyze`: the metrics of a real (or simulated) ftrace text, by
+/// the same collector that measures simulated runs. Without a machine
+/// description every CPU counts as its own core in one LLC. Returns JSON:
+/// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N}`.
 pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
-    let _ = (text, origin);
-    Err(crate::SchedlabError::Runtime("trace analysis not wired yet".into()))
+    let parsed = crate::trace::ftrace_read::read_ftrace(text, origin)?;
+    let mut ctx = crate::metrics::MetricsContext::flat(parsed.nr_cpus);
+    ctx.primary = crate::workload::PrimaryMetric::CompletionTime;
+    let metrics = crate::metrics::collect(ctx, &parsed.events, None);
+    let doc = serde_json::json!({
+        "metrics": metrics,
+        "events": parsed.events.len(),
+        "tasks": parsed.names.len(),
+        "nr_cpus": parsed.nr_cpus,
+        "bad_lines": parsed.bad_lines,
+    });
+    Ok(doc.to_string())
 }

@@ -63,7 +63,10 @@ impl Sim {
             t.avg.last_update_time = rq.clock_pelt.rq_clock_pelt().max(1);
             pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
         }
-        if sched_feat!(self.features, UTIL_EST) {
+        // enqueue_task_fair: a delayed task moving with its queue keeps its
+        // util_est where it is; every other enqueue adds it.
+        let delayed_move = self.ses[p.idx()].sched_delayed && flags & eevdf::ENQUEUE_MIGRATED != 0;
+        if sched_feat!(self.features, UTIL_EST) && !delayed_move {
             rq.cfs_util_est += pelt::task_util_est(&t.util_est, &t.avg) as u32;
         }
         rq.cfs.enqueue_entity(&mut self.ses, p, flags, &self.features, self.now);
@@ -80,17 +83,18 @@ impl Sim {
     /// DELAY_DEQUEUE keeps it queued as a delayed entity.
     pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: u32) -> bool {
         self.update_load_avg(cpu, Some(p));
+        let cap = self.machine.capacity_orig(cpu);
         let rq = &mut self.rqs[cpu.idx()];
-        let done = rq.cfs.dequeue_entity(&mut self.ses, p, flags, &self.features, self.now);
         let t = &mut self.tasks[p.idx()];
-        if sched_feat!(self.features, UTIL_EST) && (done || flags & eevdf::DEQUEUE_SLEEP != 0) {
-            let ue = pelt::task_util_est(&t.util_est, &t.avg) as u32;
-            rq.cfs_util_est = rq.cfs_util_est.saturating_sub(ue);
-            if flags & eevdf::DEQUEUE_SLEEP != 0 {
-                let cap = self.machine.capacity_orig(cpu);
-                pelt::util_est_update(&mut t.util_est, &t.avg, true, cap);
+        if sched_feat!(self.features, UTIL_EST) {
+            // dequeue_task_fair: a delayed task left util_est when it was delayed.
+            if !self.ses[p.idx()].sched_delayed {
+                let ue = pelt::task_util_est(&t.util_est, &t.avg) as u32;
+                rq.cfs_util_est = rq.cfs_util_est.saturating_sub(ue);
             }
+            pelt::util_est_update(&mut t.util_est, &t.avg, flags & eevdf::DEQUEUE_SLEEP != 0, cap);
         }
+        let done = rq.cfs.dequeue_entity(&mut self.ses, p, flags, &self.features, self.now);
         if done {
             rq.nr_running -= 1;
         }
@@ -193,9 +197,8 @@ impl Sim {
             t.state = TaskState::Runnable;
             t.runnable_since = now;
         }
-        if waker.is_some() {
-            self.charge(waker_cpu, self.machine.cost.wakeup_ns);
-        }
+        // The wakeup runs on the waker's CPU (in a task or an interrupt).
+        self.charge(waker_cpu, self.machine.cost.wakeup_ns);
         // ttwu_runnable: still queued as a delayed entity on its old CPU.
         if self.ses[p.idx()].on_rq {
             let cpu = self.tasks[p.idx()].cpu;
@@ -216,7 +219,7 @@ impl Sim {
         let prev = self.tasks[p.idx()].cpu;
         let (cpu, path, scanned) = self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu);
         self.emit(Event::Place { task: p, prev, waker_cpu, cpu, path, scanned });
-        if scanned > 0 && waker.is_some() {
+        if scanned > 0 {
             self.charge(waker_cpu, scanned as Ns * self.machine.cost.scan_ns_per_cpu);
         }
         if cpu != prev {
@@ -314,9 +317,7 @@ impl Sim {
         if !self.rqs[cpu.idx()].need_resched {
             return Ok(());
         }
-        if self.rqs[cpu.idx()].curr.is_none() {
-            self.exit_idle(cpu);
-        }
+        // An idle CPU leaves idle in context_switch, if it finds work.
         self.schedule(cpu)
     }
 
@@ -340,7 +341,9 @@ impl Sim {
             self.sync_segment(cpu);
             self.update_curr(cpu);
             self.update_load_avg(cpu, Some(pp));
-            if self.ses[pp.idx()].on_rq && self.rqs[cpu.idx()].cfs.curr == Some(pp) {
+            // put_prev_entity also for a task that just blocked: it clears
+            // cfs.curr (and requeues a delayed entity).
+            if self.rqs[cpu.idx()].cfs.curr == Some(pp) {
                 let now = self.now;
                 self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now, &self.features);
             }
