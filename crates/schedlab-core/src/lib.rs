@@ -11,8 +11,10 @@
 pub mod api;
 pub mod cpumask;
 pub mod error;
+pub mod fair;
 pub mod features;
 pub mod ids;
+pub mod pelt;
 pub mod sim;
 pub mod topology;
 pub mod trace;
