@@ -10,10 +10,13 @@
 
 pub mod api;
 pub mod cpumask;
+pub mod engine;
 pub mod error;
+pub mod fair;
 pub mod features;
 pub mod ids;
 pub mod metrics;
+pub mod pelt;
 pub mod policy;
 pub mod sim;
 pub mod topology;

@@ -5,11 +5,11 @@ use super::rq::{LlcShared, Rq, SdRuntime};
 use super::task::{Task, TaskState};
 use super::{ClassKind, EngineStats, Ev, Sim};
 use crate::cpumask::CpuMask;
-use crate::fair::eevdf::{base_slice_ns, SchedEntity};
+use crate::fair::eevdf::{base_slice_ns, EevdfParams, SchedEntity};
 use crate::features::Features;
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC};
 use crate::metrics::{Collector, MetricsContext};
-use crate::pelt::{SchedAvg, UtilEst};
+use crate::pelt::SchedAvg;
 use crate::sim::{EventQueue, Rng};
 use crate::topology::{Domains, Machine};
 use crate::workload::{StartKind, Workload};
@@ -38,7 +38,7 @@ impl Sim {
         for c in 0..nr {
             let cpu = CpuId(c as u32);
             let sd = domains.chain(cpu).iter().map(|&id| SdRuntime::new(domains.sd(id).min_interval_ms)).collect();
-            rqs.push(Rq::new(machine.capacity_orig(cpu), sd));
+            rqs.push(Rq::new(machine.capacity_orig(cpu), sd, EevdfParams::new(nr, machine.hz as u64)));
         }
         let llc = vec![LlcShared { has_idle_cores: machine.has_smt(), ..Default::default() }; machine.nr_llcs as usize];
         let all = machine.all_cpus();
@@ -81,7 +81,6 @@ impl Sim {
                 kthread: ts.kthread,
                 nice: ts.nice,
                 avg: SchedAvg::default(),
-                util_est: UtilEst::default(),
                 wakee_flips: 0,
                 wakee_flip_decay_ts: 0,
                 last_wakee: None,

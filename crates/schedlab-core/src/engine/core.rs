@@ -5,7 +5,7 @@
 
 use super::task::TaskState;
 use super::{Ev, Sim};
-use crate::fair::eevdf::{self, Pick, SchedEntity};
+use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity};
 use crate::ids::{CpuId, Ns, TaskId};
 use crate::pelt;
 use crate::sched_feat;
@@ -24,8 +24,8 @@ pub const WF_EXEC: u32 = 0x01;
 impl Sim {
     /// Bring the PELT clock of `cpu` to now (`update_rq_clock`).
     pub fn update_rq_clock(&mut self, cpu: CpuId) {
-        let cap = self.machine.capacity_orig(cpu);
-        let freq = self.freq_capacity(cpu);
+        let cap = self.machine.capacity_orig(cpu) as u64;
+        let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
         let rq = &mut self.rqs[cpu.idx()];
         let running = rq.curr.is_some();
@@ -40,12 +40,15 @@ impl Sim {
         let now = rq.clock_pelt.rq_clock_pelt();
         if let Some(p) = p {
             let se = &self.ses[p.idx()];
-            let running = rq.curr == Some(p);
             let t = &mut self.tasks[p.idx()];
-            pelt::update_load_avg_se(&mut t.avg, now, se.weight, se.on_rq, running);
+            if t.avg.last_update_time != 0 {
+                let running = rq.cfs.curr == Some(p) && rq.curr == Some(p);
+                pelt::update_load_avg_se(&mut t.avg, now, se.weight, se.on_rq, running);
+            }
         }
-        pelt::update_load_avg_cfs_rq(
+        pelt::update_cfs_rq_load_avg(
             &mut rq.cfs_avg,
+            &mut rq.removed,
             now,
             rq.cfs.load_weight,
             rq.cfs.h_nr_runnable as u64,
@@ -54,22 +57,25 @@ impl Sim {
     }
 
     /// `enqueue_task`: put `p` on `cpu`'s runqueue.
-    pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: u32) {
+    pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.update_load_avg(cpu, Some(p));
         let rq = &mut self.rqs[cpu.idx()];
         let t = &mut self.tasks[p.idx()];
+        let w = self.ses[p.idx()].weight;
         if t.avg.last_update_time == 0 {
             // Migrated or new: attach its averages (`attach_entity_load_avg`).
-            t.avg.last_update_time = rq.clock_pelt.rq_clock_pelt().max(1);
-            pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
+            pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg, w);
+            if t.avg.last_update_time == 0 {
+                t.avg.last_update_time = 1;
+            }
         }
         // enqueue_task_fair: a delayed task moving with its queue keeps its
         // util_est where it is; every other enqueue adds it.
-        let delayed_move = self.ses[p.idx()].sched_delayed && flags & eevdf::ENQUEUE_MIGRATED != 0;
-        if sched_feat!(self.features, UTIL_EST) && !delayed_move {
-            rq.cfs_util_est += pelt::task_util_est(&t.util_est, &t.avg) as u32;
+        let delayed_move = self.ses[p.idx()].sched_delayed && flags.has(EnqueueFlags::MIGRATED);
+        if !delayed_move {
+            pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
-        rq.cfs.enqueue_entity(&mut self.ses, p, flags, &self.features, self.now);
+        rq.cfs.enqueue_entity(&mut self.ses, p, self.now, flags, &self.features);
         rq.nr_running += 1;
         if rq.nr_running >= 2 {
             self.rd_overloaded = true;
@@ -81,20 +87,16 @@ impl Sim {
 
     /// `dequeue_task`: take `p` off its runqueue. Returns `false` when
     /// DELAY_DEQUEUE keeps it queued as a delayed entity.
-    pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: u32) -> bool {
+    pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
         self.update_load_avg(cpu, Some(p));
-        let cap = self.machine.capacity_orig(cpu);
         let rq = &mut self.rqs[cpu.idx()];
         let t = &mut self.tasks[p.idx()];
-        if sched_feat!(self.features, UTIL_EST) {
-            // dequeue_task_fair: a delayed task left util_est when it was delayed.
-            if !self.ses[p.idx()].sched_delayed {
-                let ue = pelt::task_util_est(&t.util_est, &t.avg) as u32;
-                rq.cfs_util_est = rq.cfs_util_est.saturating_sub(ue);
-            }
-            pelt::util_est_update(&mut t.util_est, &t.avg, flags & eevdf::DEQUEUE_SLEEP != 0, cap);
+        // dequeue_task_fair: a delayed task left util_est when it was delayed.
+        if !self.ses[p.idx()].sched_delayed {
+            pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
-        let done = rq.cfs.dequeue_entity(&mut self.ses, p, flags, &self.features, self.now);
+        pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
+        let done = rq.cfs.dequeue_entity(&mut self.ses, p, self.now, flags, &self.features);
         if done {
             rq.nr_running -= 1;
         }
@@ -103,22 +105,26 @@ impl Sim {
 
     /// Finish dequeuing a delayed entity picked by `pick_next_entity`.
     fn finish_delayed_dequeue(&mut self, cpu: CpuId, p: TaskId) {
-        let ok = self.dequeue_task(cpu, p, eevdf::DEQUEUE_SLEEP | eevdf::DEQUEUE_DELAYED);
+        let ok = self.dequeue_task(cpu, p, DequeueFlags::SLEEP | DequeueFlags::DELAYED);
         debug_assert!(ok, "delayed dequeue must complete");
     }
 
     /// `set_task_cpu` + `migrate_task_rq_fair`: move a task that is not
-    /// queued anywhere to `new_cpu`, taking its load off the old runqueue.
+    /// queued anywhere to `new_cpu`; its load leaves the old runqueue
+    /// (`remove_entity_load_avg`, folded in at that runqueue's next update).
     pub fn set_task_cpu(&mut self, p: TaskId, new_cpu: CpuId, reason: MigrateReason) {
         let old = self.tasks[p.idx()].cpu;
         if old == new_cpu {
             return;
         }
-        // remove_entity_load_avg: sync the task to the old rq, subtract it.
-        self.update_load_avg(old, Some(p));
+        let w = self.ses[p.idx()].weight;
         let rq = &mut self.rqs[old.idx()];
         let t = &mut self.tasks[p.idx()];
-        pelt::detach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
+        if t.avg.last_update_time != 0 {
+            // sync_entity_load_avg: decay the task to the old rq's last update.
+            pelt::update_load_avg_blocked_se(&mut t.avg, rq.cfs_avg.last_update_time, w);
+            pelt::remove_entity_load_avg(&mut rq.removed, &t.avg);
+        }
         t.avg.last_update_time = 0;
         t.cpu = new_cpu;
         self.ses[p.idx()].exec_start = 0;
@@ -143,8 +149,10 @@ impl Sim {
         self.ses[p.idx()] = SchedEntity::new(nice, self.base_slice_ns);
         // init_entity_runnable_average: a new task starts with its full weight
         // as load, so that fork balancing sees it.
+        // init_entity_runnable_average: a new task starts with its full
+        // weight as load, so that fork balancing sees it.
         let w = self.ses[p.idx()].weight;
-        pelt::init_entity_runnable_average(&mut self.tasks[p.idx()].avg, w);
+        self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
         self.tasks[p.idx()].cpu = parent_cpu;
         let (cpu, path, scanned) = self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu);
         self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned });
@@ -155,7 +163,7 @@ impl Sim {
         self.post_init_entity_util_avg(p, cpu);
         self.tasks[p.idx()].state = TaskState::Runnable;
         self.tasks[p.idx()].runnable_since = self.now;
-        self.enqueue_task(cpu, p, eevdf::ENQUEUE_INITIAL);
+        self.enqueue_task(cpu, p, EnqueueFlags::INITIAL);
         self.emit(Event::Wakeup { task: p, cpu, new: true });
         self.wakeup_preempt(cpu, p, parent_cpu);
         Ok(())
@@ -172,8 +180,9 @@ impl Sim {
         let t = &mut self.tasks[p.idx()];
         if cap_left > 0 {
             let util = if cfs.util_avg != 0 { (cfs.util_avg * w / (cfs.load_avg + 1)).min(cap_left) } else { cap_left };
-            pelt::set_initial_util(&mut t.avg, util);
+            t.avg.util_avg = util;
         }
+        t.avg.runnable_avg = t.avg.util_avg;
     }
 
     /// `try_to_wake_up(p, wake_flags)` issued on `waker_cpu` (by task `waker`,
@@ -204,11 +213,8 @@ impl Sim {
             let cpu = self.tasks[p.idx()].cpu;
             self.update_load_avg(cpu, Some(p));
             let rq = &mut self.rqs[cpu.idx()];
-            rq.cfs.requeue_delayed_entity(&mut self.ses, p, &self.features, now);
-            if sched_feat!(self.features, UTIL_EST) {
-                let t = &self.tasks[p.idx()];
-                rq.cfs_util_est += pelt::task_util_est(&t.util_est, &t.avg) as u32;
-            }
+            pelt::util_est_enqueue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
+            rq.cfs.requeue_delayed_entity(&mut self.ses, p, &self.features);
             self.emit(Event::Wakeup { task: p, cpu, new: false });
             self.wakeup_preempt(cpu, p, waker_cpu);
             return Ok(());
@@ -259,7 +265,7 @@ impl Sim {
     /// `ttwu_do_activate`: enqueue the woken task, account the idle period
     /// that ends (`avg_idle`), and preempt or wake the CPU.
     fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId) {
-        self.enqueue_task(cpu, p, eevdf::ENQUEUE_WAKEUP);
+        self.enqueue_task(cpu, p, EnqueueFlags::WAKEUP);
         self.emit(Event::Wakeup { task: p, cpu, new: false });
         self.update_avg_idle_on_wakeup(cpu);
         self.wakeup_preempt(cpu, p, waker_cpu);
@@ -290,12 +296,13 @@ impl Sim {
             self.resched_curr(cpu, waker_cpu);
             return;
         }
-        if rq.curr == Some(p) {
+        if rq.curr == Some(p) || rq.need_resched {
             return;
         }
-        self.update_curr(cpu);
-        let rq = &self.rqs[cpu.idx()];
-        if rq.cfs.wakeup_preempt_fair(&self.ses, p, &self.features) {
+        let now = self.now;
+        let fork = self.tasks[p.idx()].avg.last_update_time != 0 && !self.tasks[p.idx()].has_run;
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, fork, &self.features) {
             self.resched_curr(cpu, waker_cpu);
         }
     }
@@ -321,15 +328,14 @@ impl Sim {
         self.schedule(cpu)
     }
 
-    /// `update_curr` of `cpu`'s running fair task; reschedules if its slice ran out.
+    /// `update_curr` of `cpu`'s running fair task; returns whether its slice ran out.
     pub fn update_curr(&mut self, cpu: CpuId) -> bool {
         let now = self.now;
         let rq = &mut self.rqs[cpu.idx()];
         if rq.curr.is_none() {
             return false;
         }
-        let u = rq.cfs.update_curr(&mut self.ses, now, &self.features);
-        u.resched
+        rq.cfs.update_curr(&mut self.ses, now).resched
     }
 
     /// `__schedule(cpu)`: put the current task back (or it has blocked), pick
@@ -345,7 +351,7 @@ impl Sim {
             // cfs.curr (and requeues a delayed entity).
             if self.rqs[cpu.idx()].cfs.curr == Some(pp) {
                 let now = self.now;
-                self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now, &self.features);
+                self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now);
             }
         }
         let next = loop {
@@ -363,7 +369,7 @@ impl Sim {
         if let Some(n) = next {
             let now = self.now;
             self.update_load_avg(cpu, Some(n));
-            self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, n, now);
+            self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, n, now, &self.features);
         }
         self.context_switch(cpu, prev, next)
     }
@@ -447,15 +453,13 @@ impl Sim {
     pub fn block_task(&mut self, cpu: CpuId, p: TaskId, dead: bool) {
         self.tasks[p.idx()].state = if dead { TaskState::Dead } else { TaskState::Blocked };
         self.update_curr(cpu);
-        let flags = eevdf::DEQUEUE_SLEEP;
-        if !self.dequeue_task(cpu, p, flags) && dead {
+        if !self.dequeue_task(cpu, p, DequeueFlags::SLEEP) && dead {
             self.finish_delayed_dequeue(cpu, p);
         }
         if dead {
             // task_dead_fair / remove_entity_load_avg.
             let rq = &mut self.rqs[cpu.idx()];
-            let t = &mut self.tasks[p.idx()];
-            pelt::detach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg);
+            pelt::remove_entity_load_avg(&mut rq.removed, &self.tasks[p.idx()].avg);
         }
     }
 
@@ -479,10 +483,11 @@ impl Sim {
     pub fn move_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId) {
         debug_assert_ne!(self.rqs[src.idx()].curr, Some(p), "cannot move a running task");
         debug_assert_eq!(self.tasks[p.idx()].cpu, src);
-        let ok = self.dequeue_task(src, p, eevdf::DEQUEUE_MIGRATING);
+        // A migration dequeue is not a sleep: lag and relative deadline stay.
+        let ok = self.dequeue_task(src, p, DequeueFlags::default());
         debug_assert!(ok);
         self.set_task_cpu(p, dst, MigrateReason::Balance);
-        self.enqueue_task(dst, p, eevdf::ENQUEUE_MIGRATED);
+        self.enqueue_task(dst, p, EnqueueFlags::MIGRATED);
         self.wakeup_preempt(dst, p, src);
     }
 
@@ -498,7 +503,7 @@ impl Sim {
         self.update_curr(src);
         self.update_load_avg(src, Some(p));
         let now = self.now;
-        self.rqs[src.idx()].cfs.put_prev_entity(&mut self.ses, now, &self.features);
+        self.rqs[src.idx()].cfs.put_prev_entity(&mut self.ses, now);
         self.leave_cpu_for_migration(p, src);
         self.rqs[src.idx()].curr = None;
         self.rqs[src.idx()].seg_active = false;
@@ -514,7 +519,7 @@ impl Sim {
             }
         };
         if let Some(n) = next {
-            self.rqs[src.idx()].cfs.set_next_entity(&mut self.ses, n, now);
+            self.rqs[src.idx()].cfs.set_next_entity(&mut self.ses, n, now, &self.features);
         }
         self.context_switch(src, None, next)?;
         if next.is_none() {

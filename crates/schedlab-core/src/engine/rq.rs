@@ -2,9 +2,9 @@
 //! placement code reads), per-domain balancing state, and the LLC's shared
 //! state (`struct sched_domain_shared`).
 
-use crate::fair::eevdf::CfsRq;
+use crate::fair::eevdf::{CfsRq, EevdfParams};
 use crate::ids::{Ns, TaskId, NSEC_PER_MSEC};
-use crate::pelt::{RqClockPelt, SchedAvg};
+use crate::pelt::{RemovedLoad, RqClockPelt, SchedAvg};
 
 /// `sysctl_sched_migration_cost`: a task that ran within this is cache hot,
 /// and `max_idle_balance_cost` starts here. Kernel default 0.5 ms.
@@ -60,8 +60,8 @@ pub struct Rq {
     pub cfs: CfsRq,
     /// `cfs_rq->avg`: PELT of the whole fair runqueue, blocked load included.
     pub cfs_avg: SchedAvg,
-    /// `cfs_rq->avg.util_est`: sum of the enqueued tasks' util_est.
-    pub cfs_util_est: u32,
+    /// `cfs_rq->removed`: load of tasks that left, folded in at the next update.
+    pub removed: RemovedLoad,
     /// `rq->avg_rt`: RT pressure (no RT class yet: stays 0).
     pub rt_avg: SchedAvg,
     /// `rq->avg_irq`: IRQ pressure (not modelled yet: stays 0).
@@ -123,11 +123,11 @@ pub struct Rq {
 
 impl Rq {
     /// An idle runqueue for a CPU of capacity `capacity` with `levels` domain levels.
-    pub fn new(capacity: u32, sd: Vec<SdRuntime>) -> Self {
+    pub fn new(capacity: u32, sd: Vec<SdRuntime>, params: EevdfParams) -> Self {
         Rq {
-            cfs: CfsRq::default(),
+            cfs: CfsRq::new(params),
             cfs_avg: SchedAvg::default(),
-            cfs_util_est: 0,
+            removed: RemovedLoad::default(),
             rt_avg: SchedAvg::default(),
             irq_avg: SchedAvg::default(),
             clock_pelt: RqClockPelt::default(),

@@ -5,7 +5,7 @@
 
 use crate::cpumask::CpuMask;
 use crate::ids::{CpuId, Ns, TaskId};
-use crate::pelt::{SchedAvg, UtilEst};
+use crate::pelt::SchedAvg;
 use crate::sim::Rng;
 use crate::workload::{Action, Program};
 
@@ -48,8 +48,6 @@ pub struct Task {
     pub nice: i32,
     /// PELT averages of the entity (`p->se.avg`).
     pub avg: SchedAvg,
-    /// `p->se.avg.util_est`.
-    pub util_est: UtilEst,
     /// `p->wakee_flips`.
     pub wakee_flips: u32,
     /// `p->wakee_flip_decay_ts`, ns.

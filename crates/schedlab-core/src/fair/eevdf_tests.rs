@@ -1,0 +1,294 @@
+//! Tests of the EEVDF runqueue (`eevdf.rs`), kept in their own file for size.
+
+use super::*;
+use proptest::prelude::*;
+
+const TICK: Ns = 100_000;
+
+fn rq(nr_cpus: usize) -> CfsRq {
+    CfsRq::new(EevdfParams::new(nr_cpus, 250))
+}
+
+fn ent(nice: i32, cfs: &CfsRq) -> SchedEntity {
+    SchedEntity::new(nice, cfs.params.base_slice_ns)
+}
+
+/// Enqueue every entity (as new tasks), then run the queue for
+/// `total` ns: pick, run until update_curr asks to reschedule, put back.
+fn run(cfs: &mut CfsRq, ses: &mut [SchedEntity], f: &Features, total: Ns) {
+    let mut now = 0;
+    for i in 0..ses.len() {
+        cfs.enqueue_entity(ses, TaskId(i as u32), now, EnqueueFlags::INITIAL, f);
+    }
+    while now < total {
+        let Pick::Task(t) = cfs.pick_next_entity(ses, f) else {
+            panic!("nothing to run")
+        };
+        cfs.set_next_entity(ses, t, now, f);
+        loop {
+            now += TICK;
+            if cfs.update_curr(ses, now).resched || now >= total {
+                break;
+            }
+        }
+        cfs.put_prev_entity(ses, now);
+    }
+}
+
+#[test]
+fn base_slice_scaling() {
+    assert_eq!(base_slice_ns(1), 700_000);
+    assert_eq!(base_slice_ns(2), 1_400_000);
+    assert_eq!(base_slice_ns(4), 2_100_000);
+    assert_eq!(base_slice_ns(8), 2_800_000);
+    assert_eq!(base_slice_ns(256), 2_800_000);
+}
+
+#[test]
+fn calc_delta_fair_scales_by_weight() {
+    let cfs = rq(1);
+    assert_eq!(calc_delta_fair(1_000_000, &ent(0, &cfs)), 1_000_000);
+    let d5 = calc_delta_fair(1_000_000, &ent(5, &cfs));
+    assert!((d5 as i64 - 1_000_000 * 1024 / 335).abs() <= 1, "{d5}");
+    let dm = calc_delta_fair(1_000_000, &ent(-20, &cfs));
+    assert!((dm as i64 - 1_000_000 * 1024 / 88761).abs() <= 1, "{dm}");
+}
+
+#[test]
+fn two_equal_tasks_share_half_half() {
+    let f = Features::mainline();
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    run(&mut cfs, &mut ses, &f, 1_000_000_000);
+    let (a, b) = (ses[0].sum_exec_runtime, ses[1].sum_exec_runtime);
+    assert_eq!(a + b, 1_000_000_000);
+    assert!(a.abs_diff(b) * 100 <= 2 * (a + b) / 2, "{a} {b}");
+}
+
+#[test]
+fn nice_0_vs_nice_5_share_by_weight() {
+    let f = Features::mainline();
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(5, &cfs)];
+    run(&mut cfs, &mut ses, &f, 2_000_000_000);
+    let ratio_x1000 = ses[0].sum_exec_runtime * 1000 / ses[1].sum_exec_runtime;
+    let want = 1024 * 1000 / 335;
+    assert!(
+        ratio_x1000.abs_diff(want) * 100 <= 2 * want,
+        "{ratio_x1000} vs {want}"
+    );
+}
+
+#[test]
+fn initial_placement_gets_half_a_slice() {
+    let f = Features::mainline();
+    let mut cfs = rq(4);
+    let mut ses = [ent(0, &cfs), ent(3, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::INITIAL, &f);
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::INITIAL, &f);
+    for se in &ses {
+        assert_eq!(
+            se.deadline.wrapping_sub(se.vruntime),
+            calc_delta_fair(se.slice, se) / 2
+        );
+    }
+    let mut no = f;
+    no.set(crate::features::Feat::PLACE_DEADLINE_INITIAL, false);
+    cfs.place_entity(&mut ses, TaskId(1), EnqueueFlags::INITIAL, &no);
+    assert_eq!(
+        ses[1].deadline.wrapping_sub(ses[1].vruntime),
+        calc_delta_fair(ses[1].slice, &ses[1])
+    );
+}
+
+/// A curr, B queued far behind (negative lag) so A stays eligible, and
+/// W waking with positive lag, i.e. an earlier deadline than A's.
+fn wakeup_setup(f: &Features, run_ns: Ns) -> (CfsRq, [SchedEntity; 3]) {
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs), ent(0, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), f);
+    ses[1].vlag = -6_000_000;
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), f);
+    assert_eq!(cfs.pick_next_entity(&ses, f), Pick::Task(TaskId(0)));
+    cfs.set_next_entity(&mut ses, TaskId(0), 0, f);
+    cfs.update_curr(&mut ses, run_ns);
+    ses[2].vlag = 5_500_000;
+    cfs.enqueue_entity(&mut ses, TaskId(2), run_ns, EnqueueFlags::WAKEUP, f);
+    (cfs, ses)
+}
+
+#[test]
+fn positive_lag_wakeup_preempts_curr_that_used_its_slice() {
+    let f = Features::mainline();
+    let (mut cfs, mut ses) = wakeup_setup(&f, 3_000_000); // > 2.8 ms slice
+    assert!(!protect_slice(&ses[0]));
+    assert!(cfs.entity_eligible(&ses, TaskId(2)));
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 3_000_000, false, &f));
+}
+
+#[test]
+fn run_to_parity_protects_curr_until_its_slice_ends() {
+    let f = Features::mainline();
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    // Preconditions: curr eligible, woken has the earlier deadline.
+    assert!(cfs.entity_eligible(&ses, TaskId(0)));
+    assert!(entity_before(&ses[2], &ses[0]));
+    assert!(protect_slice(&ses[0]));
+    assert!(!cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, false, &f));
+    // Without RUN_TO_PARITY only the 0.7 ms minimum quantum is protected.
+    let mut no = f;
+    no.set(crate::features::Feat::RUN_TO_PARITY, false);
+    let (mut cfs, mut ses) = wakeup_setup(&no, 1_000_000);
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, false, &no));
+    // PREEMPT_SHORT: a shorter-slice wakee breaks the protection.
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    ses[2].slice = 300_000;
+    ses[2].custom_slice = true;
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, false, &f));
+}
+
+#[test]
+fn delay_dequeue_keeps_negative_lag_sleeper_until_picked() {
+    let f = Features::mainline();
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &f);
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &f);
+    cfs.set_next_entity(&mut ses, TaskId(0), 0, &f);
+    // A runs ahead of V, then sleeps: not eligible, so it stays queued.
+    cfs.update_curr(&mut ses, 2_000_000);
+    assert!(!cfs.entity_eligible(&ses, TaskId(0)));
+    assert!(!cfs.dequeue_entity(&mut ses, TaskId(0), 2_000_000, DequeueFlags::SLEEP, &f));
+    assert!(ses[0].sched_delayed && ses[0].on_rq);
+    assert_eq!((cfs.nr_queued, cfs.h_nr_runnable), (2, 1));
+    cfs.put_prev_entity(&mut ses, 2_000_000);
+    // B runs until A becomes the pick; then the engine finishes A's dequeue.
+    let mut now = 2_000_000;
+    let delayed = loop {
+        match cfs.pick_next_entity(&ses, &f) {
+            Pick::Delayed(t) => break t,
+            Pick::Task(t) => {
+                assert_eq!(t, TaskId(1));
+                cfs.set_next_entity(&mut ses, t, now, &f);
+                now += TICK;
+                cfs.update_curr(&mut ses, now);
+                cfs.put_prev_entity(&mut ses, now);
+            }
+            Pick::Idle => panic!("idle"),
+        }
+        assert!(now < 100_000_000);
+    };
+    assert_eq!(delayed, TaskId(0));
+    let flags = DequeueFlags::SLEEP | DequeueFlags::DELAYED;
+    assert!(cfs.dequeue_entity(&mut ses, TaskId(0), now, flags, &f));
+    assert!(!ses[0].on_rq && !ses[0].sched_delayed && ses[0].vlag <= 0);
+    assert_eq!((cfs.nr_queued, cfs.h_nr_runnable), (1, 1));
+    // Without DELAY_DEQUEUE the sleeper leaves at once.
+    let mut no = f;
+    no.set(crate::features::Feat::DELAY_DEQUEUE, false);
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &no);
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &no);
+    cfs.set_next_entity(&mut ses, TaskId(0), 0, &no);
+    assert!(cfs.dequeue_entity(&mut ses, TaskId(0), 2_000_000, DequeueFlags::SLEEP, &no));
+}
+
+#[test]
+fn requeue_delayed_entity_makes_it_runnable_again() {
+    let f = Features::mainline();
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &f);
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &f);
+    cfs.set_next_entity(&mut ses, TaskId(0), 0, &f);
+    assert!(!cfs.dequeue_entity(&mut ses, TaskId(0), 2_000_000, DequeueFlags::SLEEP, &f));
+    cfs.put_prev_entity(&mut ses, 2_000_000);
+    cfs.requeue_delayed_entity(&mut ses, TaskId(0), &f);
+    assert!(!ses[0].sched_delayed && ses[0].on_rq);
+    assert_eq!((cfs.nr_queued, cfs.h_nr_runnable), (2, 2));
+}
+
+#[test]
+fn migration_keeps_lag_and_relative_deadline() {
+    let f = Features::mainline();
+    let (mut src, mut dst) = (rq(8), rq(8));
+    let mut ses = [ent(0, &src), ent(0, &src), ent(0, &src)];
+    src.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &f);
+    src.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &f);
+    src.set_next_entity(&mut ses, TaskId(0), 0, &f);
+    src.update_curr(&mut ses, 1_000_000);
+    src.put_prev_entity(&mut ses, 1_000_000);
+    let rel = ses[1].deadline.wrapping_sub(ses[1].vruntime);
+    assert!(src.dequeue_entity(&mut ses, TaskId(1), 1_000_000, DequeueFlags::default(), &f));
+    let lag = ses[1].vlag;
+    assert!(lag > 0 && ses[1].rel_deadline);
+    dst.enqueue_entity(&mut ses, TaskId(2), 0, EnqueueFlags::default(), &f);
+    dst.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::MIGRATED, &f);
+    assert_eq!(ses[1].deadline.wrapping_sub(ses[1].vruntime), rel);
+    let got = dst.avg_vruntime(&ses).wrapping_sub(ses[1].vruntime) as i64;
+    assert!((got - lag).abs() <= 1, "lag {lag} -> {got}");
+    assert_eq!(ses[1].exec_start, 0);
+}
+
+/// The weighted mean computed directly from the entities, relative to
+/// the first one's vruntime (any base gives the same floor).
+fn reference_v(cfs: &CfsRq, ses: &[SchedEntity]) -> Option<u64> {
+    let mut ids: Vec<TaskId> = cfs.queue.clone();
+    ids.extend(cfs.curr.filter(|c| ses[c.idx()].on_rq));
+    let base = ses[ids.first()?.idx()].vruntime;
+    let w: i128 = ids.iter().map(|t| ses[t.idx()].weight as i128).sum();
+    let s: i128 = ids
+        .iter()
+        .map(|t| {
+            ses[t.idx()].weight as i128 * ses[t.idx()].vruntime.wrapping_sub(base) as i64 as i128
+        })
+        .sum();
+    Some(base.wrapping_add(s.div_euclid(w) as i64 as u64))
+}
+
+proptest! {
+    #[test]
+    fn avg_vruntime_is_the_weighted_mean(
+        ops in proptest::collection::vec((0u8..4, 0usize..6, -20i32..20, -3_000_000i64..3_000_000), 1..60)
+    ) {
+        let mut f = Features::mainline();
+        f.set(crate::features::Feat::DELAY_DEQUEUE, false);
+        let mut cfs = rq(4);
+        let mut ses: Vec<SchedEntity> = (0..6).map(|_| ent(0, &cfs)).collect();
+        let mut now = 0;
+        for (op, i, nice, lag) in ops {
+            let id = TaskId(i as u32);
+            now += 250_000;
+            match op {
+                0 if !ses[i].on_rq => {
+                    let w = nice_to_weight(nice);
+                    ses[i].weight = w;
+                    ses[i].inv_weight = inv_weight(w);
+                    ses[i].vlag = lag;
+                    cfs.enqueue_entity(&mut ses, id, now, EnqueueFlags::WAKEUP, &f);
+                }
+                1 if ses[i].on_rq => {
+                    cfs.dequeue_entity(&mut ses, id, now, DequeueFlags::SLEEP, &f);
+                    if cfs.curr == Some(id) {
+                        cfs.put_prev_entity(&mut ses, now);
+                    }
+                }
+                2 => {
+                    cfs.put_prev_entity(&mut ses, now);
+                    if let Pick::Task(t) = cfs.pick_next_entity(&ses, &f) {
+                        cfs.set_next_entity(&mut ses, t, now, &f);
+                    }
+                }
+                _ => {
+                    cfs.update_curr(&mut ses, now);
+                }
+            }
+            let queued: u64 = cfs.queue.iter().map(|t| ses[t.idx()].weight).sum();
+            prop_assert_eq!(cfs.sum_weight, queued);
+            if let Some(v) = reference_v(&cfs, &ses) {
+                prop_assert_eq!(cfs.avg_vruntime(&ses), v);
+            }
+        }
+    }
+}

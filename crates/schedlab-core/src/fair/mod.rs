@@ -1,0 +1,3 @@
+//! The fair class (kernel/sched/fair.c), split by decision area.
+
+pub mod eevdf;
