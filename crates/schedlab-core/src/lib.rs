@@ -13,6 +13,7 @@ pub mod cpumask;
 pub mod error;
 pub mod features;
 pub mod ids;
+pub mod metrics;
 pub mod policy;
 pub mod sim;
 pub mod topology;

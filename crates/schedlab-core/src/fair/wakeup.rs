@@ -77,8 +77,9 @@ impl Sim {
             want_affine = !self.wake_wide(p, waker, cpu) && self.tasks[p.idx()].allowed.test(cpu);
         }
         let mut sd_slow = None;
-        let chain = self.domains.chain(cpu).to_vec();
-        for id in chain {
+        // Index the chain rather than borrow it: wake_affine needs `&self`.
+        for i in 0..self.domains.cpu_sd[cpu.idx()].len() {
+            let id = self.domains.cpu_sd[cpu.idx()][i];
             let sd = self.domains.sd(id);
             if want_affine && sd.has(SD_WAKE_AFFINE) && sd.span.test(prev_cpu) {
                 if cpu != prev_cpu {

@@ -158,10 +158,52 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
             valid: FAMILIES.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
         });
     };
+    let (cpus, pairs) = take_cpus(pairs, origin, machine)?;
     let mut params = Params::new(origin, fam.name, fam.params, machine, pairs)?;
     let mut w = (fam.build)(&mut params)?;
     w.name = params.normalised();
+    if let Some(mask) = cpus {
+        // `taskset`-style affinity for every task of the workload.
+        for t in &mut w.tasks {
+            t.allowed = Some(t.allowed.map_or(mask, |a| a.and(&mask)));
+        }
+        w.name.push_str(&format!(",cpus={}", mask.to_list_string().replace(',', ";")));
+    }
     Ok(w)
+}
+
+/// The `cpus` key every family accepts: the CPUs all its tasks may run on
+/// (like `taskset -c`), in the kernel's list format. In the `family:k=v`
+/// form, where ',' separates keys, ranges are separated by ';' (`cpus=0-15;32-47`).
+fn take_cpus(
+    pairs: Vec<(String, String)>,
+    origin: &str,
+    machine: &Machine,
+) -> Result<(Option<crate::cpumask::CpuMask>, Vec<(String, String)>)> {
+    let mut cpus = None;
+    let mut rest = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        if k != "cpus" {
+            rest.push((k, v));
+            continue;
+        }
+        let list = v.replace(';', ",");
+        let mask = crate::cpumask::CpuMask::parse_list(&list)
+            .map_err(|e| SchedlabError::spec(origin, "workload.cpus", format!("expected a CPU list like 0-15;32-47: {e}")))?;
+        let nr = machine.nr_cpus();
+        if let Some(bad) = mask.iter().find(|c| c.idx() >= nr) {
+            return Err(SchedlabError::spec(
+                origin,
+                "workload.cpus",
+                format!("CPUs of the machine (0-{}), got CPU {bad}", nr - 1),
+            ));
+        }
+        if mask.is_empty() {
+            return Err(SchedlabError::spec(origin, "workload.cpus", "at least one CPU"));
+        }
+        cpus = Some(mask);
+    }
+    Ok((cpus, rest))
 }
 
 /// Splits `family:k=v,k=v` into the family and its pairs.
@@ -589,5 +631,15 @@ mod tests {
             }
         }
         assert!(serde_json::to_string(&fams).unwrap().contains("\"message_threads\""));
+    }
+
+    #[test]
+    fn cpus_key_sets_affinity_and_rejects_cpus_outside_the_machine() {
+        let w = build("sieve:threads=2,cpus=0-1;3", 8).unwrap();
+        assert!(w.tasks.iter().all(|t| t.allowed.unwrap().to_list_string() == "0-1,3"));
+        assert!(w.name.ends_with(",cpus=0-1;3"), "{}", w.name);
+        let e = build("sieve:threads=2,cpus=0-9", 8).unwrap_err().to_string();
+        assert!(e.contains("workload.cpus") && e.contains("CPU 8"), "{e}");
+        assert!(build("sieve:threads=2,cpus=x", 8).is_err());
     }
 }

@@ -1,0 +1,433 @@
+//! The streaming metrics collector: one pass over the event stream, O(1) work
+//! per event (O(mask weight) when an affinity-restricted task starts or stops
+//! waiting), no allocation per event and no stored events. The engine feeds a
+//! simulated run through it; `read_ftrace` output feeds a real trace.
+
+use crate::api::MetricValue;
+use crate::cpumask::CpuMask;
+use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC};
+use crate::topology::machine::Distance;
+use crate::trace::{BalanceKind, Event, PrevState, TimedEvent};
+use crate::workload::MarkKind;
+
+use super::context::MetricsContext;
+use super::hist::LatencyHist;
+use super::occupancy::CpuOccupancy;
+use super::registry::METRICS;
+
+/// What the collector knows about a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TaskState {
+    /// Not seen yet (real traces start mid-flight).
+    Unknown,
+    /// Sleeping.
+    Blocked,
+    /// Runnable on `cpu`'s runqueue, not running.
+    Waiting { cpu: CpuId },
+    /// Running on `cpu`.
+    Running { cpu: CpuId },
+    /// Exited.
+    Dead,
+}
+
+/// Sentinel for "no pending sched_waking".
+const NO_WAKING: Ns = Ns::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct TaskRec {
+    state: TaskState,
+    /// When the current wait began (wakeup or preemption), ns.
+    wait_since: Ns,
+    /// Time of the pending `sched_waking`, or `NO_WAKING`.
+    waking: Ns,
+    /// Whether its affinity excludes some CPU (then `Collector::allowed` has it).
+    restricted: bool,
+    exited: bool,
+}
+
+impl TaskRec {
+    const NEW: TaskRec =
+        TaskRec { state: TaskState::Unknown, wait_since: 0, waking: NO_WAKING, restricted: false, exited: false };
+}
+
+/// Streaming metrics over an event stream.
+#[derive(Clone, Debug)]
+pub struct Collector {
+    ctx: MetricsContext,
+    occ: CpuOccupancy,
+    tasks: Vec<TaskRec>,
+    /// Start of the counted window: `max(warmup, 0 or first event)`.
+    window_start: Ns,
+    last_t: Ns,
+    started: bool,
+    request_lat: LatencyHist,
+    wakeup_lat: LatencyHist,
+    rq_delay: LatencyHist,
+    context_switches: u64,
+    /// Indexed by `Distance as usize - 1` (Smt..Node).
+    migrations: [u64; 5],
+    wakeups: u64,
+    place: [u64; 12],
+    scanned_sum: u64,
+    placements: u64,
+    newidle_calls: u64,
+    /// Indexed by `BalanceKind as usize`.
+    pulls: [u64; 4],
+    requests: u64,
+    nr_exited: u64,
+    last_exit: Ns,
+}
+
+impl Collector {
+    /// A collector for a run described by `ctx`.
+    pub fn new(ctx: MetricsContext) -> Self {
+        let occ = CpuOccupancy::new(ctx.nr_cpus, ctx.cpus_start_idle);
+        let window_start = if ctx.cpus_start_idle { ctx.warmup_ns } else { Ns::MAX };
+        let mut c = Self {
+            occ,
+            tasks: Vec::new(),
+            window_start,
+            last_t: 0,
+            started: false,
+            request_lat: LatencyHist::new(),
+            wakeup_lat: LatencyHist::new(),
+            rq_delay: LatencyHist::new(),
+            context_switches: 0,
+            migrations: [0; 5],
+            wakeups: 0,
+            place: [0; 12],
+            scanned_sum: 0,
+            placements: 0,
+            newidle_calls: 0,
+            pulls: [0; 4],
+            requests: 0,
+            nr_exited: 0,
+            last_exit: 0,
+            ctx,
+        };
+        let n = c.ctx.allowed.len();
+        c.tasks.resize(n, TaskRec::NEW);
+        for t in 0..n {
+            c.tasks[t].restricted = !c.covers_all(&c.ctx.allowed[t]);
+        }
+        c
+    }
+
+    fn covers_all(&self, m: &CpuMask) -> bool {
+        CpuMask::first_n(self.ctx.nr_cpus).is_subset(m)
+    }
+
+    /// Set (or change) a task's affinity; a task not yet known is added.
+    pub fn set_allowed(&mut self, task: TaskId, mask: CpuMask) {
+        self.ensure_task(task);
+        let waiting_on = match self.tasks[task.idx()].state {
+            TaskState::Waiting { cpu } => Some(cpu),
+            _ => None,
+        };
+        if let Some(cpu) = waiting_on {
+            self.wait_change(task, cpu, false);
+        }
+        if self.ctx.allowed.len() <= task.idx() {
+            self.ctx.allowed.resize(task.idx() + 1, CpuMask::first_n(self.ctx.nr_cpus));
+        }
+        self.tasks[task.idx()].restricted = !self.covers_all(&mask);
+        self.ctx.allowed[task.idx()] = mask;
+        if let Some(cpu) = waiting_on {
+            self.wait_change(task, cpu, true);
+        }
+    }
+
+    #[inline]
+    fn ensure_task(&mut self, task: TaskId) {
+        if task.idx() >= self.tasks.len() {
+            // Amortised growth: real traces discover tasks as they go.
+            self.tasks.resize(task.idx() + 1, TaskRec::NEW);
+        }
+    }
+
+    #[inline]
+    fn wait_change(&mut self, task: TaskId, cpu: CpuId, up: bool) {
+        let mask = if self.tasks[task.idx()].restricted { self.ctx.allowed.get(task.idx()) } else { None };
+        self.occ.waiting(cpu, mask, up);
+    }
+
+    /// Task starts waiting on `cpu` at `t` (keeping `since` when it moves).
+    fn start_wait(&mut self, task: TaskId, cpu: CpuId, since: Ns) {
+        self.wait_change(task, cpu, true);
+        let rec = &mut self.tasks[task.idx()];
+        rec.state = TaskState::Waiting { cpu };
+        rec.wait_since = since;
+    }
+
+    /// Leave whatever runqueue the task waits on; returns when it began waiting.
+    fn stop_wait(&mut self, task: TaskId) -> Option<Ns> {
+        if let TaskState::Waiting { cpu } = self.tasks[task.idx()].state {
+            self.wait_change(task, cpu, false);
+            self.tasks[task.idx()].state = TaskState::Blocked;
+            Some(self.tasks[task.idx()].wait_since)
+        } else {
+            None
+        }
+    }
+
+    /// Integrate occupancy up to `t`, counting only time after the window start.
+    #[inline]
+    fn advance_to(&mut self, t: Ns) {
+        if !self.started {
+            self.started = true;
+            if !self.ctx.cpus_start_idle {
+                self.window_start = self.ctx.warmup_ns.max(t);
+            }
+            self.last_t = t;
+        }
+        if t <= self.last_t {
+            return;
+        }
+        let from = self.last_t.max(self.window_start);
+        let to = t.max(self.window_start);
+        self.occ.advance(to - from);
+        self.last_t = t;
+    }
+
+    /// Feed one event. Events must come in time order (a late event is
+    /// applied at the latest time seen).
+    pub fn on_event(&mut self, te: &TimedEvent) {
+        let t = te.time;
+        self.advance_to(t);
+        let counted = t >= self.ctx.warmup_ns;
+        match te.ev {
+            Event::Switch { cpu, prev, prev_state, next } => self.on_switch(t, counted, cpu, prev, prev_state, next),
+            Event::Waking { task, .. } => {
+                self.ensure_task(task);
+                let rec = &mut self.tasks[task.idx()];
+                // A real trace can show sched_waking before the wakee's own
+                // switch-out (ttwu spins on p->on_cpu), so a running task's
+                // waking is kept; a sched_wakeup while it still runs, or its
+                // preemption, drops it.
+                if !matches!(rec.state, TaskState::Waiting { .. } | TaskState::Dead) && rec.waking == NO_WAKING {
+                    rec.waking = t;
+                }
+            }
+            Event::Wakeup { task, cpu, new } => self.on_wakeup(t, counted, task, cpu, new),
+            Event::Migrate { task, orig, dest, .. } => {
+                self.ensure_task(task);
+                if orig != dest {
+                    if counted {
+                        let d = self.ctx.distance(orig, dest);
+                        if d != Distance::Same {
+                            self.migrations[d as usize - 1] += 1;
+                        }
+                    }
+                    if let TaskState::Waiting { cpu } = self.tasks[task.idx()].state {
+                        if cpu != dest {
+                            let since = self.tasks[task.idx()].wait_since;
+                            self.stop_wait(task);
+                            self.start_wait(task, dest, since);
+                        }
+                    }
+                }
+            }
+            Event::Place { path, scanned, .. } => {
+                if counted {
+                    self.place[path as usize] += 1;
+                    self.scanned_sum += scanned as u64;
+                    self.placements += 1;
+                }
+            }
+            Event::Balance { kind, pulled, .. } => {
+                if counted {
+                    if kind == BalanceKind::NewIdle {
+                        self.newidle_calls += 1;
+                    }
+                    self.pulls[kind as usize] += pulled as u64;
+                }
+            }
+            Event::Mark { kind, value, .. } => {
+                if counted && kind == MarkKind::RequestDone {
+                    self.requests += 1;
+                    self.request_lat.record(t.saturating_sub(value));
+                }
+            }
+            Event::Exit { task } => {
+                self.ensure_task(task);
+                self.stop_wait(task);
+                let rec = &mut self.tasks[task.idx()];
+                if !matches!(rec.state, TaskState::Running { .. }) {
+                    rec.state = TaskState::Dead;
+                }
+                rec.waking = NO_WAKING;
+                if !rec.exited {
+                    rec.exited = true;
+                    self.nr_exited += 1;
+                }
+                self.last_exit = self.last_exit.max(t);
+            }
+        }
+    }
+
+    fn on_switch(
+        &mut self,
+        t: Ns,
+        counted: bool,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        prev_state: PrevState,
+        next: Option<TaskId>,
+    ) {
+        if counted {
+            self.context_switches += 1;
+        }
+        if let Some(p) = prev {
+            self.ensure_task(p);
+            self.stop_wait(p); // only an inconsistent trace has it waiting
+            match prev_state {
+                PrevState::Runnable => {
+                    self.start_wait(p, cpu, t);
+                    self.tasks[p.idx()].waking = NO_WAKING;
+                }
+                PrevState::Sleeping => self.tasks[p.idx()].state = TaskState::Blocked,
+                PrevState::Dead => self.tasks[p.idx()].state = TaskState::Dead,
+            }
+        }
+        if let Some(n) = next {
+            self.ensure_task(n);
+            match self.tasks[n.idx()].state {
+                TaskState::Waiting { .. } => {
+                    let since = self.stop_wait(n).unwrap_or(t);
+                    if counted {
+                        self.rq_delay.record(t.saturating_sub(since));
+                    }
+                }
+                TaskState::Running { cpu: c2 } if c2 != cpu => {
+                    // A lost switch-out in a real trace: the other CPU must
+                    // have switched away from it.
+                    self.occ.set_busy(c2, true, false);
+                }
+                _ => {}
+            }
+            let rec = &mut self.tasks[n.idx()];
+            if rec.waking != NO_WAKING {
+                if counted {
+                    self.wakeup_lat.record(t.saturating_sub(rec.waking));
+                }
+                rec.waking = NO_WAKING;
+            }
+            rec.state = TaskState::Running { cpu };
+        }
+        self.occ.set_busy(cpu, prev.is_some(), next.is_some());
+    }
+
+    fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
+        self.ensure_task(task);
+        if counted && !new {
+            self.wakeups += 1;
+        }
+        match self.tasks[task.idx()].state {
+            TaskState::Running { .. } => self.tasks[task.idx()].waking = NO_WAKING,
+            TaskState::Waiting { cpu: w } => {
+                if w != cpu {
+                    let since = self.tasks[task.idx()].wait_since;
+                    self.stop_wait(task);
+                    self.start_wait(task, cpu, since);
+                }
+            }
+            TaskState::Blocked | TaskState::Unknown | TaskState::Dead => {
+                self.start_wait(task, cpu, t);
+                let rec = &mut self.tasks[task.idx()];
+                if new {
+                    rec.waking = NO_WAKING;
+                } else if rec.waking == NO_WAKING {
+                    // No sched_waking in the trace: the wakeup is the best start.
+                    rec.waking = t;
+                }
+            }
+        }
+    }
+
+    fn pct(&self, part: u128) -> f64 {
+        if self.occ.total_ns == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / self.occ.total_ns as f64
+        }
+    }
+
+    /// Close the run at `end_ns` and return every metric in registry order.
+    pub fn finish(&mut self, end_ns: Ns) -> Vec<MetricValue> {
+        self.advance_to(end_ns.max(self.last_t));
+        self.occ.resolve_unknown_as_idle();
+        METRICS
+            .iter()
+            .map(|d| MetricValue {
+                name: d.name.to_string(),
+                unit: d.unit.to_string(),
+                value: self.value(d.name, end_ns).unwrap_or(f64::NAN),
+                better: d.better,
+            })
+            .collect()
+    }
+
+    /// Value of one registry metric now (`None` for a name not in it).
+    fn value(&self, name: &str, end_ns: Ns) -> Option<f64> {
+        const US: f64 = 1000.0;
+        let known = self.tasks.len().max(self.ctx.allowed.len()) as u64;
+        let completion = if known > 0 && self.nr_exited == known { self.last_exit } else { end_ns };
+        let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
+        let v = match name {
+            "completion_time_s" => completion as f64 / NSEC_PER_SEC as f64,
+            "requests_per_s" => {
+                if window_ns == 0 {
+                    0.0
+                } else {
+                    self.requests as f64 * NSEC_PER_SEC as f64 / window_ns as f64
+                }
+            }
+            "request_latency_p50_us" => self.request_lat.percentile(50.0) / US,
+            "request_latency_p99_us" => self.request_lat.percentile(99.0) / US,
+            "wakeup_latency_p50_us" => self.wakeup_lat.percentile(50.0) / US,
+            "wakeup_latency_p99_us" => self.wakeup_lat.percentile(99.0) / US,
+            "runqueue_delay_mean_us" => self.rq_delay.mean() / US,
+            "runqueue_delay_p99_us" => self.rq_delay.percentile(99.0) / US,
+            "context_switches" => self.context_switches as f64,
+            "migrations" => self.migrations.iter().sum::<u64>() as f64,
+            "wakeups" => self.wakeups as f64,
+            "scanned_per_wakeup_mean" => {
+                if self.placements == 0 {
+                    0.0
+                } else {
+                    self.scanned_sum as f64 / self.placements as f64
+                }
+            }
+            "newidle_balance_calls" => self.newidle_calls as f64,
+            "newidle_balance_pulls" => self.pulls[BalanceKind::NewIdle as usize] as f64,
+            "periodic_balance_pulls" => self.pulls[BalanceKind::Periodic as usize] as f64,
+            "nohz_balance_pulls" => self.pulls[BalanceKind::NohzIdle as usize] as f64,
+            "active_balance_pulls" => self.pulls[BalanceKind::Active as usize] as f64,
+            "idle_pct" => self.pct(self.occ.idle_ns),
+            "wasted_idle_pct" => self.pct(self.occ.wasted_ns),
+            "cpu_util_pct" => {
+                if self.occ.total_ns == 0 {
+                    0.0
+                } else {
+                    100.0 - self.pct(self.occ.idle_ns)
+                }
+            }
+            _ => {
+                if let Some(d) = name.strip_prefix("migrations_") {
+                    let i = Distance::MIGRATION.iter().position(|x| x.name() == d)?;
+                    self.migrations[i] as f64
+                } else if let Some(p) = name.strip_prefix("place_") {
+                    let p = crate::trace::PlacePath::ALL.iter().position(|x| x.name() == p)?;
+                    self.place[p] as f64
+                } else {
+                    return None;
+                }
+            }
+        };
+        Some(v)
+    }
+}
+
+#[cfg(test)]
+#[path = "collector_tests.rs"]
+mod tests;

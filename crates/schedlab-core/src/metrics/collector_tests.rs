@@ -1,0 +1,247 @@
+//! Hand-written event sequences with known answers for every metric.
+
+use super::*;
+use crate::metrics::context::CpuTopo;
+use crate::trace::{MigrateReason, PlacePath};
+use crate::workload::PrimaryMetric;
+
+const A: TaskId = TaskId(0);
+const B: TaskId = TaskId(1);
+
+fn ctx(nr_cpus: usize, nr_tasks: usize) -> MetricsContext {
+    let mut c = MetricsContext::flat(nr_cpus);
+    c.cpus_start_idle = true;
+    c.allowed = vec![CpuMask::first_n(nr_cpus); nr_tasks];
+    c
+}
+
+fn run(c: MetricsContext, evs: &[(Ns, Event)], end: Ns) -> Vec<MetricValue> {
+    let mut col = Collector::new(c);
+    for &(time, ev) in evs {
+        col.on_event(&TimedEvent { time, ev });
+    }
+    col.finish(end)
+}
+
+fn get(m: &[MetricValue], name: &str) -> f64 {
+    m.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no metric {name}")).value
+}
+
+fn sw(cpu: u32, prev: Option<TaskId>, prev_state: PrevState, next: Option<TaskId>) -> Event {
+    Event::Switch { cpu: CpuId(cpu), prev, prev_state, next }
+}
+
+fn wakeup(task: TaskId, cpu: u32, new: bool) -> Event {
+    Event::Wakeup { task, cpu: CpuId(cpu), new }
+}
+
+/// Two tasks on CPU 0 of a 2-CPU machine; CPU 1 stays idle throughout.
+fn two_task_script() -> Vec<(Ns, Event)> {
+    use PrevState::*;
+    vec![
+        (0, wakeup(A, 0, true)),                 // A waits from 0
+        (1_000, sw(0, None, Sleeping, Some(A))), // rq delay 1000
+        (5_000, sw(0, Some(A), Sleeping, None)), // A blocks
+        (10_000, Event::Waking { task: A, cpu: CpuId(1) }),
+        (12_000, wakeup(A, 0, false)),               // A waits from 12000
+        (15_000, sw(0, None, Sleeping, Some(A))),    // wakeup lat 5000, rq delay 3000
+        (20_000, wakeup(B, 0, true)),                // B waits from 20000
+        (22_000, sw(0, Some(A), Runnable, Some(B))), // B rq 2000; A preempted, waits
+        (29_000, Event::Exit { task: B }),
+        (30_000, sw(0, Some(B), Dead, Some(A))), // A rq delay 8000
+        (40_000, Event::Exit { task: A }),
+        (40_000, sw(0, Some(A), Dead, None)),
+    ]
+}
+
+#[test]
+fn every_registry_metric_has_a_value_in_order() {
+    let m = run(ctx(2, 2), &two_task_script(), 50_000);
+    assert_eq!(m.len(), METRICS.len());
+    for (v, d) in m.iter().zip(METRICS) {
+        assert_eq!(v.name, d.name);
+        assert!(v.value.is_finite(), "{} = {}", v.name, v.value);
+    }
+}
+
+#[test]
+fn latency_delay_switches_idle_and_completion() {
+    let m = run(ctx(2, 2), &two_task_script(), 50_000);
+    assert_eq!(get(&m, "wakeup_latency_p50_us"), 5.0);
+    assert_eq!(get(&m, "wakeup_latency_p99_us"), 5.0);
+    // rq delays 1000, 3000, 2000, 8000 ns.
+    assert_eq!(get(&m, "runqueue_delay_mean_us"), 3.5);
+    assert_eq!(get(&m, "runqueue_delay_p99_us"), 8.0);
+    assert_eq!(get(&m, "context_switches"), 6.0);
+    assert_eq!(get(&m, "wakeups"), 1.0);
+    assert_eq!(get(&m, "completion_time_s"), 40_000e-9);
+    // CPU 1 idle 50000; CPU 0 idle 0-1000, 5000-15000, 40000-50000 = 21000.
+    assert!((get(&m, "idle_pct") - 71.0).abs() < 1e-9);
+    assert!((get(&m, "cpu_util_pct") - 29.0).abs() < 1e-9);
+    // CPU 1 idle while someone waits on CPU 0: 1000 + 3000 + 2000 + 8000.
+    assert!((get(&m, "wasted_idle_pct") - 14.0).abs() < 1e-9);
+    assert_eq!(get(&m, "request_latency_p99_us"), 0.0); // empty histogram
+}
+
+#[test]
+fn wasted_idle_respects_affinity() {
+    let mut c = ctx(2, 2);
+    c.allowed[A.idx()] = CpuMask::from_cpus([CpuId(0)]);
+    let m = run(c, &two_task_script(), 50_000);
+    // Only B's wait (20000-22000) could have used CPU 1.
+    assert!((get(&m, "wasted_idle_pct") - 2.0).abs() < 1e-9);
+
+    // The same through set_allowed, called while A is waiting.
+    let mut col = Collector::new(ctx(2, 2));
+    for (i, &(time, ev)) in two_task_script().iter().enumerate() {
+        col.on_event(&TimedEvent { time, ev });
+        if i == 0 {
+            col.set_allowed(A, CpuMask::from_cpus([CpuId(0)]));
+        }
+    }
+    let m = col.finish(50_000);
+    assert!((get(&m, "wasted_idle_pct") - 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn completion_is_end_time_when_a_task_lives_on() {
+    let evs = two_task_script();
+    let m = run(ctx(2, 3), &evs, 50_000);
+    assert_eq!(get(&m, "completion_time_s"), 50_000e-9);
+}
+
+/// LLC 0: core 0 (CPUs 0, 1) and core 1 (CPU 2) in cluster 0, core 2 (CPU 3)
+/// in cluster 1. LLC 1: CPU 4. Node 1: LLC 2, CPU 5.
+fn tiny_machine() -> MetricsContext {
+    let t = |core, cluster, llc, node| CpuTopo { core, cluster, llc, node };
+    let mut c = ctx(6, 1);
+    c.topo = vec![t(0, 0, 0, 0), t(0, 0, 0, 0), t(1, 0, 0, 0), t(2, 1, 0, 0), t(3, 2, 1, 0), t(4, 3, 2, 1)];
+    c.has_clusters = true;
+    c
+}
+
+#[test]
+fn migrations_by_distance() {
+    let mig = |o, d| Event::Migrate { task: A, orig: CpuId(o), dest: CpuId(d), reason: MigrateReason::Balance };
+    let mut c = tiny_machine();
+    c.warmup_ns = 100;
+    let evs = [
+        (50, mig(0, 5)), // before warm-up
+        (100, mig(0, 1)),
+        (110, mig(0, 2)),
+        (120, mig(0, 3)),
+        (130, mig(3, 4)),
+        (140, mig(4, 5)),
+        (150, mig(5, 0)),
+        (160, mig(2, 2)), // not a migration
+    ];
+    let m = run(c, &evs, 1000);
+    assert_eq!(get(&m, "migrations"), 6.0);
+    for (name, want) in [("smt", 1.0), ("cluster", 1.0), ("llc", 1.0), ("package", 1.0), ("node", 2.0)] {
+        assert_eq!(get(&m, &format!("migrations_{name}")), want, "{name}");
+    }
+}
+
+#[test]
+fn migration_moves_the_wait() {
+    use PrevState::*;
+    // A waits on busy CPU 0 (B runs there) with CPU 1 idle; a balance moves it
+    // to CPU 1 at 300, which runs it at 400: wasted 100..300 on CPU 1, and the
+    // runqueue delay spans the move.
+    let evs = [
+        (0, wakeup(B, 0, true)),
+        (0, sw(0, None, Sleeping, Some(B))),
+        (100, wakeup(A, 0, true)),
+        (300, Event::Migrate { task: A, orig: CpuId(0), dest: CpuId(1), reason: MigrateReason::Balance }),
+        (400, sw(1, None, Sleeping, Some(A))),
+    ];
+    let m = run(ctx(2, 2), &evs, 1000);
+    assert!((get(&m, "wasted_idle_pct") - 10.0).abs() < 1e-9);
+    assert_eq!(get(&m, "runqueue_delay_p99_us"), 0.3);
+}
+
+#[test]
+fn place_and_balance_counts() {
+    let place =
+        |path, scanned| Event::Place { task: A, prev: CpuId(0), waker_cpu: CpuId(1), cpu: CpuId(1), path, scanned };
+    let bal = |kind, pulled| Event::Balance { cpu: CpuId(0), depth: 0, kind, pulled };
+    let evs = [
+        (1, place(PlacePath::IdleCore, 4)),
+        (2, place(PlacePath::IdleCore, 6)),
+        (3, place(PlacePath::Fallback, 10)),
+        (4, bal(BalanceKind::NewIdle, 1)),
+        (5, bal(BalanceKind::NewIdle, 0)),
+        (6, bal(BalanceKind::Periodic, 2)),
+        (7, bal(BalanceKind::NohzIdle, 3)),
+        (8, bal(BalanceKind::Active, 1)),
+    ];
+    let m = run(ctx(2, 1), &evs, 10);
+    assert_eq!(get(&m, "place_idle_core"), 2.0);
+    assert_eq!(get(&m, "place_fallback"), 1.0);
+    assert_eq!(get(&m, "place_target"), 0.0);
+    assert!((get(&m, "scanned_per_wakeup_mean") - 20.0 / 3.0).abs() < 1e-12);
+    assert_eq!(get(&m, "newidle_balance_calls"), 2.0);
+    assert_eq!(get(&m, "newidle_balance_pulls"), 1.0);
+    assert_eq!(get(&m, "periodic_balance_pulls"), 2.0);
+    assert_eq!(get(&m, "nohz_balance_pulls"), 3.0);
+    assert_eq!(get(&m, "active_balance_pulls"), 1.0);
+}
+
+#[test]
+fn requests_with_warmup() {
+    let done = |start| Event::Mark { task: A, kind: MarkKind::RequestDone, value: start };
+    let mut c = ctx(2, 1);
+    c.warmup_ns = 1_000_000;
+    c.primary = PrimaryMetric::Throughput;
+    let evs = [
+        (0, sw(0, None, PrevState::Sleeping, Some(A))),
+        (500_000, done(400_000)),     // during warm-up: not counted
+        (1_500_000, done(1_400_000)), // 100 us
+        (2_000_000, done(1_700_000)), // 300 us
+        (2_500_000, sw(0, Some(A), PrevState::Sleeping, None)),
+    ];
+    let m = run(c.clone(), &evs, 3_000_000);
+    assert_eq!(c.primary_metric_name(), "requests_per_s");
+    // 2 requests in the 2 ms after warm-up.
+    assert!((get(&m, "requests_per_s") - 1000.0).abs() < 1e-9);
+    assert!((get(&m, "request_latency_p50_us") - 100.0).abs() <= 1.0);
+    assert_eq!(get(&m, "request_latency_p99_us"), 300.0);
+    assert_eq!(get(&m, "context_switches"), 1.0);
+    // Window 1-3 ms on 2 CPUs: CPU 0 busy until 2.5 ms, idle 0.5 ms; CPU 1 idle 2 ms.
+    assert!((get(&m, "idle_pct") - 62.5).abs() < 1e-9);
+}
+
+#[test]
+fn real_trace_cpu_state_resolved_at_first_switch() {
+    let mut c = MetricsContext::flat(2);
+    c.allowed = vec![];
+    let evs = [
+        (1_000, Event::Waking { task: B, cpu: CpuId(1) }),  // window starts
+        (2_000, sw(0, Some(A), PrevState::Sleeping, None)), // CPU 0 was busy since 1000
+    ];
+    let m = run(c, &evs, 3_000);
+    // CPU 0 idle 1000 of 2000, CPU 1 (never switched) idle 2000.
+    assert!((get(&m, "idle_pct") - 75.0).abs() < 1e-9);
+    // A and B discovered, neither exited.
+    assert_eq!(get(&m, "completion_time_s"), 3_000e-9);
+}
+
+#[test]
+fn waking_before_the_wakees_switch_out_counts_from_waking() {
+    use PrevState::*;
+    let evs = [
+        (0, sw(0, None, Sleeping, Some(A))),
+        (100, Event::Waking { task: A, cpu: CpuId(1) }), // A still on CPU 0
+        (150, sw(0, Some(A), Sleeping, None)),
+        (200, wakeup(A, 0, false)),
+        (400, sw(0, None, Sleeping, Some(A))),
+        // ttwu of a task that never blocked: no latency sample.
+        (500, Event::Waking { task: A, cpu: CpuId(1) }),
+        (500, wakeup(A, 0, false)),
+        (600, sw(0, Some(A), Runnable, Some(B))),
+        (700, sw(0, Some(B), Sleeping, Some(A))),
+    ];
+    let m = run(ctx(2, 2), &evs, 1000);
+    assert_eq!(get(&m, "wakeup_latency_p99_us"), 0.3);
+    assert_eq!(get(&m, "wakeup_latency_p50_us"), 0.3);
+}

@@ -1,0 +1,118 @@
+//! The one registry of metrics (house rule 14). Every metric a run reports is
+//! listed here once, with its unit, its better direction and a description;
+//! pandas columns, `--help-metrics` and the collector all use these names.
+//!
+//! Units: `s` seconds, `1/s` per second, `us` microseconds, `count` a plain
+//! count over the measured window, `pct` percent of total CPU time (0..100),
+//! `cpus` a number of CPUs.
+
+use crate::api::Better;
+
+/// One metric: name, unit, better direction, one-paragraph description.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetricDef {
+    /// Column name, e.g. `wakeup_latency_p99_us`.
+    pub name: &'static str,
+    /// Unit: `s`, `1/s`, `us`, `count`, `pct` or `cpus`.
+    pub unit: &'static str,
+    /// Whether lower or higher is better.
+    pub better: Better,
+    /// What it measures, for `--help-metrics`.
+    pub description: &'static str,
+}
+
+const fn m(name: &'static str, unit: &'static str, better: Better, description: &'static str) -> MetricDef {
+    MetricDef { name, unit, better, description }
+}
+
+use Better::{Higher, Lower, Neither};
+
+/// Every metric, in reporting order. [`crate::metrics::Collector::finish`]
+/// returns values in this order.
+pub const METRICS: &[MetricDef] = &[
+    m("completion_time_s", "s", Lower,
+      "Time of the last task exit when every task exited, else the end of the run (absolute, warm-up included)."),
+    m("requests_per_s", "1/s", Higher,
+      "Requests completed (RequestDone marks) after warm-up, divided by the measured window."),
+    m("request_latency_p50_us", "us", Lower,
+      "Median request latency: RequestDone time minus the request's start time carried in the mark."),
+    m("request_latency_p99_us", "us", Lower, "99th percentile of request latency."),
+    m("wakeup_latency_p50_us", "us", Lower,
+      "Median time from sched_waking (sched_wakeup when the trace has no sched_waking) to the wakee's sched_switch in. Fork wakeups (sched_wakeup_new) are excluded."),
+    m("wakeup_latency_p99_us", "us", Lower, "99th percentile of wakeup latency."),
+    m("runqueue_delay_mean_us", "us", Lower,
+      "Mean time a task spent runnable but not running: from its wakeup (or its preemption) to its next switch in."),
+    m("runqueue_delay_p99_us", "us", Lower, "99th percentile of runqueue delay."),
+    m("context_switches", "count", Neither, "sched_switch events after warm-up."),
+    m("migrations", "count", Neither, "sched_migrate_task events between two different CPUs after warm-up."),
+    m("migrations_smt", "count", Neither, "Migrations between SMT siblings of one core."),
+    m("migrations_cluster", "count", Neither, "Migrations between cores of one cluster."),
+    m("migrations_llc", "count", Neither, "Migrations between clusters (or cores, without clusters) of one LLC."),
+    m("migrations_package", "count", Neither, "Migrations between LLCs of one NUMA node."),
+    m("migrations_node", "count", Neither, "Migrations between NUMA nodes."),
+    m("wakeups", "count", Neither, "sched_wakeup events (not sched_wakeup_new) after warm-up."),
+    m("place_target", "count", Neither, "Wakeup placements: select_idle_sibling found the target idle."),
+    m("place_prev", "count", Neither, "Wakeup placements: prev_cpu was idle and shares the LLC."),
+    m("place_kthread_stack", "count", Neither, "Wakeup placements: per-CPU kthread wakee stacked on the waker's CPU."),
+    m("place_recent", "count", Neither, "Wakeup placements: recent_used_cpu was idle."),
+    m("place_idle_capacity", "count", Neither, "Wakeup placements by select_idle_capacity (asymmetric capacity)."),
+    m("place_idle_smt", "count", Neither, "Wakeup placements by select_idle_smt."),
+    m("place_idle_core", "count", Neither, "Wakeup placements: select_idle_core found a whole idle core."),
+    m("place_idle_cpu", "count", Neither, "Wakeup placements: select_idle_cpu found an idle CPU."),
+    m("place_fallback", "count", Neither, "Wakeup placements: nothing idle was found, the target was used."),
+    m("place_slow_path", "count", Neither, "Wakeup placements by the slow path (sched_balance_find_dst_cpu)."),
+    m("place_policy", "count", Neither, "Wakeup placements made by a peer policy's own rule."),
+    m("place_forced", "count", Neither, "Wakeup placements where only one CPU was allowed."),
+    m("scanned_per_wakeup_mean", "cpus", Lower,
+      "Mean number of CPUs the idle search examined per placement decision (schedlab_place events)."),
+    m("newidle_balance_calls", "count", Neither, "Newly-idle balance events (one per schedlab_balance kind=newidle)."),
+    m("newidle_balance_pulls", "count", Neither, "Tasks pulled by newly-idle balancing."),
+    m("periodic_balance_pulls", "count", Neither, "Tasks pulled by periodic (tick) balancing."),
+    m("nohz_balance_pulls", "count", Neither, "Tasks pulled by NOHZ idle balancing on behalf of tick-stopped CPUs."),
+    m("active_balance_pulls", "count", Neither, "Running tasks pushed by active balancing."),
+    m("idle_pct", "pct", Neither, "Idle CPU time over total CPU time (nr_cpus x measured window)."),
+    m("wasted_idle_pct", "pct", Lower,
+      "CPU time during which a CPU is idle while a task allowed on it waits on another CPU's runqueue, over total CPU time (the 'wasted cores' invariant)."),
+    m("cpu_util_pct", "pct", Neither, "Busy CPU time over total CPU time (100 - idle_pct)."),
+];
+
+/// Look a metric up by name.
+pub fn metric_def(name: &str) -> Option<&'static MetricDef> {
+    METRICS.iter().find(|d| d.name == name)
+}
+
+/// The `--help-metrics` text: one block per metric.
+pub fn help_metrics() -> String {
+    let mut s = String::new();
+    for d in METRICS {
+        let better = match d.better {
+            Better::Lower => "lower is better",
+            Better::Higher => "higher is better",
+            Better::Neither => "descriptive",
+        };
+        s.push_str(&format!("{} [{}] ({})\n    {}\n", d.name, d.unit, better, d.description));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::machine::Distance;
+    use crate::trace::PlacePath;
+
+    #[test]
+    fn names_unique_and_cover_paths_and_distances() {
+        for (i, a) in METRICS.iter().enumerate() {
+            assert!(METRICS[i + 1..].iter().all(|b| b.name != a.name), "duplicate {}", a.name);
+            assert!(!a.description.is_empty());
+        }
+        for p in PlacePath::ALL {
+            assert!(metric_def(&format!("place_{}", p.name())).is_some(), "{:?}", p);
+        }
+        for d in Distance::MIGRATION {
+            assert!(metric_def(&format!("migrations_{}", d.name())).is_some(), "{:?}", d);
+        }
+        assert!(help_metrics().contains("wasted_idle_pct [pct]"));
+    }
+}
