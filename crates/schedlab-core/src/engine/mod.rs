@@ -151,6 +151,8 @@ pub struct Sim {
     pub nohz_idle: CpuMask,
     /// `rd->overloaded`: some CPU has more than one runnable task.
     pub rd_overloaded: bool,
+    /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).
+    pub nohz: crate::fair::nohz::NohzState,
 }
 
 impl Sim {

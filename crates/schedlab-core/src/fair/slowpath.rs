@@ -182,10 +182,11 @@ impl Sim {
             }
             let rq = &self.rqs[i.idx()];
             if self.available_idle_cpu(i) {
-                let exit = rq
-                    .idle_state
-                    .and_then(|s| self.machine.core_type(i).idle_states.get(s as usize))
-                    .map(|st| st.exit_latency_ns);
+                let states = &self.machine.core_type(i).idle_states;
+                // DEVIATION(kernel): a CPU idle since the start of the run has
+                // no recorded state; it counts as being in the deepest one, as
+                // a CPU idle since boot would be.
+                let exit = rq.idle_state.map_or(states.last(), |s| states.get(s as usize)).map(|st| st.exit_latency_ns);
                 match exit {
                     Some(el) if el < min_exit_latency => {
                         min_exit_latency = el;
