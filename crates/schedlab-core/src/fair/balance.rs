@@ -359,7 +359,8 @@ impl Sim {
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let id = self.domains.chain(this_cpu)[level];
         let sd = self.domains.sd(id);
-        let grp = sd.groups.iter().copied().find(|g| g.test(this_cpu)).unwrap_or_else(|| CpuMask::from_cpus([this_cpu]));
+        let grp =
+            sd.groups.iter().copied().find(|g| g.test(this_cpu)).unwrap_or_else(|| CpuMask::from_cpus([this_cpu]));
         LbEnv {
             sd: id,
             level,

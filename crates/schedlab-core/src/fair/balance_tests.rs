@@ -30,6 +30,7 @@ cores_per_cluster = 4
 threads_per_core = 1
 [[core_type]]
 name = "t"
+cores = "all"
 capacity = 1024
 nominal_freq_mhz = 2000
 idle_states = [
@@ -62,7 +63,8 @@ fn sim(ntasks: usize, features: Features) -> Sim {
         warmup_ns: 0,
         primary: PrimaryMetric::CompletionTime,
     };
-    let cfg = SimConfig { features, class: ClassKind::Fair, seed: 1, trace: true, check_invariants: false, cpuset: None };
+    let cfg =
+        SimConfig { features, class: ClassKind::Fair, seed: 1, trace: true, check_invariants: false, cpuset: None };
     Sim::build(m, d, &w, cfg).unwrap()
 }
 
@@ -88,10 +90,6 @@ fn ran_ago(s: &mut Sim, p: u32, ago_ns: Ns) {
     t.has_run = true;
     t.cache_cpu = t.cpu;
     t.last_ran_ns = s.now - ago_ns;
-}
-
-fn nr_running(s: &Sim) -> Vec<u32> {
-    s.rqs.iter().map(|r| r.nr_running).collect()
 }
 
 #[test]
@@ -152,7 +150,11 @@ fn pinned_task_is_not_pulled_and_interval_backs_off() {
     s.now = 10 * NSEC_PER_MSEC;
     run(&mut s, 0, 0);
     enqueue(&mut s, 1, 0);
-    s.tasks[1].allowed = crate::cpumask::CpuMask::from_cpus([CpuId(0)]);
+    // Both pinned to CPU 0 (the running one too: it could otherwise be
+    // pushed by active balance, which clears LBF_ALL_PINNED).
+    for p in 0..2 {
+        s.tasks[p].allowed = crate::cpumask::CpuMask::from_cpus([CpuId(0)]);
+    }
     let before = s.rqs[1].sd[0].balance_interval_ms;
     let mut cont = true;
     assert_eq!(s.sched_balance_rq(CpuId(1), 0, CpuIdleType::Idle, &mut cont), 0);
@@ -179,6 +181,7 @@ fn newidle_pulls_only_when_avg_idle_covers_the_cost() {
     assert_ne!(s.rqs[1].idle_stamp, 0, "idle_stamp set at entry, kept when nothing was pulled");
     // Enough expected idle time: pull, clear idle_stamp.
     s.rqs[1].avg_idle = 1_000_000;
+    s.rqs[1].sd[0].max_newidle_lb_cost = 0;
     assert_eq!(s.sched_balance_newidle(CpuId(1)), 1);
     assert_eq!(s.tasks[1].cpu, CpuId(1));
     assert_eq!(s.rqs[1].idle_stamp, 0);

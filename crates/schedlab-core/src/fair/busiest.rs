@@ -124,7 +124,8 @@ impl Sim {
                 env.imbalance = (local.idle_cpus as i64 - busiest.idle_cpus as i64).max(0);
             }
             if sd.has(SD_NUMA) {
-                env.imbalance = adjust_numa_imbalance(env.imbalance, local.sum_nr_running as i64 + 1, self.imb_numa_nr(sd));
+                env.imbalance =
+                    adjust_numa_imbalance(env.imbalance, local.sum_nr_running as i64 + 1, self.imb_numa_nr(sd));
             }
             env.imbalance >>= 1;
             return;
@@ -173,10 +174,8 @@ impl Sim {
         let local = sds.local_stat;
         // XXX: EAS's "not overutilized and a perf domain exists" skip is not
         // modelled here (EAS is a separate seed idea).
-        let force = matches!(
-            busiest.group_type,
-            GroupType::MisfitTask | GroupType::AsymPacking | GroupType::Imbalanced
-        );
+        let force =
+            matches!(busiest.group_type, GroupType::MisfitTask | GroupType::AsymPacking | GroupType::Imbalanced);
         if !force {
             if local.group_type > busiest.group_type {
                 return false;
@@ -193,9 +192,8 @@ impl Sim {
                     return false;
                 }
             }
-            let sibling = sds.prefer_sibling
-                && local.group_type == GroupType::HasSpare
-                && self.sibling_imbalance(env, sds) > 1;
+            let sibling =
+                sds.prefer_sibling && local.group_type == GroupType::HasSpare && self.sibling_imbalance(env, sds) > 1;
             if !sibling && busiest.group_type != GroupType::Overloaded {
                 if env.idle == CpuIdleType::NotIdle {
                     return false;
@@ -229,7 +227,9 @@ impl Sim {
                 continue;
             }
             let capacity = self.capacity_of(i);
-            if sd.has(SD_ASYM_CPUCAPACITY) && !capacity_greater(self.capacity_of(env.dst_cpu), capacity) && nr_running == 1
+            if sd.has(SD_ASYM_CPUCAPACITY)
+                && !capacity_greater(self.capacity_of(env.dst_cpu), capacity)
+                && nr_running == 1
             {
                 continue;
             }
@@ -273,5 +273,4 @@ impl Sim {
         }
         busiest
     }
-
 }

@@ -63,7 +63,7 @@ impl Sim {
     /// reduced by non-fair activity (below `100 / imbalance_pct` of its original).
     #[inline]
     pub fn check_cpu_capacity(&self, cpu: CpuId, sd: &SchedDomain) -> bool {
-        self.capacity_of(cpu) * sd.imbalance_pct as u64 < self.machine.capacity_orig(cpu) as u64 * 100
+        self.capacity_of(cpu) * (sd.imbalance_pct as u64) < self.machine.capacity_orig(cpu) as u64 * 100
     }
 
     /// `task_util(p)`: the task's `util_avg`.

@@ -7,12 +7,12 @@
 //! pure function of `&Sim` and the [`LbEnv`]; side effects (root-domain
 //! overload, SIS_UTIL scan depth) are returned and applied by the caller.
 
-use super::balance::{CpuIdleType, LbEnv, MigrationType};
+use super::balance::{CpuIdleType, LbEnv};
 use super::capacity::{capacity_greater, SCHED_CAPACITY_SCALE};
 use crate::cpumask::CpuMask;
 use crate::engine::Sim;
 use crate::ids::CpuId;
-use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_NUMA, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY, SD_SHARE_LLC};
+use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
 
 /// `enum group_type`, ordered from least to most busy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -192,7 +192,13 @@ impl Sim {
 
     /// `update_sg_lb_stats`: the statistics of group `g`; sets
     /// `*sg_overloaded` when a CPU has more than one task at the root domain.
-    pub fn update_sg_lb_stats(&self, env: &LbEnv, g: &GroupRef, local_group: bool, sg_overloaded: &mut bool) -> SgLbStats {
+    pub fn update_sg_lb_stats(
+        &self,
+        env: &LbEnv,
+        g: &GroupRef,
+        local_group: bool,
+        sg_overloaded: &mut bool,
+    ) -> SgLbStats {
         let sd = self.domains.sd(env.sd);
         let balancing_at_rd = sd.parent.is_none();
         let mut sgs = SgLbStats::default();
@@ -282,8 +288,7 @@ impl Sim {
                 if sgs.avg_load < busiest.avg_load {
                     return false;
                 }
-                if sgs.avg_load == busiest.avg_load
-                    && sds.busiest.is_some_and(|b| b.flags & SD_SHARE_CPUCAPACITY != 0)
+                if sgs.avg_load == busiest.avg_load && sds.busiest.is_some_and(|b| b.flags & SD_SHARE_CPUCAPACITY != 0)
                 {
                     return false;
                 }

@@ -193,7 +193,9 @@ impl Sim {
                         latest_idle_timestamp = rq.idle_stamp;
                         shallowest = Some(i);
                     }
-                    _ if (exit.is_none() || exit == Some(min_exit_latency)) && rq.idle_stamp > latest_idle_timestamp => {
+                    _ if (exit.is_none() || exit == Some(min_exit_latency))
+                        && rq.idle_stamp > latest_idle_timestamp =>
+                    {
                         latest_idle_timestamp = rq.idle_stamp;
                         shallowest = Some(i);
                     }
