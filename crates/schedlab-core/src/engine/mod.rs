@@ -151,6 +151,8 @@ pub struct Sim {
     pub nohz_idle: CpuMask,
     /// `rd->overloaded`: some CPU has more than one runnable task.
     pub rd_overloaded: bool,
+    /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).
+    pub nohz: crate::fair::nohz::NohzState,
 }
 
 impl Sim {
@@ -172,11 +174,9 @@ impl Sim {
 
     /// Run until the workload finishes, the stop time, or `max_time_ns`.
     pub fn run(&mut self, max_time_ns: Ns) -> Result<()> {
-        while let Some((t, ev)) = self.queue.pop() {
-            if t > max_time_ns {
-                self.now = max_time_ns;
-                break;
-            }
+        // Leave events after `max_time_ns` queued, so a run can be resumed.
+        while self.queue.peek_time().is_some_and(|t| t <= max_time_ns) {
+            let Some((t, ev)) = self.queue.pop() else { break };
             debug_assert!(t >= self.now, "time went back");
             self.now = t;
             self.stats.events += 1;
@@ -190,6 +190,9 @@ impl Sim {
             if self.stopped || self.alive == 0 {
                 break;
             }
+        }
+        if self.queue.peek_time().is_some() && !self.stopped && self.alive > 0 {
+            self.now = self.now.max(max_time_ns);
         }
         if self.alive > 0 && !self.stopped && self.queue.is_empty() {
             let blocked: Vec<String> = self

@@ -30,8 +30,8 @@ pub struct SdRuntime {
     pub newidle_success: u32,
     /// NI_RANDOM: `newidle_ratio`, out of 1024.
     pub newidle_ratio: u32,
-    /// NI_RATE: time before which newidle balance of this domain is skipped.
-    pub newidle_next: Ns,
+    /// NI_RATE: `newidle_stamp`, when `newidle_ratio` was last recomputed, ns.
+    pub newidle_stamp: Ns,
 }
 
 impl SdRuntime {
@@ -48,7 +48,7 @@ impl SdRuntime {
             newidle_call: 512,
             newidle_success: 256,
             newidle_ratio: 512,
-            newidle_next: 0,
+            newidle_stamp: 0,
         }
     }
 }

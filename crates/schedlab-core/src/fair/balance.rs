@@ -1,0 +1,513 @@
+//! Load balancing of one domain (kernel/sched/fair.c, linux-next 2026):
+//! `sched_balance_rq` (formerly `load_balance`) with `struct lb_env`,
+//! `should_we_balance`, `can_migrate_task` / `task_hot`, `detach_tasks`,
+//! `need_active_balance` and the active balance of a running task, and the
+//! periodic driver `sched_balance_domains` / `sched_balance_trigger`.
+//!
+//! The statistics and the busiest-group decision live in `lb_stats.rs`;
+//! newly-idle balancing in `newidle.rs`; NOHZ idle balancing in `nohz.rs`.
+//!
+//! Model of time: a balance pass takes no simulated time itself; its cost,
+//! `cost.balance_ns_base + cost.balance_ns_per_cpu * span_weight`, is charged
+//! to the balancing CPU (`Sim::charge`), which delays what it runs next.
+
+use crate::cpumask::CpuMask;
+use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
+use crate::engine::task::TaskState;
+use crate::engine::Sim;
+use crate::ids::{CpuId, Ns, TaskId};
+use crate::sched_feat;
+use crate::topology::domains::{SdId, SD_SHARE_CPUCAPACITY};
+use crate::trace::{BalanceKind, Event};
+
+/// `sysctl_sched_nr_migrate`: at most this many tasks are examined per
+/// pass (kernel default 32; 8 under PREEMPT_RT).
+pub const SYSCTL_SCHED_NR_MIGRATE: u32 = 32;
+/// `SCHED_NR_MIGRATE_BREAK`: take a breather every this many tasks (32).
+pub const SCHED_NR_MIGRATE_BREAK: u32 = 32;
+/// `MAX_PINNED_INTERVAL`: the balance interval may grow to this (ms) when
+/// every task is pinned.
+pub const MAX_PINNED_INTERVAL_MS: u32 = 512;
+/// `CONFIG_PREEMPTION`: newly-idle balance stops after the first task it
+/// detaches. On: distribution kernels build PREEMPT_DYNAMIC, which selects it.
+pub const CONFIG_PREEMPTION: bool = true;
+
+/// `LBF_ALL_PINNED`: every task examined was pinned away from dst.
+pub const LBF_ALL_PINNED: u32 = 0x01;
+/// `LBF_NEED_BREAK`: `detach_tasks` hit the loop break.
+pub const LBF_NEED_BREAK: u32 = 0x02;
+/// `LBF_DST_PINNED`: a task could go to another CPU of dst's group.
+pub const LBF_DST_PINNED: u32 = 0x04;
+/// `LBF_SOME_PINNED`: some task was pinned away from dst.
+pub const LBF_SOME_PINNED: u32 = 0x08;
+/// `LBF_ACTIVE_LB`: an active balance (the running task is pushed).
+pub const LBF_ACTIVE_LB: u32 = 0x10;
+
+/// `enum cpu_idle_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuIdleType {
+    /// `__CPU_NOT_IDLE`: a busy CPU balancing from its tick.
+    NotIdle,
+    /// `CPU_IDLE`: an idle CPU (NOHZ idle balance on its behalf).
+    Idle,
+    /// `CPU_NEWLY_IDLE`: about to go idle (`sched_balance_newidle`).
+    NewlyIdle,
+}
+
+/// `enum migration_type`: what `env.imbalance` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MigrationType {
+    /// Load (`task_h_load`).
+    #[default]
+    Load,
+    /// Utilisation (`task_util_est`).
+    Util,
+    /// Tasks.
+    Task,
+    /// A misfit task.
+    Misfit,
+}
+
+/// `struct lb_env`: one balancing decision's context.
+#[derive(Clone, Debug)]
+pub struct LbEnv {
+    /// The domain.
+    pub sd: SdId,
+    /// Its position in the dst CPU's chain.
+    pub level: usize,
+    /// Source (busiest) CPU, once found.
+    pub src_cpu: CpuId,
+    /// Destination CPU.
+    pub dst_cpu: CpuId,
+    /// `dst_grpmask`: the local group's span.
+    pub dst_grpmask: CpuMask,
+    /// `new_dst_cpu` for LBF_DST_PINNED.
+    pub new_dst_cpu: CpuId,
+    /// Idle type.
+    pub idle: CpuIdleType,
+    /// Amount to move (meaning per `migration_type`).
+    pub imbalance: i64,
+    /// CPUs still considered.
+    pub cpus: CpuMask,
+    /// `LBF_*`.
+    pub flags: u32,
+    /// Tasks examined.
+    pub loop_: u32,
+    /// Next breather.
+    pub loop_break: u32,
+    /// Examination limit.
+    pub loop_max: u32,
+    /// What `imbalance` counts.
+    pub migration_type: MigrationType,
+}
+
+/// How a `sched_balance_rq` pass ended (its `goto` targets).
+enum LbExit {
+    /// Tasks were examined (`ld_moved` may still be 0).
+    Tried,
+    /// `out_balanced`.
+    Balanced,
+    /// `out_all_pinned`.
+    AllPinned,
+    /// `out_one_pinned`.
+    OnePinned,
+}
+
+impl Sim {
+    /// The fair tasks queued on `cpu` (not delayed), in the order
+    /// `detach_tasks` examines them: the tail of `cfs_tasks` first, i.e.
+    /// least recently enqueued or run first.
+    // DEVIATION(kernel): the kernel's `cfs_tasks` list is MRU by enqueue and
+    // pick; schedlab orders by `runnable_since` (enqueue time, or the time the
+    // task was switched out), which differs only for a task woken while
+    // another was running. Delayed-dequeue entities are never migrated.
+    // XXX: a scan over all tasks; fine for the workloads modelled so far.
+    pub fn cfs_tasks_tail_first(&self, cpu: CpuId) -> Vec<TaskId> {
+        let mut v: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|t| t.cpu == cpu && t.state == TaskState::Runnable && self.ses[t.id.idx()].on_rq)
+            .map(|t| t.id)
+            .collect();
+        v.sort_by_key(|p| (self.tasks[p.idx()].runnable_since, p.0));
+        v
+    }
+
+    /// The cost of one balance pass over a domain of `span_weight` CPUs.
+    #[inline]
+    pub fn balance_cost_ns(&self, span_weight: u32) -> Ns {
+        self.machine.cost.balance_ns_base + self.machine.cost.balance_ns_per_cpu * span_weight as Ns
+    }
+
+    /// `task_hot(p, env)`: `p` probably still has cache state on its CPU.
+    pub fn task_hot(&self, p: TaskId, env: &LbEnv) -> bool {
+        let sd = self.domains.sd(env.sd);
+        if sd.has(SD_SHARE_CPUCAPACITY) {
+            return false; // SMT siblings share caches
+        }
+        if sched_feat!(self.features, CACHE_HOT_BUDDY)
+            && self.rqs[env.dst_cpu.idx()].nr_running > 0
+            && self.rqs[env.src_cpu.idx()].cfs.next == Some(p)
+        {
+            return true;
+        }
+        let t = &self.tasks[p.idx()];
+        // The kernel measures from `se.exec_start`, which a migration resets
+        // (cold); a task that never ran here has no cache state either.
+        if !t.has_run || t.cache_cpu != env.src_cpu {
+            return false;
+        }
+        self.now.saturating_sub(t.last_ran_ns) < SYSCTL_SCHED_MIGRATION_COST_NS
+    }
+
+    /// `can_migrate_task(p, env)`: may `p` move from `env.src_cpu` to
+    /// `env.dst_cpu`? Updates the `LBF_*` flags in `env`.
+    pub fn can_migrate_task(&self, p: TaskId, env: &mut LbEnv) -> bool {
+        let t = &self.tasks[p.idx()];
+        let rt = &self.rqs[env.dst_cpu.idx()].sd;
+        let nr_balance_failed = rt.get(env.level).map_or(0, |s| s.nr_balance_failed);
+        // Prefer eligible tasks: an ineligible one only moves after a failure.
+        if nr_balance_failed == 0
+            && sched_feat!(self.features, PLACE_LAG)
+            && self.rqs[env.dst_cpu.idx()].cfs.nr_queued() > 0
+            && !self.rqs[env.src_cpu.idx()].cfs.entity_eligible(&self.ses, p)
+        {
+            return false;
+        }
+        if t.kthread {
+            return false; // per-CPU kthreads stay where they are
+        }
+        if !t.allowed.test(env.dst_cpu) {
+            env.flags |= LBF_SOME_PINNED;
+            if env.idle == CpuIdleType::NewlyIdle || env.flags & (LBF_DST_PINNED | LBF_ACTIVE_LB) != 0 {
+                return false;
+            }
+            if let Some(cpu) = env.dst_grpmask.and(&env.cpus).and(&t.allowed).first() {
+                env.flags |= LBF_DST_PINNED;
+                env.new_dst_cpu = cpu;
+            }
+            return false;
+        }
+        env.flags &= !LBF_ALL_PINNED;
+        if self.rqs[env.src_cpu.idx()].curr == Some(p) {
+            return false;
+        }
+        if env.flags & LBF_ACTIVE_LB != 0 {
+            return true;
+        }
+        let cache_nice_tries = self.domains.sd(env.sd).cache_nice_tries;
+        !self.task_hot(p, env) || nr_balance_failed > cache_nice_tries
+    }
+
+    /// `detach_tasks` + `attach_tasks`: move up to `env.imbalance` worth of
+    /// tasks from `env.src_cpu` to `env.dst_cpu`. Returns the number moved.
+    pub fn detach_tasks(&mut self, env: &mut LbEnv) -> u32 {
+        if self.rqs[env.src_cpu.idx()].nr_running <= 1 {
+            env.flags &= !LBF_ALL_PINNED;
+            return 0;
+        }
+        if env.imbalance <= 0 {
+            return 0;
+        }
+        let nr_balance_failed = self.rqs[env.dst_cpu.idx()].sd[env.level].nr_balance_failed;
+        let mut detached = 0;
+        for p in self.cfs_tasks_tail_first(env.src_cpu) {
+            if env.idle != CpuIdleType::NotIdle && self.rqs[env.src_cpu.idx()].nr_running <= 1 {
+                break; // never steal the last task
+            }
+            env.loop_ += 1;
+            if env.loop_ > env.loop_max {
+                break;
+            }
+            if env.loop_ > env.loop_break {
+                env.loop_break += SCHED_NR_MIGRATE_BREAK;
+                env.flags |= LBF_NEED_BREAK;
+                break;
+            }
+            if !self.can_migrate_task(p, env) {
+                continue;
+            }
+            // shr_bound: relax the size limit after failed attempts.
+            let shr = |v: u64| v >> nr_balance_failed.min(63);
+            match env.migration_type {
+                MigrationType::Load => {
+                    let load = self.tasks[p.idx()].avg.load_avg.max(1);
+                    if shr(load) as i64 > env.imbalance {
+                        continue;
+                    }
+                    env.imbalance -= load as i64;
+                }
+                MigrationType::Util => {
+                    let util = self.task_util_est(p);
+                    if shr(util) as i64 > env.imbalance {
+                        continue;
+                    }
+                    env.imbalance -= util as i64;
+                }
+                MigrationType::Task => env.imbalance -= 1,
+                MigrationType::Misfit => {
+                    if self.task_fits_cpu(p, env.src_cpu) {
+                        continue;
+                    }
+                    env.imbalance = 0;
+                }
+            }
+            // DEVIATION(kernel): detach and attach happen per task here, not
+            // as two batches; nothing observes the difference in one event.
+            self.move_queued_task(p, env.src_cpu, env.dst_cpu);
+            detached += 1;
+            if CONFIG_PREEMPTION && env.idle == CpuIdleType::NewlyIdle {
+                break;
+            }
+            if env.imbalance <= 0 {
+                break;
+            }
+        }
+        detached
+    }
+
+    /// `should_we_balance`: only one CPU of the local group balances a
+    /// domain: the first idle core's CPU, else the first idle SMT CPU, else
+    /// the group's first CPU. Every CPU may do newly-idle balancing.
+    pub fn should_we_balance(&self, env: &LbEnv) -> bool {
+        if !env.cpus.test(env.dst_cpu) {
+            return false;
+        }
+        let dst = &self.rqs[env.dst_cpu.idx()];
+        if env.idle == CpuIdleType::NewlyIdle {
+            return dst.nr_running == 0 && dst.ttwu_pending == 0;
+        }
+        let sd = self.domains.sd(env.sd);
+        let mut swb = env.dst_grpmask;
+        let mut idle_smt = None;
+        for cpu in env.dst_grpmask.and(&env.cpus).iter() {
+            if !swb.test(cpu) || !self.rqs[cpu.idx()].idle_cpu() {
+                continue;
+            }
+            let core_idle = self.machine.smt_mask(cpu).iter().all(|s| self.rqs[s.idx()].idle_cpu());
+            if !sd.has(SD_SHARE_CPUCAPACITY) && !core_idle {
+                idle_smt.get_or_insert(cpu);
+                swb = swb.andnot(self.machine.smt_mask(cpu));
+                continue;
+            }
+            return cpu == env.dst_cpu;
+        }
+        if let Some(c) = idle_smt {
+            return c == env.dst_cpu;
+        }
+        env.dst_grpmask.first() == Some(env.dst_cpu)
+    }
+
+    /// `need_active_balance`: push the running task when balancing failed.
+    pub fn need_active_balance(&self, env: &LbEnv) -> bool {
+        let sd = self.domains.sd(env.sd);
+        let failed = self.rqs[env.dst_cpu.idx()].sd[env.level].nr_balance_failed;
+        // imbalanced_active_balance: even spreading blocked for a while.
+        if env.migration_type == MigrationType::Task && failed > sd.cache_nice_tries + 2 {
+            return true;
+        }
+        if env.idle != CpuIdleType::NotIdle
+            && self.rqs[env.src_cpu.idx()].cfs.h_nr_runnable == 1
+            && self.check_cpu_capacity(env.src_cpu, sd)
+            && self.capacity_of(env.src_cpu) * (sd.imbalance_pct as u64) < self.capacity_of(env.dst_cpu) * 100
+        {
+            return true;
+        }
+        env.migration_type == MigrationType::Misfit
+    }
+
+    /// `active_load_balance_cpu_stop`: the stopper on `busiest` preempts its
+    /// task and pushes one task to `target` (`detach_one_task`). Done at once.
+    // DEVIATION(kernel): the kernel queues the stopper work and it runs a
+    // little later on `busiest`; schedlab runs it synchronously.
+    fn active_load_balance(&mut self, busiest: CpuId, target: CpuId) -> crate::Result<bool> {
+        let rq = &self.rqs[busiest.idx()];
+        if rq.nr_running == 0 {
+            return Ok(false);
+        }
+        let chain = self.domains.chain(target).to_vec();
+        let Some(level) = chain.iter().position(|&id| self.domains.sd(id).span.test(busiest)) else {
+            return Ok(false);
+        };
+        let mut env = self.lb_env(target, level, CpuIdleType::Idle);
+        env.src_cpu = busiest;
+        env.flags = LBF_ACTIVE_LB;
+        // The preempted task is at the head of cfs_tasks (MRU): examined last.
+        let mut cands = self.cfs_tasks_tail_first(busiest);
+        let curr = self.rqs[busiest.idx()].curr;
+        if let Some(c) = curr {
+            cands.retain(|&p| p != c);
+        }
+        for p in cands {
+            if self.can_migrate_task(p, &mut env) {
+                self.move_queued_task(p, busiest, target);
+                self.rqs[target.idx()].sd[level].nr_balance_failed = 0;
+                return Ok(true);
+            }
+        }
+        if let Some(c) = curr {
+            let t = &self.tasks[c.idx()];
+            if !t.kthread && t.allowed.test(target) && self.active_move_running_task(busiest, target)? {
+                self.rqs[target.idx()].sd[level].nr_balance_failed = 0;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// A fresh `lb_env` for `this_cpu` balancing its domain at `level`.
+    pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
+        let id = self.domains.chain(this_cpu)[level];
+        let sd = self.domains.sd(id);
+        let grp =
+            sd.groups.iter().copied().find(|g| g.test(this_cpu)).unwrap_or_else(|| CpuMask::from_cpus([this_cpu]));
+        LbEnv {
+            sd: id,
+            level,
+            src_cpu: this_cpu,
+            dst_cpu: this_cpu,
+            dst_grpmask: grp,
+            new_dst_cpu: this_cpu,
+            idle,
+            imbalance: 0,
+            cpus: sd.span.and(&self.machine.all_cpus()),
+            flags: 0,
+            loop_: 0,
+            loop_break: SCHED_NR_MIGRATE_BREAK,
+            loop_max: 0,
+            migration_type: MigrationType::Load,
+        }
+    }
+
+    /// `sched_balance_rq(this_cpu, sd, idle, continue_balancing)`: balance
+    /// `this_cpu`'s domain at `level`. Returns the number of tasks moved
+    /// (`ld_moved`; a task pushed by active balance is not counted, as in the kernel).
+    pub fn sched_balance_rq(&mut self, this_cpu: CpuId, level: usize, idle: CpuIdleType, cont: &mut bool) -> u32 {
+        let mut env = self.lb_env(this_cpu, level, idle);
+        let sd = self.domains.sd(env.sd);
+        let (parent, span_first, depth) = (sd.parent, sd.span.first().unwrap_or(this_cpu), sd.depth as usize);
+        let (min_interval, max_interval) = (sd.min_interval_ms, sd.max_interval_ms);
+        if sd.child.is_none() {
+            self.update_cpu_capacity(this_cpu); // update_group_capacity at the lowest level
+        }
+        let mut ld_moved = 0;
+        let exit = 'redo: loop {
+            if !self.should_we_balance(&env) {
+                *cont = false;
+                break LbExit::Balanced;
+            }
+            let (group, sds) = self.sched_balance_find_src_group(&mut env);
+            self.apply_sd_lb_side_effects(&env, parent.is_none(), sds.sg_overloaded, sds.sum_util);
+            let Some(group) = group else { break LbExit::Balanced };
+            let Some(busiest) = self.sched_balance_find_src_rq(&env, &group) else { break LbExit::Balanced };
+            env.src_cpu = busiest;
+            env.flags |= LBF_ALL_PINNED;
+            if self.rqs[busiest.idx()].nr_running > 1 {
+                env.loop_max = SYSCTL_SCHED_NR_MIGRATE.min(self.rqs[busiest.idx()].nr_running);
+                loop {
+                    ld_moved += self.detach_tasks(&mut env);
+                    if env.flags & LBF_NEED_BREAK != 0 {
+                        env.flags &= !LBF_NEED_BREAK;
+                        continue;
+                    }
+                    if env.flags & LBF_DST_PINNED != 0 && env.imbalance > 0 {
+                        // Retry the same source for another CPU of our group.
+                        env.cpus.clear(env.dst_cpu);
+                        env.dst_cpu = env.new_dst_cpu;
+                        env.flags &= !LBF_DST_PINNED;
+                        env.loop_ = 0;
+                        env.loop_break = SCHED_NR_MIGRATE_BREAK;
+                        continue;
+                    }
+                    break;
+                }
+                if parent.is_some() && env.flags & LBF_SOME_PINNED != 0 && env.imbalance > 0 {
+                    self.nohz.set_sgc_imbalance(depth + 1, span_first, true);
+                }
+                if env.flags & LBF_ALL_PINNED != 0 {
+                    env.cpus.clear(busiest);
+                    if !env.cpus.is_subset(&env.dst_grpmask) {
+                        env.loop_ = 0;
+                        env.loop_break = SCHED_NR_MIGRATE_BREAK;
+                        continue 'redo;
+                    }
+                    break LbExit::AllPinned;
+                }
+            }
+            break LbExit::Tried;
+        };
+        let exit = match exit {
+            LbExit::Tried => self.after_tried(this_cpu, &mut env, ld_moved, min_interval),
+            e => e,
+        };
+        let rt = &mut self.rqs[this_cpu.idx()].sd[level];
+        match exit {
+            LbExit::Tried => return ld_moved,
+            LbExit::Balanced => {
+                if parent.is_some() && env.flags & LBF_ALL_PINNED == 0 {
+                    self.nohz.set_sgc_imbalance(depth + 1, span_first, false);
+                }
+                rt.nr_balance_failed = 0;
+            }
+            LbExit::AllPinned => rt.nr_balance_failed = 0,
+            LbExit::OnePinned => {}
+        }
+        // out_one_pinned: back off, except for newidle and misfit passes.
+        if env.idle == CpuIdleType::NewlyIdle || env.migration_type == MigrationType::Misfit {
+            return 0;
+        }
+        let rt = &mut self.rqs[this_cpu.idx()].sd[level];
+        if (env.flags & LBF_ALL_PINNED != 0 && rt.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
+            || rt.balance_interval_ms < max_interval
+        {
+            rt.balance_interval_ms *= 2;
+        }
+        0
+    }
+
+    /// The end of a pass that examined tasks: failure accounting, active
+    /// balance, interval reset. Returns `OnePinned` when the running task
+    /// cannot come to this CPU.
+    fn after_tried(&mut self, this_cpu: CpuId, env: &mut LbEnv, ld_moved: u32, min_interval: u32) -> LbExit {
+        let level = env.level;
+        let mut active = false;
+        let mut need = false;
+        if ld_moved == 0 {
+            if env.idle != CpuIdleType::NewlyIdle && env.migration_type != MigrationType::Misfit {
+                self.rqs[this_cpu.idx()].sd[level].nr_balance_failed += 1;
+            }
+            need = self.need_active_balance(env);
+            if need {
+                let busiest = env.src_cpu;
+                let allowed = self.rqs[busiest.idx()].curr.is_some_and(|c| self.tasks[c.idx()].allowed.test(this_cpu));
+                if !allowed {
+                    return LbExit::OnePinned;
+                }
+                env.flags &= !LBF_ALL_PINNED;
+                active = true;
+                // A failure of the stopper leaves nothing to undo.
+                if self.active_load_balance(busiest, this_cpu).unwrap_or(false) {
+                    let depth = self.domains.sd(env.sd).depth as u8;
+                    self.emit(Event::Balance { cpu: this_cpu, depth, kind: BalanceKind::Active, pulled: 1 });
+                }
+            }
+        } else {
+            self.rqs[this_cpu.idx()].sd[level].nr_balance_failed = 0;
+        }
+        if !active || need {
+            self.rqs[this_cpu.idx()].sd[level].balance_interval_ms = min_interval;
+        }
+        LbExit::Tried
+    }
+
+    /// The side effects of `update_sd_lb_stats`: the root domain's overload
+    /// flag (`set_rd_overloaded`) and SIS_UTIL's scan depth.
+    fn apply_sd_lb_side_effects(&mut self, env: &LbEnv, at_root: bool, sg_overloaded: bool, sum_util: u64) {
+        if at_root {
+            self.rd_overloaded = sg_overloaded;
+        }
+        if let Some((llc, nr)) = self.update_idle_cpu_scan(env, sum_util) {
+            self.llc[llc].nr_idle_scan = nr;
+        }
+    }
+}

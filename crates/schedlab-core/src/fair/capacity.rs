@@ -1,0 +1,195 @@
+//! CPU capacity and utilisation as the placement and balancing code reads
+//! them (kernel/sched/fair.c): `capacity_of`, `update_cpu_capacity`
+//! (`scale_rt_capacity`), `cpu_util` and its `_without` / `_boost` forms,
+//! `task_util`, `task_util_est`, `cpu_load_without`, `cpu_runnable_without`
+//! and `check_cpu_capacity`. All are reads of `&Sim` except
+//! `update_cpu_capacity`, which refreshes `rq.cpu_capacity`.
+
+use crate::engine::Sim;
+use crate::ids::{CpuId, TaskId};
+use crate::sched_feat;
+use crate::topology::domains::SchedDomain;
+
+/// `SCHED_CAPACITY_SCALE`: the capacity of the biggest CPU at its highest OPP.
+pub const SCHED_CAPACITY_SCALE: u64 = 1024;
+
+/// `capacity_greater(cap1, cap2)`: `cap1` is more than ~5% above `cap2`.
+#[inline]
+pub fn capacity_greater(cap1: u64, cap2: u64) -> bool {
+    cap1 * 1024 > cap2 * 1078
+}
+
+impl Sim {
+    /// `capacity_of(cpu)`: the capacity left to fair tasks (`rq->cpu_capacity`),
+    /// as last refreshed by [`Sim::update_cpu_capacity`].
+    #[inline]
+    pub fn capacity_of(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu.idx()].cpu_capacity as u64
+    }
+
+    /// `scale_rt_capacity(cpu)`: the original capacity minus the RT and DL
+    /// pressure, scaled down by the IRQ pressure
+    /// (`free * (max - irq) / max`), at least 1. With `NONTASK_CAPACITY` off
+    /// non-task time is not subtracted and the original capacity is returned.
+    pub fn scale_rt_capacity(&self, cpu: CpuId) -> u64 {
+        let max = self.machine.capacity_orig(cpu) as u64;
+        if !sched_feat!(self.features, NONTASK_CAPACITY) {
+            return max;
+        }
+        let rq = &self.rqs[cpu.idx()];
+        let irq = rq.irq_avg.util_avg;
+        if irq >= max {
+            return 1;
+        }
+        // No DL class in schedlab: the RT average is the whole "used" part.
+        let used = rq.rt_avg.util_avg;
+        if used >= max {
+            return 1;
+        }
+        let free = max - used;
+        // scale_irq_capacity
+        (free * (max - irq) / max).max(1)
+    }
+
+    /// `update_cpu_capacity(sd, cpu)`: refresh `rq->cpu_capacity`. The kernel
+    /// does this when the lowest domain's group capacity is updated during
+    /// load balancing; schedlab's balance code calls it at the same point.
+    pub fn update_cpu_capacity(&mut self, cpu: CpuId) {
+        let cap = self.scale_rt_capacity(cpu).max(1);
+        self.rqs[cpu.idx()].cpu_capacity = cap as u32;
+    }
+
+    /// `check_cpu_capacity(rq, sd)`: the CPU's capacity is noticeably
+    /// reduced by non-fair activity (below `100 / imbalance_pct` of its original).
+    #[inline]
+    pub fn check_cpu_capacity(&self, cpu: CpuId, sd: &SchedDomain) -> bool {
+        self.capacity_of(cpu) * (sd.imbalance_pct as u64) < self.machine.capacity_orig(cpu) as u64 * 100
+    }
+
+    /// `task_util(p)`: the task's `util_avg`.
+    #[inline]
+    pub fn task_util(&self, p: TaskId) -> u64 {
+        self.tasks[p.idx()].avg.util_avg
+    }
+
+    /// `_task_util_est(p)`: the task's util_est alone, the amount the engine
+    /// adds to `rq.cfs_util_est` when the task is enqueued.
+    #[inline]
+    fn task_util_est_only(&self, p: TaskId) -> u64 {
+        let t = &self.tasks[p.idx()];
+        crate::pelt::task_util_est(&t.util_est, &t.avg) as u64
+    }
+
+    /// `task_util_est(p)`: `max(task_util, _task_util_est)`.
+    #[inline]
+    pub fn task_util_est(&self, p: TaskId) -> u64 {
+        self.task_util(p).max(self.task_util_est_only(p))
+    }
+
+    /// `cpu_util(cpu, p, dst_cpu, boost)`: the fair utilisation of `cpu` if
+    /// `p` moved to `dst` (`None` = `dst_cpu == -1`: `p` leaves `cpu`), with
+    /// util_est when UTIL_EST is on, capped at the original capacity. `boost`
+    /// takes `runnable_avg` into account as well (`cpu_util_cfs_boost`).
+    pub fn cpu_util_boost(&self, cpu: CpuId, p: Option<TaskId>, dst: Option<CpuId>, boost: bool) -> u64 {
+        let rq = &self.rqs[cpu.idx()];
+        let mut util = rq.cfs_avg.util_avg;
+        if boost {
+            util = util.max(rq.cfs_avg.runnable_avg);
+        }
+        if let Some(p) = p {
+            let on_cpu = self.tasks[p.idx()].cpu == cpu;
+            if on_cpu && dst != Some(cpu) {
+                util = util.saturating_sub(self.task_util(p));
+            } else if !on_cpu && dst == Some(cpu) {
+                util += self.task_util(p);
+            }
+        }
+        if sched_feat!(self.features, UTIL_EST) {
+            let mut util_est = rq.cfs_util_est as u64;
+            if let Some(p) = p {
+                if dst == Some(cpu) {
+                    util_est += self.task_util_est_only(p);
+                } else if self.ses[p.idx()].on_rq || rq.curr == Some(p) {
+                    // `p` is queued on `cpu` and contributes to its util_est.
+                    if self.tasks[p.idx()].cpu == cpu {
+                        util_est = util_est.saturating_sub(self.task_util_est_only(p));
+                    }
+                }
+            }
+            util = util.max(util_est);
+        }
+        util.min(self.machine.capacity_orig(cpu) as u64)
+    }
+
+    /// `cpu_util(cpu, p, dst_cpu, 0)`; `cpu_util(cpu, None, None)` is `cpu_util_cfs(cpu)`.
+    #[inline]
+    pub fn cpu_util(&self, cpu: CpuId, p: Option<TaskId>, dst: Option<CpuId>) -> u64 {
+        self.cpu_util_boost(cpu, p, dst, false)
+    }
+
+    /// `cpu_util_cfs(cpu)`.
+    #[inline]
+    pub fn cpu_util_cfs(&self, cpu: CpuId) -> u64 {
+        self.cpu_util_boost(cpu, None, None, false)
+    }
+
+    /// `cpu_util_cfs_boost(cpu)`.
+    #[inline]
+    pub fn cpu_util_cfs_boost(&self, cpu: CpuId) -> u64 {
+        self.cpu_util_boost(cpu, None, None, true)
+    }
+
+    /// Whether `p`'s averages are attached to `cpu` (`task_cpu(p) == cpu` and
+    /// `last_update_time != 0`): only then do the `_without` forms discount it.
+    #[inline]
+    fn contributes_to(&self, cpu: CpuId, p: TaskId) -> bool {
+        let t = &self.tasks[p.idx()];
+        t.cpu == cpu && t.avg.last_update_time != 0
+    }
+
+    /// `cpu_util_without(cpu, p)`: `cpu`'s utilisation without `p`'s share.
+    pub fn cpu_util_without(&self, cpu: CpuId, p: TaskId) -> u64 {
+        let p = if self.contributes_to(cpu, p) { Some(p) } else { None };
+        self.cpu_util_boost(cpu, p, None, false)
+    }
+
+    /// `cpu_load_without(rq, p)`.
+    pub fn cpu_load_without(&self, cpu: CpuId, p: TaskId) -> u64 {
+        let load = self.rqs[cpu.idx()].cpu_load();
+        if !self.contributes_to(cpu, p) {
+            return load;
+        }
+        load.saturating_sub(self.tasks[p.idx()].avg.load_avg)
+    }
+
+    /// `cpu_runnable_without(rq, p)`.
+    pub fn cpu_runnable_without(&self, cpu: CpuId, p: TaskId) -> u64 {
+        let r = self.rqs[cpu.idx()].cpu_runnable();
+        if !self.contributes_to(cpu, p) {
+            return r;
+        }
+        r.saturating_sub(self.tasks[p.idx()].avg.runnable_avg)
+    }
+
+    /// `task_fits_cpu(p, cpu)` without uclamp: the task's estimated
+    /// utilisation fits the CPU's capacity with a 20% margin.
+    #[inline]
+    pub fn task_fits_cpu(&self, p: TaskId, cpu: CpuId) -> bool {
+        crate::fair::wakeup::fits_capacity(self.task_util_est(p), self.capacity_of(cpu))
+    }
+
+    /// `rq->misfit_task_load`: on asymmetric-capacity machines, the load of
+    /// the running task when it does not fit its CPU (at least 1), else 0.
+    // DEVIATION(kernel): the kernel caches this in the rq at pick and tick
+    // (`update_misfit_status`); schedlab computes it when read, which gives
+    // the same value between those points.
+    pub fn misfit_task_load(&self, cpu: CpuId) -> u64 {
+        if self.domains.sd_asym_cpucapacity[cpu.idx()].is_none() {
+            return 0;
+        }
+        match self.rqs[cpu.idx()].curr {
+            Some(p) if !self.task_fits_cpu(p, cpu) => self.tasks[p.idx()].avg.load_avg.max(1),
+            _ => 0,
+        }
+    }
+}

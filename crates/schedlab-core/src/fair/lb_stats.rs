@@ -1,0 +1,369 @@
+//! Load-balance statistics (kernel/sched/fair.c, "Helpers for
+//! sched_balance_find_src_group"): `struct sg_lb_stats` / `sd_lb_stats`,
+//! `group_classify`, `update_sg_lb_stats`, `update_sd_pick_busiest`,
+//! `update_sd_lb_stats`, `calculate_imbalance`,
+//! `sched_balance_find_src_group` (`find_busiest_group`) and
+//! `sched_balance_find_src_rq` (`find_busiest_queue`). Everything here is a
+//! pure function of `&Sim` and the [`LbEnv`]; side effects (root-domain
+//! overload, SIS_UTIL scan depth) are returned and applied by the caller.
+
+use super::balance::{CpuIdleType, LbEnv};
+use super::capacity::{capacity_greater, SCHED_CAPACITY_SCALE};
+use crate::cpumask::CpuMask;
+use crate::engine::Sim;
+use crate::ids::CpuId;
+use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
+
+/// `enum group_type`, ordered from least to most busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum GroupType {
+    /// Spare capacity that can run more tasks.
+    #[default]
+    HasSpare,
+    /// Fully used; tasks do not compete for more cycles.
+    FullyBusy,
+    /// A task does not fit its CPU's capacity.
+    MisfitTask,
+    /// A busy SMT core whose task could move to an idle core.
+    SmtBalance,
+    /// SD_ASYM_PACKING: a preferred CPU is available (not modelled: never set).
+    AsymPacking,
+    /// Affinity prevented balancing at the level below.
+    Imbalanced,
+    /// More tasks than the group can serve.
+    Overloaded,
+}
+
+/// `struct sg_lb_stats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SgLbStats {
+    /// Average load over the group's capacity (only set when overloaded or fully busy in the slow path).
+    pub avg_load: u64,
+    /// Sum of `cpu_load`.
+    pub group_load: u64,
+    /// Sum of `capacity_of`.
+    pub group_capacity: u64,
+    /// Sum of `cpu_util_cfs`.
+    pub group_util: u64,
+    /// Sum of `cpu_runnable`.
+    pub group_runnable: u64,
+    /// Sum of `nr_running`.
+    pub sum_nr_running: u32,
+    /// Sum of fair `h_nr_runnable`.
+    pub sum_h_nr_running: u32,
+    /// Idle CPUs.
+    pub idle_cpus: u32,
+    /// CPUs in the group.
+    pub group_weight: u32,
+    /// Classification.
+    pub group_type: GroupType,
+    /// `group_smt_balance`.
+    pub group_smt_balance: bool,
+    /// Load of the biggest misfit task (or reduced-capacity task).
+    pub group_misfit_task_load: u64,
+}
+
+/// One group as the statistics see it: its span, the flags of the child
+/// domain it stands for (`sg->flags`), its core count and capacity extremes.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupRef {
+    /// Index in `SchedDomain::groups`.
+    pub index: usize,
+    /// `sched_group_span`.
+    pub span: CpuMask,
+    /// `sg->flags`: the child domain's flags (0 for single-CPU groups).
+    pub flags: u32,
+    /// `sg->cores`: cores in the group.
+    pub cores: u32,
+}
+
+/// `struct sd_lb_stats`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SdLbStats {
+    /// Busiest group, if any.
+    pub busiest: Option<GroupRef>,
+    /// Local group (the one containing the destination CPU).
+    pub local: Option<GroupRef>,
+    /// Sum of the groups' loads.
+    pub total_load: u64,
+    /// Sum of the groups' capacities.
+    pub total_capacity: u64,
+    /// Domain average load.
+    pub avg_load: u64,
+    /// Tasks should go to a sibling group first.
+    pub prefer_sibling: bool,
+    /// Statistics of the busiest group.
+    pub busiest_stat: SgLbStats,
+    /// Statistics of the local group.
+    pub local_stat: SgLbStats,
+    /// Sum of the groups' utilisation (for SIS_UTIL).
+    pub sum_util: u64,
+    /// Some CPU of the domain has more than one task (only computed at the root).
+    pub sg_overloaded: bool,
+}
+
+/// `group_has_capacity`.
+pub fn group_has_capacity(imbalance_pct: u32, sgs: &SgLbStats) -> bool {
+    let pct = imbalance_pct as u64;
+    if sgs.sum_nr_running < sgs.group_weight {
+        return true;
+    }
+    if sgs.group_capacity * pct < sgs.group_runnable * 100 {
+        return false;
+    }
+    sgs.group_capacity * 100 > sgs.group_util * pct
+}
+
+/// `group_is_overloaded`.
+pub fn group_is_overloaded(imbalance_pct: u32, sgs: &SgLbStats) -> bool {
+    let pct = imbalance_pct as u64;
+    if sgs.sum_nr_running <= sgs.group_weight {
+        return false;
+    }
+    if sgs.group_capacity * 100 < sgs.group_util * pct {
+        return true;
+    }
+    sgs.group_capacity * pct < sgs.group_runnable * 100
+}
+
+/// `group_classify`. `imbalanced` is the group's `sgc->imbalance` flag.
+pub fn group_classify(imbalance_pct: u32, imbalanced: bool, sgs: &SgLbStats) -> GroupType {
+    if group_is_overloaded(imbalance_pct, sgs) {
+        GroupType::Overloaded
+    } else if imbalanced {
+        GroupType::Imbalanced
+    } else if sgs.group_smt_balance {
+        GroupType::SmtBalance
+    } else if sgs.group_misfit_task_load != 0 {
+        GroupType::MisfitTask
+    } else if !group_has_capacity(imbalance_pct, sgs) {
+        GroupType::FullyBusy
+    } else {
+        GroupType::HasSpare
+    }
+}
+
+/// `smt_vs_nonsmt_groups`: one group is SMT siblings, the other is not.
+pub fn smt_vs_nonsmt_groups(a: Option<GroupRef>, b: Option<GroupRef>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a.flags & SD_SHARE_CPUCAPACITY) != (b.flags & SD_SHARE_CPUCAPACITY),
+        _ => false,
+    }
+}
+
+/// `adjust_numa_imbalance`: allow a small imbalance (up to
+/// `NUMA_IMBALANCE_MIN` = 2 tasks) while the destination runs few tasks.
+pub fn adjust_numa_imbalance(imbalance: i64, dst_running: i64, imb_numa_nr: i64) -> i64 {
+    if dst_running > imb_numa_nr {
+        return imbalance;
+    }
+    if imbalance <= 2 {
+        return 0;
+    }
+    imbalance
+}
+
+impl Sim {
+    /// The groups of domain `sd` as [`GroupRef`]s, in the kernel's list order
+    /// for `cpu`: its own group first, then the others wrapping around.
+    pub fn sd_groups(&self, sd: &SchedDomain, cpu: CpuId) -> Vec<GroupRef> {
+        let flags = sd.child.map_or(0, |c| self.domains.sd(c).flags);
+        let n = sd.groups.len();
+        let local = sd.groups.iter().position(|g| g.test(cpu)).unwrap_or(0);
+        (0..n)
+            .map(|k| {
+                let index = (local + k) % n;
+                let span = sd.groups[index];
+                let cores = span.iter().filter(|&c| self.machine.smt_mask(c).and(&span).first() == Some(c)).count();
+                GroupRef { index, span, flags, cores: cores as u32 }
+            })
+            .collect()
+    }
+
+    /// `sgc->min_capacity` of a group.
+    fn group_min_capacity(&self, span: &CpuMask) -> u64 {
+        span.iter().map(|c| self.capacity_of(c)).min().unwrap_or(SCHED_CAPACITY_SCALE)
+    }
+
+    /// `sgc->imbalance` of the group `g` of the domain at chain depth `depth`.
+    fn sg_imbalanced(&self, depth: usize, g: &GroupRef) -> bool {
+        self.nohz.sgc_imbalance(depth, g.span.first().unwrap_or(CpuId(0)))
+    }
+
+    /// `update_sg_lb_stats`: the statistics of group `g`; sets
+    /// `*sg_overloaded` when a CPU has more than one task at the root domain.
+    pub fn update_sg_lb_stats(
+        &self,
+        env: &LbEnv,
+        g: &GroupRef,
+        local_group: bool,
+        sg_overloaded: &mut bool,
+    ) -> SgLbStats {
+        let sd = self.domains.sd(env.sd);
+        let balancing_at_rd = sd.parent.is_none();
+        let mut sgs = SgLbStats::default();
+        for i in g.span.and(&env.cpus).iter() {
+            let rq = &self.rqs[i.idx()];
+            let load = rq.cpu_load();
+            sgs.group_load += load;
+            sgs.group_util += self.cpu_util_cfs(i);
+            sgs.group_runnable += rq.cpu_runnable();
+            sgs.sum_h_nr_running += rq.cfs.h_nr_runnable as u32;
+            let nr_running = rq.nr_running;
+            sgs.sum_nr_running += nr_running;
+            if nr_running == 0 && rq.idle_cpu() {
+                sgs.idle_cpus += 1;
+                continue;
+            }
+            if balancing_at_rd && nr_running > 1 {
+                *sg_overloaded = true;
+            }
+            if local_group {
+                continue;
+            }
+            if sd.has(SD_ASYM_CPUCAPACITY) {
+                let misfit = self.misfit_task_load(i);
+                if sgs.group_misfit_task_load < misfit {
+                    sgs.group_misfit_task_load = misfit;
+                    *sg_overloaded = true;
+                }
+            } else if env.idle != CpuIdleType::NotIdle
+                && rq.cfs.h_nr_runnable == 1
+                && self.check_cpu_capacity(i, sd)
+                && sgs.group_misfit_task_load < load
+            {
+                // sched_reduced_capacity: a lone task on a CPU that lost capacity.
+                sgs.group_misfit_task_load = load;
+            }
+        }
+        sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
+        sgs.group_weight = g.span.weight();
+        // smt_balance: a busy SMT group should hand a task to an idle dst.
+        if !local_group
+            && env.idle != CpuIdleType::NotIdle
+            && g.flags & SD_SHARE_CPUCAPACITY != 0
+            && sgs.sum_h_nr_running > 1
+        {
+            sgs.group_smt_balance = true;
+        }
+        let depth = sd.depth as usize;
+        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), &sgs);
+        if sgs.group_type == GroupType::Overloaded {
+            sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
+        }
+        sgs
+    }
+
+    /// `update_sd_pick_busiest`: whether `sg` is busier than the current busiest.
+    fn update_sd_pick_busiest(&self, env: &LbEnv, sds: &SdLbStats, sg: &GroupRef, sgs: &SgLbStats) -> bool {
+        let sd = self.domains.sd(env.sd);
+        let busiest = &sds.busiest_stat;
+        if sgs.sum_h_nr_running == 0 {
+            return false;
+        }
+        let dst_cap = self.capacity_of(env.dst_cpu);
+        if sd.has(SD_ASYM_CPUCAPACITY) && sgs.group_type == GroupType::MisfitTask {
+            let max_cap = sg.span.iter().map(|c| self.capacity_of(c)).max().unwrap_or(0);
+            if !capacity_greater(dst_cap, max_cap) || sds.local_stat.group_type != GroupType::HasSpare {
+                return false;
+            }
+        }
+        if sgs.group_type != busiest.group_type {
+            return sgs.group_type > busiest.group_type;
+        }
+        let has_spare = |sgs: &SgLbStats| {
+            !(sgs.idle_cpus > busiest.idle_cpus
+                || (sgs.idle_cpus == busiest.idle_cpus && sgs.sum_nr_running <= busiest.sum_nr_running))
+        };
+        match sgs.group_type {
+            GroupType::Overloaded => return sgs.avg_load > busiest.avg_load,
+            GroupType::Imbalanced | GroupType::AsymPacking => return false,
+            GroupType::MisfitTask => return sgs.group_misfit_task_load > busiest.group_misfit_task_load,
+            GroupType::SmtBalance if sgs.idle_cpus != 0 || busiest.idle_cpus != 0 => {
+                if !has_spare(sgs) {
+                    return false;
+                }
+            }
+            GroupType::SmtBalance | GroupType::FullyBusy => {
+                if sgs.avg_load < busiest.avg_load {
+                    return false;
+                }
+                if sgs.avg_load == busiest.avg_load && sds.busiest.is_some_and(|b| b.flags & SD_SHARE_CPUCAPACITY != 0)
+                {
+                    return false;
+                }
+            }
+            GroupType::HasSpare => {
+                if smt_vs_nonsmt_groups(sds.busiest, Some(*sg)) {
+                    return !(sg.flags & SD_SHARE_CPUCAPACITY != 0 && sgs.sum_h_nr_running <= 1);
+                }
+                if !has_spare(sgs) {
+                    return false;
+                }
+            }
+        }
+        if sd.has(SD_ASYM_CPUCAPACITY)
+            && sgs.group_type <= GroupType::FullyBusy
+            && capacity_greater(self.group_min_capacity(&sg.span), dst_cap)
+        {
+            return false;
+        }
+        true
+    }
+
+    /// `update_sd_lb_stats`: the statistics of every group of the domain,
+    /// the local and the busiest one. `sg_overloaded` and `sum_util` are
+    /// returned in the result for the caller to apply.
+    pub fn update_sd_lb_stats(&self, env: &LbEnv) -> SdLbStats {
+        let sd = self.domains.sd(env.sd);
+        let mut sds = SdLbStats::default();
+        // init_sd_lb_stats: the worst possible busiest so any group beats it.
+        sds.busiest_stat.idle_cpus = u32::MAX;
+        let mut sg_overloaded = false;
+        for g in self.sd_groups(sd, env.dst_cpu) {
+            let local_group = g.span.test(env.dst_cpu);
+            let sgs = self.update_sg_lb_stats(env, &g, local_group, &mut sg_overloaded);
+            if local_group {
+                sds.local = Some(g);
+                sds.local_stat = sgs;
+            } else if self.update_sd_pick_busiest(env, &sds, &g, &sgs) {
+                sds.busiest = Some(g);
+                sds.busiest_stat = sgs;
+            }
+            sds.total_load += sgs.group_load;
+            sds.total_capacity += sgs.group_capacity;
+            sds.sum_util += sgs.group_util;
+        }
+        if let Some(b) = sds.busiest {
+            sds.prefer_sibling = b.flags & SD_PREFER_SIBLING != 0;
+        }
+        sds.sg_overloaded = sg_overloaded;
+        sds
+    }
+
+    /// `update_idle_cpu_scan`: SIS_UTIL's scan depth for the LLC of the
+    /// balancing CPU from the LLC's summed utilisation, or `None` when this
+    /// pass does not update it (not the LLC domain, newly idle, SIS_UTIL off).
+    ///
+    /// With `x = sum_util / llc_weight` and `pct` the LLC's imbalance_pct,
+    /// `y = 1024 - min(1024, x^2 * pct^2 / (10000 * 1024))` and
+    /// `nr_idle_scan = y * llc_weight / 1024`: the depth falls quadratically
+    /// and reaches 0 at `x = 1024 * 100 / pct` (85% for 117), the point
+    /// where an LLC group counts as overloaded.
+    pub fn update_idle_cpu_scan(&self, env: &LbEnv, sum_util: u64) -> Option<(usize, u32)> {
+        if !crate::sched_feat!(self.features, SIS_UTIL) || env.idle == CpuIdleType::NewlyIdle {
+            return None;
+        }
+        let llc_sd = self.domains.sd_llc[env.dst_cpu.idx()]?;
+        let llc_weight = self.domains.sd(llc_sd).span_weight as u64;
+        let sd = self.domains.sd(env.sd);
+        if sd.span_weight as u64 != llc_weight {
+            return None;
+        }
+        let x = sum_util / llc_weight.max(1);
+        let pct = sd.imbalance_pct as u64;
+        let tmp = (x * x * pct * pct / (10000 * SCHED_CAPACITY_SCALE)).min(SCHED_CAPACITY_SCALE);
+        let y = (SCHED_CAPACITY_SCALE - tmp) * llc_weight / SCHED_CAPACITY_SCALE;
+        Some((self.llc_of(env.dst_cpu), y as u32))
+    }
+}

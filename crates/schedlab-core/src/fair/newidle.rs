@@ -1,0 +1,178 @@
+//! Newly-idle balancing (kernel/sched/fair.c, v7.0 / linux-next 2026):
+//! `sched_balance_newidle`, with NI_RANDOM (v6.18: run a domain's pass with
+//! probability ~ its recent success ratio) and NI_RATE (v7.0: a low call
+//! rate raises the ratio), `update_newidle_stats` and `update_newidle_cost`.
+//!
+//! A pass costs `cost.balance_ns_base + cost.balance_ns_per_cpu *
+//! span_weight` (the kernel measures `sched_clock` around it); the sum is
+//! charged to the CPU, and feeds `max_newidle_lb_cost` exactly as the
+//! measured time does in the kernel.
+
+use super::balance::CpuIdleType;
+use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
+use crate::engine::Sim;
+use crate::ids::{CpuId, Ns, NSEC_PER_SEC};
+use crate::sched_feat;
+use crate::topology::domains::SD_BALANCE_NEWIDLE;
+use crate::trace::{BalanceKind, Event};
+
+/// NI_RANDOM's die has this many sides; `newidle_ratio` is out of it.
+pub const NI_SIDES: u32 = 1024;
+/// NI_RATE: the time since the last ratio update, shifted right by this
+/// (2^22 ns ~ 4.2 ms per unit), is added to the success count: one update
+/// per 4 s of 1024 calls (256 Hz) counts as full success.
+pub const NI_RATE_SHIFT: u32 = 22;
+
+impl Sim {
+    /// `update_newidle_stats(sd, success)`: count a call and its weighted
+    /// success; every 1024 calls the ratio becomes the success count (plus
+    /// NI_RATE's rate term) and both counters halve.
+    pub fn update_newidle_stats(&mut self, cpu: CpuId, level: usize, success: u32) {
+        let now = self.now;
+        let rate = sched_feat!(self.features, NI_RATE);
+        let rt = &mut self.rqs[cpu.idx()].sd[level];
+        rt.newidle_call += 1;
+        rt.newidle_success += success;
+        if rt.newidle_call >= NI_SIDES {
+            let delta = now.saturating_sub(rt.newidle_stamp);
+            rt.newidle_stamp = now;
+            let mut ratio = if rate { delta >> NI_RATE_SHIFT } else { 0 };
+            ratio += rt.newidle_success as u64;
+            rt.newidle_ratio = ratio.min(NI_SIDES as u64) as u32;
+            rt.newidle_call /= 2;
+            rt.newidle_success /= 2;
+        }
+    }
+
+    /// `update_newidle_cost(sd, cost, success)`: track the domain's maximum
+    /// pass cost, decayed by ~1% (253/256) per second so that it follows
+    /// the current cost. Returns whether it decayed (`need_decay`).
+    // XXX: v6.18-rc briefly capped the max at migration_cost + 200 ns and
+    // bumped it by 3/2 on failure; that was reverted with NI_RANDOM and is
+    // not modelled.
+    pub fn update_newidle_cost(&mut self, cpu: CpuId, level: usize, cost: Ns, success: u32) -> bool {
+        if cost > 0 {
+            self.update_newidle_stats(cpu, level, success);
+        }
+        let now = self.now;
+        let rt = &mut self.rqs[cpu.idx()].sd[level];
+        if cost > rt.max_newidle_lb_cost {
+            rt.max_newidle_lb_cost = cost;
+            rt.last_decay_max_lb_cost = now;
+            false
+        } else if now > rt.last_decay_max_lb_cost + NSEC_PER_SEC {
+            rt.max_newidle_lb_cost = rt.max_newidle_lb_cost * 253 / 256;
+            rt.last_decay_max_lb_cost = now;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `update_next_balance(sd, &next_balance)`: the idle interval's due time.
+    fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut Ns) {
+        let interval = self.get_sd_balance_interval(cpu, level, false);
+        let next = self.rqs[cpu.idx()].sd[level].last_balance + interval;
+        if *next_balance > next {
+            *next_balance = next;
+        }
+    }
+
+    /// `sched_balance_newidle(this_rq)`: `cpu` is about to go idle; try to
+    /// pull a task from the busiest CPU of each domain, bottom-up, while the
+    /// expected idle time (`avg_idle`) covers the cost so far plus the
+    /// domain's `max_newidle_lb_cost`. Returns the number of tasks pulled.
+    pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> u32 {
+        let now = self.now;
+        self.rqs[cpu.idx()].newidle_calls += 1;
+        if self.rqs[cpu.idx()].ttwu_pending > 0 {
+            return 0; // a wakeup is on its way: no need to look
+        }
+        // Measure the balancing time as idle time (0 means "not idle").
+        self.rqs[cpu.idx()].idle_stamp = now.max(1);
+        let saved_resched = self.rqs[cpu.idx()].need_resched;
+        let levels = self.domains.chain(cpu).len();
+        let mut next_balance = now + NSEC_PER_SEC;
+        let mut pulled = 0u32;
+        let mut curr_cost: Ns = 0;
+        let mut depth = 0u8;
+        let avg_idle = self.rqs[cpu.idx()].avg_idle;
+        let skip = levels == 0 || !self.rd_overloaded || avg_idle < self.rqs[cpu.idx()].sd[0].max_newidle_lb_cost;
+        if skip {
+            if levels > 0 {
+                self.update_next_balance(cpu, 0, &mut next_balance);
+            }
+        } else {
+            self.update_blocked_averages(cpu);
+            let mut cont = true;
+            for level in 0..levels {
+                self.update_next_balance(cpu, level, &mut next_balance);
+                depth = level as u8;
+                if avg_idle < curr_cost + self.rqs[cpu.idx()].sd[level].max_newidle_lb_cost {
+                    break;
+                }
+                let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+                let span = sd.span_weight;
+                if sd.has(SD_BALANCE_NEWIDLE) {
+                    let mut weight = 1;
+                    let ratio = self.rqs[cpu.idx()].sd[level].newidle_ratio;
+                    if sched_feat!(self.features, NI_RANDOM) && ratio < NI_SIDES {
+                        // Throw a 1024-sided die: run with probability ~ ratio/1024,
+                        // and count a success as 1024/ratio to keep the ratio unbiased.
+                        let d1k = self.sched_rng.below(NI_SIDES);
+                        weight = 1 + ratio;
+                        if d1k > weight {
+                            self.update_newidle_stats(cpu, level, 0);
+                            continue;
+                        }
+                        weight = (NI_SIDES + weight / 2) / weight;
+                    }
+                    pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, &mut cont);
+                    let domain_cost = self.balance_cost_ns(span);
+                    curr_cost += domain_cost;
+                    self.update_newidle_cost(cpu, level, domain_cost, weight * (pulled > 0) as u32);
+                }
+                if pulled > 0 || !cont {
+                    break;
+                }
+            }
+            let rq = &mut self.rqs[cpu.idx()];
+            if curr_cost > rq.max_idle_balance_cost {
+                rq.max_idle_balance_cost = curr_cost;
+            }
+            // Something arrived meanwhile: do not go idle.
+            if rq.nr_running > 0 && pulled == 0 {
+                pulled = 1;
+            }
+        }
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.next_balance > next_balance {
+            rq.next_balance = next_balance;
+        }
+        // The pulled tasks' wakeup_preempt asked this CPU to reschedule; the
+        // caller (schedule) picks again anyway.
+        rq.need_resched = saved_resched;
+        if pulled > 0 {
+            rq.idle_stamp = 0;
+        } else {
+            self.nohz_newidle_balance(cpu);
+        }
+        self.charge(cpu, curr_cost);
+        self.emit(Event::Balance { cpu, depth, kind: BalanceKind::NewIdle, pulled });
+        pulled
+    }
+
+    /// `nohz_newidle_balance`: before going idle for long enough, update
+    /// the stale blocked load of the idle CPUs (`NOHZ_NEWILB_KICK`, run by
+    /// `nohz_run_idle_balance` with `NOHZ_STATS_KICK` only).
+    // DEVIATION(kernel): run at once rather than from the idle loop.
+    fn nohz_newidle_balance(&mut self, cpu: CpuId) {
+        if self.rqs[cpu.idx()].avg_idle < SYSCTL_SCHED_MIGRATION_COST_NS {
+            return;
+        }
+        if !self.nohz_has_blocked() || self.now < self.nohz.next_blocked {
+            return;
+        }
+        self.nohz_idle_balance_run(cpu, super::nohz::NOHZ_STATS_KICK);
+    }
+}

@@ -1,0 +1,104 @@
+//! Periodic load balancing (kernel/sched/fair.c): `sched_balance_trigger`
+//! from the tick, `sched_balance_domains` over a CPU's domains with their
+//! intervals (`get_sd_balance_interval`), and
+//! `sched_balance_update_blocked_averages`.
+
+use super::balance::CpuIdleType;
+use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
+use crate::engine::Sim;
+use crate::ids::{CpuId, Ns};
+use crate::trace::{BalanceKind, Event};
+
+impl Sim {
+    /// `get_sd_balance_interval(sd, cpu_busy)` in ns: the domain's current
+    /// interval (times `busy_factor` when busy, minus a jiffy so levels do
+    /// not align), in whole jiffies, clamped to [1 jiffy,
+    /// `max_load_balance_interval` = HZ * nr_cpus / 10 jiffies].
+    pub fn get_sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> Ns {
+        let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+        let mut ms = self.rqs[cpu.idx()].sd[level].balance_interval_ms as u64;
+        if busy {
+            ms *= sd.busy_factor as u64;
+        }
+        let hz = self.machine.hz.max(1) as u64;
+        let mut j = (ms * hz).div_ceil(1000);
+        if busy {
+            j = j.saturating_sub(1);
+        }
+        let max_j = (hz * self.machine.nr_cpus() as u64 / 10).max(1);
+        j.clamp(1, max_j) * self.tick_ns
+    }
+
+    /// `sched_balance_domains(rq, idle)`: balance every domain of `cpu`
+    /// whose interval has expired, bottom-up; decay `max_newidle_lb_cost`;
+    /// set `rq.next_balance`. `kind` labels the trace event. Returns the cost
+    /// of the passes run, for the caller to charge to the CPU doing the work.
+    pub fn sched_balance_domains(&mut self, cpu: CpuId, mut idle: CpuIdleType, kind: BalanceKind) -> Ns {
+        let mut cont = true;
+        let mut busy = idle != CpuIdleType::Idle;
+        let mut next_balance = self.now + 60 * crate::ids::NSEC_PER_SEC;
+        let mut update_next = false;
+        let mut need_decay = false;
+        let mut max_cost = 0;
+        let mut cost: Ns = 0;
+        let levels = self.domains.chain(cpu).len();
+        for level in 0..levels {
+            need_decay = self.update_newidle_cost(cpu, level, 0, 0);
+            max_cost += self.rqs[cpu.idx()].sd[level].max_newidle_lb_cost;
+            if !cont {
+                if need_decay {
+                    continue;
+                }
+                break;
+            }
+            let mut interval = self.get_sd_balance_interval(cpu, level, busy);
+            // SD_SERIALIZE needs no lock: the simulator runs one pass at a time.
+            if self.now >= self.rqs[cpu.idx()].sd[level].last_balance + interval {
+                let moved = self.sched_balance_rq(cpu, level, idle, &mut cont);
+                let span = self.domains.sd(self.domains.chain(cpu)[level]).span_weight;
+                cost += self.balance_cost_ns(span);
+                if moved > 0 {
+                    let depth = level as u8;
+                    self.emit(Event::Balance { cpu, depth, kind, pulled: moved });
+                    idle = if self.rqs[cpu.idx()].idle_cpu() { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
+                    busy = idle != CpuIdleType::Idle;
+                }
+                self.rqs[cpu.idx()].sd[level].last_balance = self.now;
+                interval = self.get_sd_balance_interval(cpu, level, busy);
+            }
+            let due = self.rqs[cpu.idx()].sd[level].last_balance + interval;
+            if next_balance > due {
+                next_balance = due;
+                update_next = true;
+            }
+        }
+        if need_decay {
+            self.rqs[cpu.idx()].max_idle_balance_cost = SYSCTL_SCHED_MIGRATION_COST_NS.max(max_cost);
+        }
+        if update_next {
+            self.rqs[cpu.idx()].next_balance = next_balance;
+        }
+        cost
+    }
+
+    /// `sched_balance_update_blocked_averages(cpu)`: decay the blocked load
+    /// and utilisation of `cpu`'s fair runqueue to now.
+    pub fn update_blocked_averages(&mut self, cpu: CpuId) {
+        self.update_load_avg(cpu, None);
+        self.nohz.last_blocked_update[cpu.idx()] = self.now;
+    }
+
+    /// `sched_balance_trigger(rq)` from the tick of a busy CPU: run the
+    /// periodic balance (the SCHED_SOFTIRQ's `sched_balance_domains`) when
+    /// `rq.next_balance` has come.
+    pub fn sched_balance_trigger(&mut self, cpu: CpuId) -> crate::Result<()> {
+        if self.domains.chain(cpu).is_empty() || self.now < self.rqs[cpu.idx()].next_balance {
+            return Ok(());
+        }
+        self.update_blocked_averages(cpu);
+        let idle = if self.rqs[cpu.idx()].idle_cpu() { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
+        let cost = self.sched_balance_domains(cpu, idle, BalanceKind::Periodic);
+        self.charge(cpu, cost);
+        Ok(())
+    }
+}

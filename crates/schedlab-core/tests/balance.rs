@@ -1,0 +1,119 @@
+//! Scenario tests of load balancing on whole runs: work that starts piled on
+//! one CPU spreads to every CPU, through NOHZ idle balancing (idle CPUs
+//! have their tick stopped, so only a kicked idle CPU balances for them)
+//! and periodic balancing.
+
+use schedlab_core::engine::build::SimConfig;
+use schedlab_core::engine::Sim;
+use schedlab_core::features::Features;
+use schedlab_core::ids::{CpuId, Ns, NSEC_PER_MSEC};
+use schedlab_core::policy::ClassKind;
+use schedlab_core::topology::{build_sched_domains, parse_machine};
+use schedlab_core::trace::{BalanceKind, Event};
+use schedlab_core::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
+
+/// 2 LLCs x 4 cores, no SMT, HZ = 250 (4 ms ticks).
+const TWO_LLC: &str = r#"
+[machine]
+name = "test-2llc"
+hz = 250
+[topology]
+packages = 1
+nodes_per_package = 1
+llcs_per_node = 2
+clusters_per_llc = 1
+cores_per_cluster = 4
+threads_per_core = 1
+[[core_type]]
+name = "t"
+cores = "all"
+capacity = 1024
+nominal_freq_mhz = 2000
+"#;
+
+/// `n` CPU-bound tasks (1 s of work each), all woken on CPU 0 at time 0.
+fn piled_on_cpu0(n: usize, features: Features) -> Sim {
+    let m = parse_machine(TWO_LLC, "toml", "test").unwrap();
+    let d = build_sched_domains(&m).unwrap();
+    let tasks = (0..n)
+        .map(|i| TaskSpec {
+            name: format!("hog{i}"),
+            program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1000)),
+            nice: 0,
+            allowed: None,
+            footprint_kib: 0,
+            start_ns: 0,
+            start: StartKind::Wake { prev_cpu: 0 },
+            kthread: false,
+        })
+        .collect();
+    let w = Workload {
+        name: "piled".into(),
+        tasks,
+        chans: vec![],
+        barriers: vec![],
+        duration_ns: None,
+        warmup_ns: 0,
+        primary: PrimaryMetric::CompletionTime,
+    };
+    let cfg =
+        SimConfig { features, class: ClassKind::Fair, seed: 7, trace: true, check_invariants: true, cpuset: None };
+    Sim::build(m, d, &w, cfg).unwrap()
+}
+
+fn spread(s: &Sim) -> Vec<u32> {
+    s.rqs.iter().map(|r| r.nr_running).collect()
+}
+
+/// Run until every CPU runs exactly one task; the time it took.
+fn time_to_spread(s: &mut Sim, limit: Ns) -> Option<Ns> {
+    let step = NSEC_PER_MSEC;
+    let mut t = 0;
+    while t < limit {
+        t += step;
+        s.run(t).unwrap();
+        if s.rqs.iter().all(|r| r.nr_running == 1) {
+            return Some(t);
+        }
+    }
+    None
+}
+
+/// Scenario 1: eight CPU hogs start on CPU 0 of an idle 8-CPU, 2-LLC machine.
+///
+/// The wakeups themselves cannot spread them: with SIS_UTIL, an LLC whose
+/// `nr_idle_scan` is still 0 is not scanned, so the hogs queue on CPU 0.
+/// The busy CPU 0 cannot push (its busiest group is itself), so the work
+/// spreads by NOHZ idle balancing: CPU 0's tick sees two runnable tasks
+/// and kicks an idle CPU, which balances for every tick-stopped idle CPU;
+/// MC passes move tasks inside LLC 0 at once (tasks that have waited more
+/// than 0.5 ms are cache cold), PKG passes move them to LLC 1. One kick per
+/// tick (4 ms) with MC and PKG intervals of 4 and 8 ms: a handful of kicks,
+/// so well within the 100 ms bound (the run reports the measured time).
+#[test]
+fn eight_hogs_on_one_cpu_spread_one_per_cpu() {
+    let mut s = piled_on_cpu0(8, Features::mainline());
+    let t = time_to_spread(&mut s, 100 * NSEC_PER_MSEC);
+    assert!(t.is_some(), "not spread after 100 ms: {:?}", spread(&s));
+    eprintln!("spread one per CPU after {} ms", t.unwrap() / NSEC_PER_MSEC);
+    let trace = s.trace.as_ref().unwrap();
+    assert!(trace.iter().any(|e| matches!(e.ev, Event::Balance { kind: BalanceKind::NohzIdle, .. })));
+    // Tasks crossed to LLC 1 by balancing.
+    assert!(trace.iter().any(|e| matches!(e.ev, Event::Migrate { dest, .. } if dest.0 >= 4)));
+    assert!(s.violation.is_none());
+}
+
+/// Scenario 4: without NOHZ kicks nobody balances for the idle CPUs; with
+/// them the idle, tick-stopped CPUs receive the work. Checked on a run.
+#[test]
+fn nohz_idle_balance_moves_work_to_tick_stopped_cpus() {
+    let mut s = piled_on_cpu0(2, Features::mainline());
+    s.run(20 * NSEC_PER_MSEC).unwrap();
+    let busy: Vec<usize> = (0..8).filter(|&c| s.rqs[c].curr.is_some()).collect();
+    assert_eq!(busy.len(), 2, "{:?}", spread(&s));
+    assert!(s.nohz.kicks >= 1);
+    // The CPUs still idle are the tick-stopped ones.
+    for c in 0..8 {
+        assert_eq!(s.nohz_idle.test(CpuId(c as u32)), s.rqs[c].curr.is_none(), "cpu {c}");
+    }
+}
