@@ -92,10 +92,50 @@ pub struct RunResult {
     pub trace: Option<String>,
 }
 
+/// Safety cap on simulated time when a workload has no duration: one hour.
+const MAX_SIM_TIME_NS: u64 = 3600 * crate::ids::NSEC_PER_SEC;
+
 /// Run one simulation.
 pub fn run(spec: &RunSpec) -> Result<RunResult> {
-    let _ = spec;
-    Err(crate::SchedlabError::Runtime("engine not wired yet".into()))
+    let machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
+    let domains = crate::topology::build_sched_domains(&machine)?;
+    let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
+    let origin = if wl_format == "spec" { "workload" } else { "workload file" };
+    let workload = crate::workload::build_workload(wl_text, wl_format, origin, &machine)?;
+    let policy = crate::policy::parse_policy(&spec.policy)?;
+    let cfg = crate::engine::build::SimConfig {
+        features: policy.features,
+        class: policy.class,
+        seed: spec.seed,
+        trace: spec.options.trace,
+        check_invariants: spec.options.check_invariants,
+        cpuset: policy.cpuset(&machine),
+    };
+    let machine_name = machine.name.clone();
+    let names: Vec<String> = workload.tasks.iter().map(|t| t.name.clone()).collect();
+    let mut sim = crate::engine::Sim::build(machine, domains, &workload, cfg)?;
+    let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
+    sim.run(max)?;
+    let end = sim.now;
+    let metrics = sim.collector.finish(end);
+    let primary = match workload.primary {
+        crate::workload::PrimaryMetric::CompletionTime => "completion_time_s",
+        crate::workload::PrimaryMetric::Throughput => "requests_per_s",
+    }
+    .to_string();
+    let nr_cpus = sim.machine.nr_cpus();
+    let trace = sim.trace.take().map(|events| crate::trace::ftrace::write_ftrace(names, nr_cpus, &events));
+    Ok(RunResult {
+        machine: machine_name,
+        workload: workload.name.clone(),
+        policy: spec.policy.clone(),
+        seed: spec.seed,
+        primary,
+        metrics,
+        events_processed: sim.stats.events,
+        sim_time_ns: end,
+        trace,
+    })
 }
 
 /// `schedlab topo show`: the machine's CPUs and sched domains, as text

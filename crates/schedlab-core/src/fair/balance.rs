@@ -169,7 +169,7 @@ impl Sim {
         // Prefer eligible tasks: an ineligible one only moves after a failure.
         if nr_balance_failed == 0
             && sched_feat!(self.features, PLACE_LAG)
-            && self.rqs[env.dst_cpu.idx()].cfs.nr_queued() > 0
+            && self.rqs[env.dst_cpu.idx()].cfs.nr_queued > 0
             && !self.rqs[env.src_cpu.idx()].cfs.entity_eligible(&self.ses, p)
         {
             return false;

@@ -74,7 +74,7 @@ fn enqueue(s: &mut Sim, p: u32, cpu: u32) {
     s.tasks[t.idx()].cpu = c;
     s.tasks[t.idx()].state = TaskState::Runnable;
     s.tasks[t.idx()].runnable_since = s.now;
-    s.enqueue_task(c, t, 0);
+    s.enqueue_task(c, t, crate::fair::eevdf::EnqueueFlags::default());
 }
 
 /// Queue `p` on the idle `cpu` and let it run.

@@ -73,11 +73,11 @@ impl Sim {
     }
 
     /// `_task_util_est(p)`: the task's util_est alone, the amount the engine
-    /// adds to `rq.cfs_util_est` when the task is enqueued.
+    /// adds to `rq.cfs_avg.util_est` when the task is enqueued.
     #[inline]
     fn task_util_est_only(&self, p: TaskId) -> u64 {
         let t = &self.tasks[p.idx()];
-        crate::pelt::task_util_est(&t.util_est, &t.avg) as u64
+        crate::pelt::task_util_est_raw(&t.avg)
     }
 
     /// `task_util_est(p)`: `max(task_util, _task_util_est)`.
@@ -105,7 +105,7 @@ impl Sim {
             }
         }
         if sched_feat!(self.features, UTIL_EST) {
-            let mut util_est = rq.cfs_util_est as u64;
+            let mut util_est = rq.cfs_avg.util_est.ewma as u64;
             if let Some(p) = p {
                 if dst == Some(cpu) {
                     util_est += self.task_util_est_only(p);

@@ -1,3 +1,20 @@
-//! The fair class (kernel/sched/fair.c), split by decision area.
+//! The fair class (kernel/sched/fair.c), split by area: the EEVDF runqueue
+//! (`eevdf`), wakeup placement (`wakeup`), the fork/exec slow path
+//! (`slowpath`), capacity and utilisation (`capacity`), load balancing
+//! (`lb_stats`, `busiest`, `balance`, `periodic`, `newidle`, `nohz`).
 
+pub mod balance;
+pub mod busiest;
+pub mod capacity;
 pub mod eevdf;
+pub mod lb_stats;
+pub mod newidle;
+pub mod nohz;
+pub mod periodic;
+pub mod slowpath;
+pub mod wakeup;
+
+#[cfg(test)]
+mod balance_tests;
+#[cfg(test)]
+mod wakeup_tests;

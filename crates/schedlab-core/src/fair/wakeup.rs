@@ -149,8 +149,8 @@ impl Sim {
             return Some(if self.available_idle_cpu(prev_cpu) { prev_cpu } else { this_cpu });
         }
         if sync {
-            let rq = &self.rqs[this_cpu.idx()];
-            if rq.nr_running - rq.cfs.nr_delayed() == 1 {
+            // rq->nr_running minus delayed entities: the runnable ones.
+            if self.rqs[this_cpu.idx()].cfs.h_nr_runnable == 1 {
                 return Some(this_cpu);
             }
         }

@@ -27,6 +27,7 @@ cores_per_cluster = 2
 threads_per_core = 2
 [[core_type]]
 name = "t"
+cores = "all"
 capacity = 1024
 nominal_freq_mhz = 2000
 smt_speed_pct = 60
@@ -45,6 +46,7 @@ cores_per_cluster = 4
 threads_per_core = 1
 [[core_type]]
 name = "t"
+cores = "all"
 capacity = 1024
 nominal_freq_mhz = 2000
 "#;
@@ -81,6 +83,7 @@ fn sim(toml: &str, ntasks: usize, features: Features) -> Sim {
 fn busy(s: &mut Sim, cpu: u32, t: u32) {
     s.rqs[cpu as usize].curr = Some(TaskId(t));
     s.rqs[cpu as usize].nr_running = 1;
+    s.rqs[cpu as usize].cfs.h_nr_runnable = 1;
     s.tasks[t as usize].cpu = CpuId(cpu);
 }
 
