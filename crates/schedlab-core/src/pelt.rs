@@ -154,13 +154,7 @@ fn accumulate_pelt_segments(periods: u64, d1: u32, d3: u32) -> u32 {
 /// `accumulate_sum`: decay the sums over crossed period boundaries, then add
 /// this update's contribution. `delta` is in 1024 ns units. Returns the
 /// number of periods crossed.
-pub fn accumulate_sum(
-    delta: u64,
-    sa: &mut SchedAvg,
-    load: u64,
-    runnable: u64,
-    running: bool,
-) -> u64 {
+pub fn accumulate_sum(delta: u64, sa: &mut SchedAvg, load: u64, runnable: u64, running: bool) -> u64 {
     let mut contrib = delta as u32; // p == 0 -> delta < 1024
     let mut delta = delta + sa.period_contrib as u64;
     let periods = delta / 1024;
@@ -189,13 +183,7 @@ pub fn accumulate_sum(
 
 /// `___update_load_sum`: advance the sums to `now` (PELT clock, ns). Returns
 /// true when a period boundary was crossed and the averages need recomputing.
-pub fn update_load_sum(
-    sa: &mut SchedAvg,
-    now: u64,
-    load: u64,
-    runnable: u64,
-    running: bool,
-) -> bool {
+pub fn update_load_sum(sa: &mut SchedAvg, now: u64, load: u64, runnable: u64, running: bool) -> bool {
     if now < sa.last_update_time {
         // Time went backwards (the kernel tolerates it at clock init): resync.
         sa.last_update_time = now;
@@ -208,11 +196,7 @@ pub fn update_load_sum(
     sa.last_update_time += delta << 10;
     // running and runnable are subsets of load (see the kernel comment on
     // a dequeued curr).
-    let (runnable, running) = if load == 0 {
-        (0, false)
-    } else {
-        (runnable, running)
-    };
+    let (runnable, running) = if load == 0 { (0, false) } else { (runnable, running) };
     accumulate_sum(delta, sa, load, runnable, running) != 0
 }
 
@@ -237,13 +221,7 @@ pub fn update_load_avg_blocked_se(sa: &mut SchedAvg, now: u64, weight: u64) -> b
 /// `__update_load_avg_se` for a task entity: load and runnable are `on_rq`,
 /// running is "is cfs_rq->curr". Clears `UTIL_AVG_UNCHANGED`
 /// (`cfs_se_util_change`) when util_avg was recomputed.
-pub fn update_load_avg_se(
-    sa: &mut SchedAvg,
-    now: u64,
-    weight: u64,
-    on_rq: bool,
-    running: bool,
-) -> bool {
+pub fn update_load_avg_se(sa: &mut SchedAvg, now: u64, weight: u64, on_rq: bool, running: bool) -> bool {
     if update_load_sum(sa, now, on_rq as u64, on_rq as u64, running) {
         update_load_avg_from_sums(sa, weight);
         // DEVIATION(kernel): the kernel skips this under NO_UTIL_EST; the
@@ -331,11 +309,7 @@ pub fn attach_entity_load_avg(cfs: &mut SchedAvg, se: &mut SchedAvg, se_weight: 
     se.util_sum = se.util_avg * divider;
     se.runnable_sum = se.runnable_avg * divider;
     se.load_sum = se.load_avg * divider;
-    se.load_sum = if se_weight < se.load_sum {
-        se.load_sum / se_weight
-    } else {
-        1
-    };
+    se.load_sum = if se_weight < se.load_sum { se.load_sum / se_weight } else { 1 };
     enqueue_load_avg(cfs, se, se_weight);
     cfs.util_avg += se.util_avg;
     cfs.util_sum += se.util_sum;
@@ -437,13 +411,7 @@ impl RqClockPelt {
     /// `update_rq_clock_pelt`: advance to `now_ns`; `rq_running` says whether
     /// a task (not idle) ran during the elapsed interval. Capacities are in
     /// `SCHED_CAPACITY_SCALE` units.
-    pub fn update_rq_clock_pelt(
-        &mut self,
-        now_ns: Ns,
-        rq_running: bool,
-        cpu_capacity: u64,
-        freq_capacity: u64,
-    ) {
+    pub fn update_rq_clock_pelt(&mut self, now_ns: Ns, rq_running: bool, cpu_capacity: u64, freq_capacity: u64) {
         let delta = now_ns.saturating_sub(self.clock_task);
         self.clock_task = self.clock_task.max(now_ns);
         if !rq_running {
@@ -458,12 +426,7 @@ impl RqClockPelt {
     /// util_sums of its cfs, rt and dl signals. If they are at their maximum
     /// the rq was always running and the time clock_pelt lags behind
     /// clock_task is lost idle time rather than idle time to give back.
-    pub fn update_idle_rq_clock_pelt(
-        &mut self,
-        cfs_util_sum: u64,
-        rt_util_sum: u64,
-        dl_util_sum: u64,
-    ) {
+    pub fn update_idle_rq_clock_pelt(&mut self, cfs_util_sum: u64, rt_util_sum: u64, dl_util_sum: u64) {
         let divider = ((LOAD_AVG_MAX - 1024) << SCHED_CAPACITY_SHIFT) - LOAD_AVG_MAX;
         if cfs_util_sum + rt_util_sum + dl_util_sum >= divider {
             self.lost_idle_time += self.clock_task.saturating_sub(self.clock_pelt);
@@ -523,9 +486,7 @@ pub fn util_est_update(task: &mut SchedAvg, task_sleep: bool, f: &crate::feature
         true
     } else {
         let last_ewma_diff = ewma - dequeued;
-        if last_ewma_diff < UTIL_EST_MARGIN
-            || (dequeued as u64 + UTIL_EST_MARGIN as u64) < task.runnable_avg
-        {
+        if last_ewma_diff < UTIL_EST_MARGIN || (dequeued as u64 + UTIL_EST_MARGIN as u64) < task.runnable_avg {
             true
         } else {
             // ewma = w * util + (1 - w) * ewma, w = 1/4, in integers.
@@ -534,10 +495,7 @@ pub fn util_est_update(task: &mut SchedAvg, task_sleep: bool, f: &crate::feature
         }
     };
     debug_assert!(keep_old);
-    task.util_est = UtilEst {
-        ewma,
-        util_avg_unchanged: true,
-    };
+    task.util_est = UtilEst { ewma, util_avg_unchanged: true };
 }
 
 #[cfg(test)]
@@ -590,14 +548,7 @@ mod tests {
     /// and sleeps the rest. Updates every `step` as the tick and
     /// enqueue/dequeue would. Returns the task's avg and the mean util_avg
     /// over the last `tail_ns`.
-    fn drive(
-        cap: u64,
-        freq: u64,
-        run_ns: u64,
-        period_ns: u64,
-        total_ns: u64,
-        tail_ns: u64,
-    ) -> (SchedAvg, u64) {
+    fn drive(cap: u64, freq: u64, run_ns: u64, period_ns: u64, total_ns: u64, tail_ns: u64) -> (SchedAvg, u64) {
         let step = 250_000; // divides every run/period used below
         let mut rq = RqClockPelt::default();
         let mut se = SchedAvg::default();
@@ -628,24 +579,13 @@ mod tests {
     fn always_running_converges_to_full_util_and_weight() {
         let (se, _) = drive(1024, 1024, 10_000_000, 10_000_000, 500_000_000, 1);
         assert!(within_pct(se.util_avg, 1024, 2), "util {}", se.util_avg);
-        assert!(
-            within_pct(se.load_avg, NICE_0_LOAD, 2),
-            "load {}",
-            se.load_avg
-        );
+        assert!(within_pct(se.load_avg, NICE_0_LOAD, 2), "load {}", se.load_avg);
         assert!(se.util_avg <= 1024);
     }
 
     #[test]
     fn half_duty_cycle_converges_to_half() {
-        let (_, mean) = drive(
-            1024,
-            1024,
-            5_000_000,
-            10_000_000,
-            1_000_000_000,
-            100_000_000,
-        );
+        let (_, mean) = drive(1024, 1024, 5_000_000, 10_000_000, 1_000_000_000, 100_000_000);
         assert!(within_pct(mean, 512, 2), "mean util {mean}");
     }
 
@@ -655,23 +595,12 @@ mod tests {
         // same work: invariant util is ~256 on both.
         // Compare at the same point of the cycle (its end): in PELT time
         // the three histories are the same.
-        let (big, big_mean) = drive(
-            1024,
-            1024,
-            2_500_000,
-            10_000_000,
-            1_000_000_000,
-            100_000_000,
-        );
+        let (big, big_mean) = drive(1024, 1024, 2_500_000, 10_000_000, 1_000_000_000, 100_000_000);
         let (little, _) = drive(512, 1024, 5_000_000, 10_000_000, 1_000_000_000, 100_000_000);
         let (slow, _) = drive(1024, 512, 5_000_000, 10_000_000, 1_000_000_000, 100_000_000);
         assert!(within_pct(big_mean, 256, 2), "{big_mean}");
         for v in [little.util_avg, slow.util_avg] {
-            assert!(
-                (v as i64 - big.util_avg as i64).abs() <= 2,
-                "{} vs {v}",
-                big.util_avg
-            );
+            assert!((v as i64 - big.util_avg as i64).abs() <= 2, "{} vs {v}", big.util_avg);
         }
     }
 
@@ -689,26 +618,14 @@ mod tests {
         let before = se.util_avg;
         let now = se.last_update_time + 32 * PERIOD_NS;
         assert!(update_load_avg_blocked_se(&mut se, now, NICE_0_LOAD));
-        assert!(
-            within_pct(se.util_avg * 2, before, 2),
-            "{before} -> {}",
-            se.util_avg
-        );
-        assert!(
-            within_pct(se.load_avg * 2, NICE_0_LOAD, 3),
-            "load {}",
-            se.load_avg
-        );
+        assert!(within_pct(se.util_avg * 2, before, 2), "{before} -> {}", se.util_avg);
+        assert!(within_pct(se.load_avg * 2, NICE_0_LOAD, 3), "load {}", se.load_avg);
     }
 
     #[test]
     fn attach_then_detach_restores_cfs_rq() {
         let (se0, _) = drive(1024, 1024, 5_000_000, 10_000_000, 200_000_000, 1);
-        let mut cfs = SchedAvg {
-            last_update_time: se0.last_update_time,
-            period_contrib: 300,
-            ..Default::default()
-        };
+        let mut cfs = SchedAvg { last_update_time: se0.last_update_time, period_contrib: 300, ..Default::default() };
         let before = cfs;
         let mut se = se0;
         attach_entity_load_avg(&mut cfs, &mut se, NICE_0_LOAD);
@@ -722,33 +639,16 @@ mod tests {
         attach_entity_load_avg(&mut cfs, &mut se, NICE_0_LOAD);
         remove_entity_load_avg(&mut removed, &se);
         let now = cfs.last_update_time;
-        assert!(update_cfs_rq_load_avg(
-            &mut cfs,
-            &mut removed,
-            now,
-            0,
-            0,
-            false
-        ));
+        assert!(update_cfs_rq_load_avg(&mut cfs, &mut removed, now, 0, 0, false));
         assert_eq!((cfs.util_avg, cfs.load_avg, removed.nr), (0, 0, 0));
     }
 
     #[test]
     fn util_est_ewma() {
         let f = Features::mainline();
-        let mut t = SchedAvg {
-            util_avg: 400,
-            runnable_avg: 400,
-            ..Default::default()
-        };
+        let mut t = SchedAvg { util_avg: 400, runnable_avg: 400, ..Default::default() };
         util_est_update(&mut t, true, &f);
-        assert_eq!(
-            t.util_est,
-            UtilEst {
-                ewma: 400,
-                util_avg_unchanged: true
-            }
-        );
+        assert_eq!(t.util_est, UtilEst { ewma: 400, util_avg_unchanged: true });
         // Unchanged util_avg: no second sample.
         t.util_avg = 200;
         util_est_update(&mut t, true, &f);

@@ -113,8 +113,7 @@ fn cost_model_bites_smt_stacking_is_slower_than_pinned() {
     // 16 cores, two SMT threads each (CPUs 0-15 and their siblings 32-47).
     let w = "workqueue:threads=50%,chunks=2000";
     let pinned = run(&spec(preset("threadripper-3970x"), w, "pinned", 1, false)).unwrap();
-    let stacked =
-        run(&spec(preset("threadripper-3970x"), &format!("{w},cpus=0-15;32-47"), "eevdf", 1, false)).unwrap();
+    let stacked = run(&spec(preset("threadripper-3970x"), &format!("{w},cpus=0-15;32-47"), "eevdf", 1, false)).unwrap();
     let (a, b) = (metric(&pinned, "completion_time_s"), metric(&stacked, "completion_time_s"));
     assert!(b > a * 1.2, "pinned {a} s vs SMT-stacked {b} s");
 }

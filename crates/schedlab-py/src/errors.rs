@@ -10,12 +10,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use schedlab_core::SchedlabError as CoreError;
 
-create_exception!(
-    schedlab,
-    SchedlabError,
-    PyException,
-    "Base class of every schedlab error."
-);
+create_exception!(schedlab, SchedlabError, PyException, "Base class of every schedlab error.");
 create_exception!(
     schedlab,
     SpecError,

@@ -34,56 +34,33 @@ fn run(
     max_time_ns: u64,
 ) -> PyResult<(String, Option<String>)> {
     let spec = RunSpec {
-        machine: MachineSource {
-            text: machine_text,
-            format: machine_format,
-            origin: machine_origin,
-        },
+        machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
         workload,
         workload_format,
         policy,
         seed,
-        options: RunOptions {
-            trace,
-            check_invariants,
-            max_time_ns,
-        },
+        options: RunOptions { trace, check_invariants, max_time_ns },
     };
-    let mut result = py
-        .allow_threads(|| api::run(&spec))
-        .map_err(errors::to_py)?;
+    let mut result = py.allow_threads(|| api::run(&spec)).map_err(errors::to_py)?;
     let trace_text = result.trace.take();
-    let json = serde_json::to_string(&result).map_err(|e| {
-        errors::SimulationError::new_err(format!("cannot serialise the result: {e}"))
-    })?;
+    let json = serde_json::to_string(&result)
+        .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the result: {e}")))?;
     Ok((json, trace_text))
 }
 
 /// The machine's CPUs and sched domains, as text or (`json = True`) JSON.
 #[pyfunction]
 #[pyo3(signature = (text, format, origin, json=false))]
-fn topo_show(
-    py: Python<'_>,
-    text: String,
-    format: String,
-    origin: String,
-    json: bool,
-) -> PyResult<String> {
-    let source = MachineSource {
-        text,
-        format,
-        origin,
-    };
-    py.allow_threads(|| api::topo_show(&source, json))
-        .map_err(errors::to_py)
+fn topo_show(py: Python<'_>, text: String, format: String, origin: String, json: bool) -> PyResult<String> {
+    let source = MachineSource { text, format, origin };
+    py.allow_threads(|| api::topo_show(&source, json)).map_err(errors::to_py)
 }
 
 /// Policies, kernel profiles and features, as a JSON array.
 #[pyfunction]
 fn policy_list() -> PyResult<String> {
-    serde_json::to_string(&api::policy_list()).map_err(|e| {
-        errors::SimulationError::new_err(format!("cannot serialise the policy list: {e}"))
-    })
+    serde_json::to_string(&api::policy_list())
+        .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the policy list: {e}")))
 }
 
 /// Workload families and their parameters, as a JSON array.
@@ -95,8 +72,7 @@ fn workload_list() -> String {
 /// Metrics of an ftrace text (real or simulated), as JSON.
 #[pyfunction]
 fn analyze_trace(py: Python<'_>, text: String, origin: String) -> PyResult<String> {
-    py.allow_threads(|| api::analyze_trace(&text, &origin))
-        .map_err(errors::to_py)
+    py.allow_threads(|| api::analyze_trace(&text, &origin)).map_err(errors::to_py)
 }
 
 /// The `schedlab._native` module.

@@ -121,6 +121,7 @@ impl Sim {
             llc_pressure: vec![0; machine.nr_llcs as usize],
             nohz_idle: all,
             rd_overloaded: false,
+            sg_refs: crate::fair::lb_stats::group_refs(&domains, &machine),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
             domains,
             features: cfg.features,

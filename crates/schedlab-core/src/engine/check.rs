@@ -58,7 +58,10 @@ impl Sim {
                 return Err(format!("cpu {c}: nr_running {} but {} entities queued", rq.nr_running, queued[c]));
             }
             if rq.ttwu_pending != in_flight[c] {
-                return Err(format!("cpu {c}: ttwu_pending {} but {} wakeups in flight", rq.ttwu_pending, in_flight[c]));
+                return Err(format!(
+                    "cpu {c}: ttwu_pending {} but {} wakeups in flight",
+                    rq.ttwu_pending, in_flight[c]
+                ));
             }
             if let Some(p) = rq.curr {
                 let t = &self.tasks[p.idx()];
@@ -77,7 +80,10 @@ impl Sim {
             // says), but never the sum of what its tasks can bring.
             let bound = 1024 * homed[c].max(1) + 1024;
             if rq.cfs_avg.util_avg > bound {
-                return Err(format!("cpu {c}: cfs util_avg {} above {bound} for {} tasks", rq.cfs_avg.util_avg, homed[c]));
+                return Err(format!(
+                    "cpu {c}: cfs util_avg {} above {bound} for {} tasks",
+                    rq.cfs_avg.util_avg, homed[c]
+                ));
             }
         }
         Ok(())

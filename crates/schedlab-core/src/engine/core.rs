@@ -355,7 +355,7 @@ impl Sim {
             }
         }
         let next = loop {
-            match self.rqs[cpu.idx()].cfs.pick_next_entity(&mut self.ses, &self.features) {
+            match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
                 Pick::Task(t) => break Some(t),
                 Pick::Delayed(t) => self.finish_delayed_dequeue(cpu, t),
                 Pick::Idle => {
@@ -512,7 +512,7 @@ impl Sim {
         self.move_queued_task(p, src, dst);
         // src picks what is left (possibly nothing).
         let next = loop {
-            match self.rqs[src.idx()].cfs.pick_next_entity(&mut self.ses, &self.features) {
+            match self.rqs[src.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
                 Pick::Task(t) => break Some(t),
                 Pick::Delayed(t) => self.finish_delayed_dequeue(src, t),
                 Pick::Idle => break None,

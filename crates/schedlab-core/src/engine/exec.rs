@@ -131,7 +131,8 @@ impl Sim {
         }
         Err(crate::SchedlabError::Runtime(format!(
             "task {} ({}) took {MAX_INSTANT_ACTIONS} actions without computing, sleeping or blocking",
-            p, self.tasks[p.idx()].name
+            p,
+            self.tasks[p.idx()].name
         )))
     }
 

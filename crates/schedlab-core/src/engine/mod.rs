@@ -149,6 +149,8 @@ pub struct Sim {
     pub workload_start: Vec<crate::workload::StartKind>,
     /// CPUs that are idle with the tick stopped (`nohz.idle_cpus_mask`).
     pub nohz_idle: CpuMask,
+    /// Static group descriptions per domain (`fair::lb_stats::group_refs`).
+    pub sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
     /// `rd->overloaded`: some CPU has more than one runnable task.
     pub rd_overloaded: bool,
     /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).

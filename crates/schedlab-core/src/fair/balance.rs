@@ -370,7 +370,7 @@ impl Sim {
             new_dst_cpu: this_cpu,
             idle,
             imbalance: 0,
-            cpus: sd.span.and(&self.machine.all_cpus()),
+            cpus: sd.span,
             flags: 0,
             loop_: 0,
             loop_break: SCHED_NR_MIGRATE_BREAK,

@@ -344,8 +344,9 @@ fn capacity_spare_wake_feature_chooses_the_capacity_summed() {
     for c in 4..8 {
         s.rqs[c].cpu_capacity = 400; // RT/IRQ pressure on LLC 1
     }
-    let sd = s.domains.sd(*s.domains.chain(CpuId(0)).last().unwrap()).clone();
-    let g = s.sd_groups(&sd, CpuId(0))[1];
+    let sd_id = *s.domains.chain(CpuId(0)).last().unwrap();
+    let sd = s.domains.sd(sd_id).clone();
+    let g = s.sd_groups(sd_id, CpuId(0)).nth(1).unwrap();
     assert_eq!(s.update_sg_wakeup_stats(&sd, &g, TaskId(0)).group_capacity, 1600);
     s.features.set(Feat::capacity_spare_wake_current, false);
     assert_eq!(s.update_sg_wakeup_stats(&sd, &g, TaskId(0)).group_capacity, 4096);

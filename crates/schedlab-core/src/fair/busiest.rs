@@ -222,7 +222,7 @@ impl Sim {
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
         for i in group.span.and(&env.cpus).iter() {
             let rq = &self.rqs[i.idx()];
-            let nr_running = rq.cfs.h_nr_runnable as u32;
+            let nr_running = rq.cfs.h_nr_runnable;
             if nr_running == 0 {
                 continue;
             }

@@ -407,10 +407,7 @@ impl CfsRq {
     /// `cfs_rq_min_slice`: the shortest slice among queued entities and curr.
     pub fn cfs_rq_min_slice(&self, ses: &[SchedEntity]) -> u64 {
         let curr = self.curr_on_rq(ses).map_or(u64::MAX, |c| c.slice);
-        self.queue
-            .iter()
-            .map(|t| ses[t.idx()].slice)
-            .fold(curr, u64::min)
+        self.queue.iter().map(|t| ses[t.idx()].slice).fold(curr, u64::min)
     }
 
     /// `set_protect_slice`: protect curr until its deadline, or for the
@@ -433,10 +430,7 @@ impl CfsRq {
     fn update_protect_slice(&self, ses: &mut [SchedEntity], id: TaskId) {
         let slice = self.cfs_rq_min_slice(ses);
         let se = &mut ses[id.idx()];
-        se.vprot = min_vruntime(
-            se.vprot,
-            se.vruntime.wrapping_add(calc_delta_fair(slice, se)),
-        );
+        se.vprot = min_vruntime(se.vprot, se.vruntime.wrapping_add(calc_delta_fair(slice, se)));
     }
 
     /// `__pick_eevdf`: the eligible entity with the earliest deadline; curr
@@ -444,15 +438,9 @@ impl CfsRq {
     fn pick_eevdf(&self, ses: &[SchedEntity], protect: bool) -> Option<TaskId> {
         let first = self.queue.first().copied();
         if self.nr_queued == 1 {
-            return if self.curr_on_rq(ses).is_some() {
-                self.curr
-            } else {
-                first
-            };
+            return if self.curr_on_rq(ses).is_some() { self.curr } else { first };
         }
-        let curr = self
-            .curr
-            .filter(|&c| ses[c.idx()].on_rq && self.entity_eligible(ses, c));
+        let curr = self.curr.filter(|&c| ses[c.idx()].on_rq && self.entity_eligible(ses, c));
         if let Some(c) = curr {
             if protect && protect_slice(&ses[c.idx()]) {
                 return Some(c);
@@ -507,19 +495,13 @@ impl CfsRq {
         let used_up = self.update_deadline(se);
         self.update_zero_vruntime(ses);
         if self.nr_queued == 1 {
-            return CurrUpdate {
-                delta_exec,
-                resched: false,
-            };
+            return CurrUpdate { delta_exec, resched: false };
         }
         let resched = used_up || !protect_slice(&ses[c.idx()]);
         if resched && self.next == Some(c) {
             self.next = None; // clear_buddies
         }
-        CurrUpdate {
-            delta_exec,
-            resched,
-        }
+        CurrUpdate { delta_exec, resched }
     }
 
     /// `place_entity`: set vruntime and deadline of an entity joining the
@@ -527,13 +509,7 @@ impl CfsRq {
     /// `(W + w_i) / W` because adding the entity itself moves V towards it:
     /// `V' = V - w_i vl_i / (W + w_i)`, so placing at `V - vl_i (W + w_i)/W`
     /// leaves it exactly `vl_i` behind the new V.
-    pub fn place_entity(
-        &self,
-        ses: &mut [SchedEntity],
-        id: TaskId,
-        flags: EnqueueFlags,
-        f: &Features,
-    ) {
+    pub fn place_entity(&self, ses: &mut [SchedEntity], id: TaskId, flags: EnqueueFlags, f: &Features) {
         let vruntime = self.avg_vruntime(ses);
         let curr_w = self.curr_on_rq(ses).map_or(0, |c| c.weight);
         let se = &mut ses[id.idx()];
@@ -680,10 +656,7 @@ impl CfsRq {
             return Pick::Idle;
         }
         if let Some(n) = self.next {
-            if sched_feat!(f, PICK_BUDDY)
-                && self.entity_eligible(ses, n)
-                && !ses[n.idx()].sched_delayed
-            {
+            if sched_feat!(f, PICK_BUDDY) && self.entity_eligible(ses, n) && !ses[n.idx()].sched_delayed {
                 return Pick::Task(n);
             }
         }
@@ -751,8 +724,7 @@ impl CfsRq {
             return false;
         }
         let upd = self.update_curr(ses, now);
-        let preempt_short =
-            sched_feat!(f, PREEMPT_SHORT) && ses[woken.idx()].slice < ses[c.idx()].slice;
+        let preempt_short = sched_feat!(f, PREEMPT_SHORT) && ses[woken.idx()].slice < ses[c.idx()].slice;
         if self.pick_eevdf(ses, !preempt_short) == Some(woken) {
             if preempt_short {
                 cancel_protect_slice(&mut ses[c.idx()]);

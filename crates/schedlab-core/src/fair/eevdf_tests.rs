@@ -21,9 +21,7 @@ fn run(cfs: &mut CfsRq, ses: &mut [SchedEntity], f: &Features, total: Ns) {
         cfs.enqueue_entity(ses, TaskId(i as u32), now, EnqueueFlags::INITIAL, f);
     }
     while now < total {
-        let Pick::Task(t) = cfs.pick_next_entity(ses, f) else {
-            panic!("nothing to run")
-        };
+        let Pick::Task(t) = cfs.pick_next_entity(ses, f) else { panic!("nothing to run") };
         cfs.set_next_entity(ses, t, now, f);
         loop {
             now += TICK;
@@ -73,10 +71,7 @@ fn nice_0_vs_nice_5_share_by_weight() {
     run(&mut cfs, &mut ses, &f, 2_000_000_000);
     let ratio_x1000 = ses[0].sum_exec_runtime * 1000 / ses[1].sum_exec_runtime;
     let want = 1024 * 1000 / 335;
-    assert!(
-        ratio_x1000.abs_diff(want) * 100 <= 2 * want,
-        "{ratio_x1000} vs {want}"
-    );
+    assert!(ratio_x1000.abs_diff(want) * 100 <= 2 * want, "{ratio_x1000} vs {want}");
 }
 
 #[test]
@@ -87,18 +82,12 @@ fn initial_placement_gets_half_a_slice() {
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::INITIAL, &f);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::INITIAL, &f);
     for se in &ses {
-        assert_eq!(
-            se.deadline.wrapping_sub(se.vruntime),
-            calc_delta_fair(se.slice, se) / 2
-        );
+        assert_eq!(se.deadline.wrapping_sub(se.vruntime), calc_delta_fair(se.slice, se) / 2);
     }
     let mut no = f;
     no.set(crate::features::Feat::PLACE_DEADLINE_INITIAL, false);
     cfs.place_entity(&mut ses, TaskId(1), EnqueueFlags::INITIAL, &no);
-    assert_eq!(
-        ses[1].deadline.wrapping_sub(ses[1].vruntime),
-        calc_delta_fair(ses[1].slice, &ses[1])
-    );
+    assert_eq!(ses[1].deadline.wrapping_sub(ses[1].vruntime), calc_delta_fair(ses[1].slice, &ses[1]));
 }
 
 /// A curr, B queued far behind (negative lag) so A stays eligible, and
@@ -238,12 +227,8 @@ fn reference_v(cfs: &CfsRq, ses: &[SchedEntity]) -> Option<u64> {
     ids.extend(cfs.curr.filter(|c| ses[c.idx()].on_rq));
     let base = ses[ids.first()?.idx()].vruntime;
     let w: i128 = ids.iter().map(|t| ses[t.idx()].weight as i128).sum();
-    let s: i128 = ids
-        .iter()
-        .map(|t| {
-            ses[t.idx()].weight as i128 * ses[t.idx()].vruntime.wrapping_sub(base) as i64 as i128
-        })
-        .sum();
+    let s: i128 =
+        ids.iter().map(|t| ses[t.idx()].weight as i128 * ses[t.idx()].vruntime.wrapping_sub(base) as i64 as i128).sum();
     Some(base.wrapping_add(s.div_euclid(w) as i64 as u64))
 }
 

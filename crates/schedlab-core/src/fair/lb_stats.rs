@@ -12,7 +12,7 @@ use super::capacity::{capacity_greater, SCHED_CAPACITY_SCALE};
 use crate::cpumask::CpuMask;
 use crate::engine::Sim;
 use crate::ids::CpuId;
-use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
+use crate::topology::domains::{SdId, SD_ASYM_CPUCAPACITY, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
 
 /// `enum group_type`, ordered from least to most busy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -166,18 +166,14 @@ pub fn adjust_numa_imbalance(imbalance: i64, dst_running: i64, imb_numa_nr: i64)
 impl Sim {
     /// The groups of domain `sd` as [`GroupRef`]s, in the kernel's list order
     /// for `cpu`: its own group first, then the others wrapping around.
-    pub fn sd_groups(&self, sd: &SchedDomain, cpu: CpuId) -> Vec<GroupRef> {
-        let flags = sd.child.map_or(0, |c| self.domains.sd(c).flags);
-        let n = sd.groups.len();
-        let local = sd.groups.iter().position(|g| g.test(cpu)).unwrap_or(0);
-        (0..n)
-            .map(|k| {
-                let index = (local + k) % n;
-                let span = sd.groups[index];
-                let cores = span.iter().filter(|&c| self.machine.smt_mask(c).and(&span).first() == Some(c)).count();
-                GroupRef { index, span, flags, cores: cores as u32 }
-            })
-            .collect()
+    ///
+    /// Allocation-free: the group descriptions are built once per domain
+    /// (`group_refs`, at `Sim::build`) and only rotated here.
+    pub fn sd_groups(&self, sd: SdId, cpu: CpuId) -> impl Iterator<Item = GroupRef> + '_ {
+        let refs = &self.sg_refs[sd.0 as usize];
+        let n = refs.len();
+        let local = refs.iter().position(|g| g.span.test(cpu)).unwrap_or(0);
+        (0..n).map(move |k| refs[(local + k) % n])
     }
 
     /// `sgc->min_capacity` of a group.
@@ -202,13 +198,15 @@ impl Sim {
         let sd = self.domains.sd(env.sd);
         let balancing_at_rd = sd.parent.is_none();
         let mut sgs = SgLbStats::default();
+        let all_considered = g.span.is_subset(&env.cpus);
         for i in g.span.and(&env.cpus).iter() {
             let rq = &self.rqs[i.idx()];
+            sgs.group_capacity += self.capacity_of(i);
             let load = rq.cpu_load();
             sgs.group_load += load;
             sgs.group_util += self.cpu_util_cfs(i);
             sgs.group_runnable += rq.cpu_runnable();
-            sgs.sum_h_nr_running += rq.cfs.h_nr_runnable as u32;
+            sgs.sum_h_nr_running += rq.cfs.h_nr_runnable;
             let nr_running = rq.nr_running;
             sgs.sum_nr_running += nr_running;
             if nr_running == 0 && rq.idle_cpu() {
@@ -236,7 +234,10 @@ impl Sim {
                 sgs.group_misfit_task_load = load;
             }
         }
-        sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
+        if !all_considered {
+            // Some CPUs were excluded (pinned tasks): the capacity is still the whole group's.
+            sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
+        }
         sgs.group_weight = g.span.weight();
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
@@ -315,12 +316,11 @@ impl Sim {
     /// the local and the busiest one. `sg_overloaded` and `sum_util` are
     /// returned in the result for the caller to apply.
     pub fn update_sd_lb_stats(&self, env: &LbEnv) -> SdLbStats {
-        let sd = self.domains.sd(env.sd);
         let mut sds = SdLbStats::default();
         // init_sd_lb_stats: the worst possible busiest so any group beats it.
         sds.busiest_stat.idle_cpus = u32::MAX;
         let mut sg_overloaded = false;
-        for g in self.sd_groups(sd, env.dst_cpu) {
+        for g in self.sd_groups(env.sd, env.dst_cpu) {
             let local_group = g.span.test(env.dst_cpu);
             let sgs = self.update_sg_lb_stats(env, &g, local_group, &mut sg_overloaded);
             if local_group {
@@ -366,4 +366,25 @@ impl Sim {
         let y = (SCHED_CAPACITY_SCALE - tmp) * llc_weight / SCHED_CAPACITY_SCALE;
         Some((self.llc_of(env.dst_cpu), y as u32))
     }
+}
+
+/// The groups of every domain as [`GroupRef`]s, in `SchedDomain::groups`
+/// order, indexed by `SdId`: the static part of `struct sched_group`
+/// (`sg->flags` is the child domain's flags, `sg->cores` its core count).
+pub fn group_refs(domains: &crate::topology::Domains, machine: &crate::topology::Machine) -> Vec<Vec<GroupRef>> {
+    domains
+        .sds
+        .iter()
+        .map(|sd| {
+            let flags = sd.child.map_or(0, |c| domains.sd(c).flags);
+            sd.groups
+                .iter()
+                .enumerate()
+                .map(|(index, &span)| {
+                    let cores = span.iter().filter(|&c| machine.smt_mask(c).and(&span).first() == Some(c)).count();
+                    GroupRef { index, span, flags, cores: cores as u32 }
+                })
+                .collect()
+        })
+        .collect()
 }

@@ -54,7 +54,7 @@ impl Sim {
             sgs.group_util += self.cpu_util_without(i, p);
             sgs.group_runnable += self.cpu_runnable_without(i, p);
             let local = self.task_running_on_cpu(i, p);
-            sgs.sum_h_nr_running += (rq.cfs.h_nr_runnable as u32).saturating_sub(local);
+            sgs.sum_h_nr_running += rq.cfs.h_nr_runnable.saturating_sub(local);
             let nr_running = rq.nr_running.saturating_sub(local);
             sgs.sum_nr_running += nr_running;
             // idle_cpu_without: nothing else runs or is about to.
@@ -103,12 +103,13 @@ impl Sim {
     /// the domain at `level` of `this_cpu`'s chain, or `None` when the local
     /// group is at least as good.
     pub fn sched_balance_find_dst_group(&self, level: usize, p: TaskId, this_cpu: CpuId) -> Option<GroupRef> {
-        let sd = self.domains.sd(self.domains.chain(this_cpu)[level]);
+        let sd_id = self.domains.chain(this_cpu)[level];
+        let sd = self.domains.sd(sd_id);
         let allowed = self.tasks[p.idx()].allowed;
         let mut idlest: Option<GroupRef> = None;
         let mut isgs = SgLbStats { avg_load: u64::MAX, group_type: GroupType::Overloaded, ..Default::default() };
         let mut local: Option<(GroupRef, SgLbStats)> = None;
-        for g in self.sd_groups(sd, this_cpu) {
+        for g in self.sd_groups(sd_id, this_cpu) {
             if !g.span.intersects(&allowed) {
                 continue;
             }

@@ -75,7 +75,8 @@ fn sim(toml: &str, ntasks: usize, features: Features) -> Sim {
         warmup_ns: 0,
         primary: PrimaryMetric::CompletionTime,
     };
-    let cfg = SimConfig { features, class: ClassKind::Fair, seed: 1, trace: false, check_invariants: false, cpuset: None };
+    let cfg =
+        SimConfig { features, class: ClassKind::Fair, seed: 1, trace: false, check_invariants: false, cpuset: None };
     Sim::build(m, d, &w, cfg).unwrap()
 }
 
@@ -329,7 +330,8 @@ fn select_task_rq_fair_affine_wakeup_moves_to_idle_waker_llc() {
     busy(&mut s, 2, 2);
     s.tasks[0].cpu = CpuId(2);
     s.llc[0].nr_idle_scan = 4;
-    let (cpu, _, _) = s.select_task_rq(P, CpuId(2), crate::engine::core::WF_TTWU | crate::engine::core::WF_SYNC, CpuId(0));
+    let (cpu, _, _) =
+        s.select_task_rq(P, CpuId(2), crate::engine::core::WF_TTWU | crate::engine::core::WF_SYNC, CpuId(0));
     assert!(s.machine.cpus_share_cache(cpu, CpuId(0)), "{cpu:?}");
     assert_ne!(cpu, CpuId(0));
 }

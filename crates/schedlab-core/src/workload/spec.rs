@@ -7,9 +7,13 @@
 //! a parameter cannot be documented one way and parsed another.
 
 use super::{hackbench, schbench, sieve, workqueue, Workload};
+use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
 use crate::ids::Ns;
 use crate::topology::Machine;
+
+/// Key/value pairs of a spec, in the order given.
+type Pairs = Vec<(String, String)>;
 
 /// One parameter of a workload family, for `schedlab workload list`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -175,11 +179,7 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
 /// The `cpus` key every family accepts: the CPUs all its tasks may run on
 /// (like `taskset -c`), in the kernel's list format. In the `family:k=v`
 /// form, where ',' separates keys, ranges are separated by ';' (`cpus=0-15;32-47`).
-fn take_cpus(
-    pairs: Vec<(String, String)>,
-    origin: &str,
-    machine: &Machine,
-) -> Result<(Option<crate::cpumask::CpuMask>, Vec<(String, String)>)> {
+fn take_cpus(pairs: Vec<(String, String)>, origin: &str, machine: &Machine) -> Result<(Option<CpuMask>, Pairs)> {
     let mut cpus = None;
     let mut rest = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
@@ -188,8 +188,9 @@ fn take_cpus(
             continue;
         }
         let list = v.replace(';', ",");
-        let mask = crate::cpumask::CpuMask::parse_list(&list)
-            .map_err(|e| SchedlabError::spec(origin, "workload.cpus", format!("expected a CPU list like 0-15;32-47: {e}")))?;
+        let mask = CpuMask::parse_list(&list).map_err(|e| {
+            SchedlabError::spec(origin, "workload.cpus", format!("expected a CPU list like 0-15;32-47: {e}"))
+        })?;
         let nr = machine.nr_cpus();
         if let Some(bad) = mask.iter().find(|c| c.idx() >= nr) {
             return Err(SchedlabError::spec(

@@ -1,0 +1,33 @@
+//! The standard engine benchmark without Python: schbench on intel-4n-192 for
+//! 2 simulated seconds (the scenario of `schedlab bench`). Prints events per
+//! second of wall time. Run with `cargo run --release --example bench`, or under
+//! `valgrind --tool=callgrind` to count instructions, which repeat exactly.
+
+use schedlab_core::api::{run, MachineSource, RunOptions, RunSpec};
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let machine = args.get(1).map(String::as_str).unwrap_or("intel-4n-192");
+    let workload = args.get(2).map(String::as_str).unwrap_or("schbench:runtime=2s");
+    let path = format!("{}/../../python/schedlab/presets/machines/{machine}.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let spec = RunSpec {
+        machine: MachineSource { text, format: "toml".into(), origin: path },
+        workload: workload.into(),
+        workload_format: "spec".into(),
+        policy: "eevdf".into(),
+        seed: 0,
+        options: RunOptions::default(),
+    };
+    let t0 = Instant::now();
+    let r = run(&spec).unwrap_or_else(|e| panic!("{e}"));
+    let wall = t0.elapsed().as_secs_f64();
+    println!(
+        "{} events in {:.3} s: {:.0} events/s, simulated/wall {:.2}",
+        r.events_processed,
+        wall,
+        r.events_processed as f64 / wall,
+        r.sim_time_ns as f64 / 1e9 / wall
+    );
+}
