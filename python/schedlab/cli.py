@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import _native
+from . import _native, reproduce
 from ._compare import (
     better_phrase,
     default_metrics,
@@ -333,6 +333,116 @@ def compare_cmd(
 ) -> None:
     """Compare policies over several seeds: mean ± sd and % vs the first policy."""
     _do_compare(machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv)
+
+
+@app.command("reproduce")
+@_cli_errors
+def reproduce_cmd(
+    case: Annotated[
+        str | None, typer.Argument(help="Case to run (see --list).", show_default=False)
+    ] = None,
+    list_cases: Annotated[bool, typer.Option("--list", help="List the cases and exit.")] = False,
+    runs: Annotated[
+        int | None,
+        typer.Option("--runs", "-n", min=1, help="Seeds per policy (default: the case's)."),
+    ] = None,
+    scale: Annotated[
+        float,
+        typer.Option("--scale", min=0.0001, help="Workload size factor (1 = the case's default)."),
+    ] = 1.0,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count)."),
+    ] = None,
+    no_change_pct: Annotated[
+        float,
+        typer.Option(
+            "--no-change-pct",
+            min=0.0,
+            help="Published changes below this percent count as 'no change'.",
+        ),
+    ] = reproduce.DEFAULT_NO_CHANGE_PCT,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run a published experiment of SEEDS.md: published vs simulated figures, with a verdict."""
+    if list_cases or case is None:
+        if json_out:
+            _echo_json(
+                [
+                    {
+                        "name": c.name,
+                        "seed_idea": c.seed_idea,
+                        "title": c.title,
+                        "machine": c.machine,
+                        "policies": list(c.policies),
+                    }
+                    for c in reproduce.CASES.values()
+                ]
+            )
+            return
+        table = Table(title="reproduction cases (SEEDS.md)")
+        for col in ("case", "idea", "machine", "policies", "what"):
+            table.add_column(col)
+        for c in reproduce.CASES.values():
+            table.add_row(c.name, c.seed_idea, c.machine, ", ".join(c.policies), c.title)
+        _out().print(table)
+        return
+    chosen = reproduce.CASES.get(case)
+    if chosen is None:
+        _fail(f"unknown case '{case}'; valid: {', '.join(reproduce.CASES)}", 2)
+    err = _err()
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task(chosen.name, total=None)
+        judged = reproduce.run_case(
+            chosen,
+            runs=runs,
+            scale=scale,
+            jobs=jobs,
+            no_change_pct=no_change_pct,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    if json_out:
+        _echo_json(
+            {
+                "case": chosen.name,
+                "scale": scale,
+                "runs": runs or chosen.default_runs,
+                "results": [j.to_dict() for j in judged],
+            }
+        )
+        return
+    table = Table(title=f"{chosen.name}: {chosen.title} · {chosen.machine} · scale {scale}")
+    for col in ("row", "metric", "policy", "published", "pub %", "simulated", "sim %", "verdict"):
+        table.add_column(
+            col, justify="right" if col in ("published", "pub %", "simulated", "sim %") else "left"
+        )
+    for j in judged:
+        table.add_row(
+            j.row,
+            j.metric,
+            j.policy,
+            "-" if j.published is None else fmt_num(j.published),
+            "" if j.published_change_pct is None else fmt_pct(j.published_change_pct),
+            fmt_mean_sd(j.sim_mean, j.sim_sd),
+            "" if j.sim_change_pct is None else fmt_pct(j.sim_change_pct),
+            j.verdict
+            + (
+                ""
+                if j.magnitude_within_2x is None
+                else (", magnitude within 2x" if j.magnitude_within_2x else ", magnitude off")
+            ),
+        )
+    _out().print(table)
+    if chosen.notes:
+        _out().print(chosen.notes)
 
 
 @app.command("demo")

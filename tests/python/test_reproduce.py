@@ -1,0 +1,45 @@
+"""Reproduction cases: the verdict rule, and both cases at a small scale."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from schedlab import reproduce
+from schedlab.cli import app
+
+
+def test_verdict_rule_follows_seeds_md() -> None:
+    # Published -20%: reproduced only with the same sign and beyond the spread.
+    assert reproduce.judge(100, 80, [10, 10.2], [8, 8.1])[0] == "reproduced"
+    assert reproduce.judge(100, 80, [10, 12], [9.5, 11.5])[0] == "not reproduced (within spread)"
+    assert reproduce.judge(100, 80, [10, 10], [11, 11])[0] == "not reproduced (opposite)"
+    assert reproduce.judge(100, 80, [10, 10], [10, 10])[0] == "not reproduced (no difference)"
+    # Published -0.6%: "no change" holds while the difference stays within the spread.
+    assert reproduce.judge(92.33, 91.79, [10, 11], [10.5, 10.4])[0] == "reproduced (no change)"
+    assert reproduce.judge(92.33, 91.79, [10, 10.1], [12, 12.1])[0].startswith("not reproduced")
+    # Magnitude: -20% published, -15% simulated is within a factor of two.
+    assert reproduce.judge(100, 80, [10, 10.1], [8.5, 8.5])[3] is True
+
+
+def test_cases_are_listed() -> None:
+    res = CliRunner().invoke(app, ["reproduce", "--list", "--json"])
+    assert res.exit_code == 0, res.output
+    names = [c["name"] for c in json.loads(res.output)]
+    assert names == ["roy-saturation", "ni-retry-schbench"]
+
+
+def test_unknown_case_exits_2() -> None:
+    res = CliRunner().invoke(app, ["reproduce", "nope"])
+    assert res.exit_code == 2
+
+
+@pytest.mark.parametrize("case", ["ni-retry-schbench"])
+def test_case_runs_at_small_scale(case: str) -> None:
+    judged = reproduce.run_case(reproduce.CASES[case], runs=2, scale=0.02, jobs=1)
+    c = reproduce.CASES[case]
+    assert len(judged) == len(c.rows) * len(c.metrics) * len(c.policies)
+    assert all(j.sim_mean > 0 for j in judged)
+    assert {j.verdict for j in judged if j.policy == c.policies[0]} == {"baseline"}
