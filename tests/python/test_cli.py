@@ -169,9 +169,7 @@ def test_policy_and_workload_list_json_parse() -> None:
         assert isinstance(json.loads(result.stdout), list)
 
 
-def test_topo_show(tiny_machine: Path, topo_wired: bool) -> None:
-    if not topo_wired:
-        pytest.skip("topology not wired yet (api::topo_show)")
+def test_topo_show(tiny_machine: Path) -> None:
     text = runner.invoke(app, ["topo", "show", str(tiny_machine)])
     assert text.exit_code == 0, text.output
     doc = runner.invoke(app, ["topo", "show", str(tiny_machine), "--json"])

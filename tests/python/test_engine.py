@@ -1,5 +1,4 @@
-"""Tests that need the engine. They skip while `api::run` answers "not wired
-yet" (see conftest) and run by themselves once it is wired."""
+"""End-to-end tests through the engine: runs, compare, traces, demo, bench."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from typer.testing import CliRunner
 import schedlab
 from schedlab.cli import app
 
-pytestmark = pytest.mark.usefixtures("needs_engine")
 runner = CliRunner()
 
 
@@ -125,8 +123,6 @@ def test_cli_analyze_reads_simulated_trace(
         == 0
     )
     result = runner.invoke(app, ["analyze", str(trace), "--json"])
-    if result.exit_code == 1 and "not wired yet" in result.stderr:
-        pytest.skip("trace analysis not wired yet")
     assert result.exit_code == 0, result.output
     json.loads(result.stdout)
 
