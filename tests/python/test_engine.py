@@ -127,14 +127,12 @@ def test_cli_analyze_reads_simulated_trace(
     json.loads(result.stdout)
 
 
-@pytest.mark.slow
 def test_demo_runs() -> None:
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
     assert "Shown:" in result.stdout
 
 
-@pytest.mark.slow
 def test_bench_json() -> None:
     result = runner.invoke(app, ["bench", "--json"])
     assert result.exit_code == 0, result.output
