@@ -271,8 +271,29 @@ impl Sim {
         self.wakeup_preempt(cpu, p, waker_cpu);
     }
 
-    /// `update_avg(&rq->avg_idle, delta)` with the cap of `ttwu_do_activate`.
+    /// `update_avg(&rq->avg_idle, delta)` with the cap of `ttwu_do_activate`:
+    /// a wakeup ends the idle period that began at `idle_stamp`.
     fn update_avg_idle_on_wakeup(&mut self, cpu: CpuId) {
+        self.update_rq_avg_idle(cpu);
+    }
+
+    /// Seed idea 3 (`avg_idle_on_enqueue`): any enqueue onto an idle CPU
+    /// (fork, migration, wakeup) ends its idle period, so sample it here.
+    /// Without the feature only wakeups sample, and a fork or migration onto
+    /// an idle CPU leaves `idle_stamp` set: the next wakeup then samples a
+    /// "idle period" that includes the busy time since (the drift the patch
+    /// fixes). With the feature, newly-idle balance holds the stamp back
+    /// while it pulls, so a set `idle_stamp` means the CPU is idle and the
+    /// first enqueue after it is the one that ends the idle period.
+    fn update_avg_idle_on_enqueue(&mut self, cpu: CpuId) {
+        self.update_rq_avg_idle(cpu);
+    }
+
+    /// `update_rq_avg_idle` (the kernel's later name of the helper): fold
+    /// the idle period since `idle_stamp` into `avg_idle`, capped at
+    /// `2 * max_idle_balance_cost`, and clear the stamp. Nothing without a
+    /// stamp (the CPU did not go idle through newly-idle balance).
+    fn update_rq_avg_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let rq = &mut self.rqs[cpu.idx()];
         if rq.idle_stamp != 0 {
@@ -281,11 +302,6 @@ impl Sim {
             rq.avg_idle = update_avg(rq.avg_idle, delta).min(max);
             rq.idle_stamp = 0;
         }
-    }
-
-    /// Seed idea 3: the same refresh on any enqueue onto an idle CPU.
-    fn update_avg_idle_on_enqueue(&mut self, cpu: CpuId) {
-        self.update_avg_idle_on_wakeup(cpu);
     }
 
     /// `wakeup_preempt`: after `p` was queued on `cpu`, wake the CPU if idle,

@@ -7,13 +7,17 @@
 //! span_weight` (the kernel measures `sched_clock` around it); the sum is
 //! charged to the CPU, and feeds `max_newidle_lb_cost` exactly as the
 //! measured time does in the kernel.
+//!
+//! Seed ideas 3 (`avg_idle_on_enqueue`: hold the idle stamp back during the
+//! pass) and 7 (`ni_half_idle_retry`) are here too; README_newidle.md
+//! describes both.
 
 use super::balance::CpuIdleType;
 use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
 use crate::engine::Sim;
 use crate::ids::{CpuId, Ns, NSEC_PER_SEC};
 use crate::sched_feat;
-use crate::topology::domains::SD_BALANCE_NEWIDLE;
+use crate::topology::domains::{SD_BALANCE_NEWIDLE, SD_SHARE_LLC};
 use crate::trace::{BalanceKind, Event};
 
 /// NI_RANDOM's die has this many sides; `newidle_ratio` is out of it.
@@ -82,6 +86,11 @@ impl Sim {
     /// pull a task from the busiest CPU of each domain, bottom-up, while the
     /// expected idle time (`avg_idle`) covers the cost so far plus the
     /// domain's `max_newidle_lb_cost`. Returns the number of tasks pulled.
+    ///
+    /// With `ni_half_idle_retry` (seed idea 7) a first pass that pulled
+    /// nothing may be followed by [`Sim::newidle_half_idle_retry`]; with
+    /// `avg_idle_on_enqueue` (seed idea 3) the idle stamp is held back during
+    /// the pass so that the pulled tasks' enqueues do not sample it.
     pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> u32 {
         let now = self.now;
         self.rqs[cpu.idx()].newidle_calls += 1;
@@ -89,7 +98,15 @@ impl Sim {
             return 0; // a wakeup is on its way: no need to look
         }
         // Measure the balancing time as idle time (0 means "not idle").
-        self.rqs[cpu.idx()].idle_stamp = now.max(1);
+        let idle_stamp = now.max(1);
+        // Seed idea 3: enqueue_task now samples avg_idle when idle_stamp is
+        // set, so a task this pass pulls would end a "idle period" as long as
+        // the pass. The patch saves the stamp and restores it only when
+        // nothing was pulled. DEVIATION(patch text): the stamp saved is the
+        // one this entry takes (rq_clock), as the kernel sets it here; an
+        // older stamp of a CPU re-entering from idle is dropped either way.
+        let hold_stamp = sched_feat!(self.features, avg_idle_on_enqueue);
+        self.rqs[cpu.idx()].idle_stamp = if hold_stamp { 0 } else { idle_stamp };
         let saved_resched = self.rqs[cpu.idx()].need_resched;
         let levels = self.domains.chain(cpu).len();
         let mut next_balance = now + NSEC_PER_SEC;
@@ -97,6 +114,8 @@ impl Sim {
         let mut curr_cost: Ns = 0;
         let mut depth = 0u8;
         let avg_idle = self.rqs[cpu.idx()].avg_idle;
+        let max_ns = 2 * self.rqs[cpu.idx()].max_idle_balance_cost;
+        self.emit(Event::AvgIdle { cpu, avg_idle_ns: avg_idle, max_ns });
         let skip = levels == 0 || !self.rd_overloaded || avg_idle < self.rqs[cpu.idx()].sd[0].max_newidle_lb_cost;
         if skip {
             if levels > 0 {
@@ -105,14 +124,17 @@ impl Sim {
         } else {
             self.update_blocked_averages(cpu);
             let mut cont = true;
+            // Chain levels whose pass NI_RANDOM's dice skipped (idea 7).
+            let mut dice_skipped: u64 = 0;
+            let mut stopped_by_cost = false;
             for level in 0..levels {
                 self.update_next_balance(cpu, level, &mut next_balance);
                 depth = level as u8;
                 if avg_idle < curr_cost + self.rqs[cpu.idx()].sd[level].max_newidle_lb_cost {
+                    stopped_by_cost = true;
                     break;
                 }
                 let sd = self.domains.sd(self.domains.chain(cpu)[level]);
-                let span = sd.span_weight;
                 if sd.has(SD_BALANCE_NEWIDLE) {
                     let mut weight = 1;
                     let ratio = self.rqs[cpu.idx()].sd[level].newidle_ratio;
@@ -123,18 +145,26 @@ impl Sim {
                         weight = 1 + ratio;
                         if d1k > weight {
                             self.update_newidle_stats(cpu, level, 0);
+                            dice_skipped |= 1 << level.min(63);
                             continue;
                         }
                         weight = (NI_SIDES + weight / 2) / weight;
                     }
-                    pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, &mut cont);
-                    let domain_cost = self.balance_cost_ns(span);
-                    curr_cost += domain_cost;
-                    self.update_newidle_cost(cpu, level, domain_cost, weight * (pulled > 0) as u32);
+                    pulled = self.newidle_balance_domain(cpu, level, weight, &mut cont, &mut curr_cost);
                 }
                 if pulled > 0 || !cont {
                     break;
                 }
+            }
+            if sched_feat!(self.features, ni_half_idle_retry)
+                && pulled == 0
+                && cont
+                && !stopped_by_cost
+                && self.rqs[cpu.idx()].nr_running == 0
+            {
+                let (p, d) = self.newidle_half_idle_retry(cpu, avg_idle, dice_skipped, &mut cont, &mut curr_cost);
+                pulled = p;
+                depth = depth.max(d);
             }
             let rq = &mut self.rqs[cpu.idx()];
             if curr_cost > rq.max_idle_balance_cost {
@@ -155,11 +185,86 @@ impl Sim {
         if pulled > 0 {
             rq.idle_stamp = 0;
         } else {
+            rq.idle_stamp = idle_stamp;
             self.nohz_newidle_balance(cpu);
         }
         self.charge(cpu, curr_cost);
         self.emit(Event::Balance { cpu, depth, kind: BalanceKind::NewIdle, pulled });
         pulled
+    }
+
+    /// One newly-idle pass over the domain at `level`: `sched_balance_rq`,
+    /// its modelled cost added to `curr_cost`, and `update_newidle_cost`
+    /// with a success counted `weight` times. Returns the tasks pulled.
+    fn newidle_balance_domain(
+        &mut self,
+        cpu: CpuId,
+        level: usize,
+        weight: u32,
+        cont: &mut bool,
+        curr_cost: &mut Ns,
+    ) -> u32 {
+        let span = self.domains.sd(self.domains.chain(cpu)[level]).span_weight;
+        let pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, cont);
+        let domain_cost = self.balance_cost_ns(span);
+        *curr_cost += domain_cost;
+        self.update_newidle_cost(cpu, level, domain_cost, weight * (pulled > 0) as u32);
+        pulled
+    }
+
+    /// Seed idea 7 (`ni_half_idle_retry`, 2026 against v7.1-rc3): after a
+    /// first pass that pulled nothing and may continue, while at least half
+    /// of the expected idle time is left, retry once the LLC-level domains
+    /// (`SD_SHARE_LLC`) whose pass NI_RANDOM's dice skipped (bit `level` of
+    /// `dice_skipped`), bottom-up. Returns (tasks pulled, deepest level tried).
+    ///
+    /// Where the description leaves room, this model chooses:
+    /// * "remaining idle budget": `avg_idle - curr_cost` after the first
+    ///   pass, fixed for the retry; the retry runs only when
+    ///   `2 * remaining >= avg_idle`;
+    /// * a domain is tried only while `curr_cost + max_newidle_lb_cost <=
+    ///   remaining`, with `curr_cost` the running total (first pass
+    ///   included), the first pass's own form of the check; the first
+    ///   domain that does not fit ends the retry (costs grow up the chain);
+    /// * LLC-level domains are the bottom of the chain, so the first domain
+    ///   without `SD_SHARE_LLC` ends the retry;
+    /// * no die is thrown again; a retried pass counts one more call in
+    ///   `update_newidle_stats` (the skip counted one) and a success with
+    ///   weight 1, since it was not chosen by the die with probability
+    ///   ratio/1024 and so needs no 1024/(1 + ratio) correction;
+    /// * the retry stops at the first pull or when `sched_balance_rq`
+    ///   clears `continue_balancing`, as the first pass does.
+    pub fn newidle_half_idle_retry(
+        &mut self,
+        cpu: CpuId,
+        avg_idle: Ns,
+        dice_skipped: u64,
+        cont: &mut bool,
+        curr_cost: &mut Ns,
+    ) -> (u32, u8) {
+        let remaining = avg_idle.saturating_sub(*curr_cost);
+        if dice_skipped == 0 || 2 * remaining < avg_idle {
+            return (0, 0);
+        }
+        let mut depth = 0u8;
+        for level in 0..self.domains.chain(cpu).len().min(64) {
+            let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+            if !sd.has(SD_SHARE_LLC) {
+                break;
+            }
+            if dice_skipped & (1 << level) == 0 || !sd.has(SD_BALANCE_NEWIDLE) {
+                continue;
+            }
+            if remaining < *curr_cost + self.rqs[cpu.idx()].sd[level].max_newidle_lb_cost {
+                break;
+            }
+            depth = level as u8;
+            let pulled = self.newidle_balance_domain(cpu, level, 1, cont, curr_cost);
+            if pulled > 0 || !*cont {
+                return (pulled, depth);
+            }
+        }
+        (0, depth)
     }
 
     /// `nohz_newidle_balance`: before going idle for long enough, update
@@ -176,3 +281,7 @@ impl Sim {
         self.nohz_idle_balance_run(cpu, super::nohz::NOHZ_STATS_KICK);
     }
 }
+
+#[cfg(test)]
+#[path = "newidle_tests.rs"]
+mod tests;

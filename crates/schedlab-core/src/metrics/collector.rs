@@ -5,6 +5,8 @@
 
 use crate::api::MetricValue;
 use crate::cpumask::CpuMask;
+use crate::engine::core::update_avg;
+use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC};
 use crate::topology::machine::Distance;
 use crate::trace::{BalanceKind, Event, PrevState, TimedEvent};
@@ -45,6 +47,28 @@ struct TaskRec {
     exited: bool,
 }
 
+/// Per CPU: the reference for `avg_idle_error_us`, an `avg_idle` fed with
+/// every true idle period (see the registry's description).
+#[derive(Clone, Copy, Debug)]
+struct IdleRef {
+    /// When the current idle period began (a switch to idle), or `NO_WAKING`
+    /// when the CPU is busy or its idle period began before the stream.
+    idle_since: Ns,
+    /// EWMA (1/8) of the true idle durations, capped like `avg_idle`, ns.
+    avg_ns: Ns,
+    /// The cap last reported by an `AvgIdle` event, ns.
+    max_ns: Ns,
+}
+
+impl IdleRef {
+    /// The kernel's initial `avg_idle` and cap: `2 * sysctl_sched_migration_cost`.
+    const NEW: IdleRef = IdleRef {
+        idle_since: NO_WAKING,
+        avg_ns: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
+        max_ns: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
+    };
+}
+
 impl TaskRec {
     const NEW: TaskRec =
         TaskRec { state: TaskState::Unknown, wait_since: 0, waking: NO_WAKING, restricted: false, exited: false };
@@ -76,6 +100,11 @@ pub struct Collector {
     requests: u64,
     nr_exited: u64,
     last_exit: Ns,
+    /// Per CPU, the `avg_idle_error_us` reference.
+    idle_ref: Vec<IdleRef>,
+    /// Sum of |avg_idle - reference| over counted `AvgIdle` events, ns.
+    avg_idle_err_sum: u128,
+    avg_idle_samples: u64,
 }
 
 impl Collector {
@@ -103,6 +132,9 @@ impl Collector {
             requests: 0,
             nr_exited: 0,
             last_exit: 0,
+            idle_ref: vec![IdleRef::NEW; ctx.nr_cpus],
+            avg_idle_err_sum: 0,
+            avg_idle_samples: 0,
             ctx,
         };
         let n = c.ctx.allowed.len();
@@ -242,6 +274,15 @@ impl Collector {
                     self.pulls[kind as usize] += pulled as u64;
                 }
             }
+            Event::AvgIdle { cpu, avg_idle_ns, max_ns } => {
+                let r = self.idle_ref_mut(cpu);
+                r.max_ns = max_ns;
+                let err = avg_idle_ns.abs_diff(r.avg_ns);
+                if counted {
+                    self.avg_idle_err_sum += err as u128;
+                    self.avg_idle_samples += 1;
+                }
+            }
             Event::Mark { kind, value, .. } => {
                 if counted && kind == MarkKind::RequestDone {
                     self.requests += 1;
@@ -262,6 +303,30 @@ impl Collector {
                 }
                 self.last_exit = self.last_exit.max(t);
             }
+        }
+    }
+
+    #[inline]
+    fn idle_ref_mut(&mut self, cpu: CpuId) -> &mut IdleRef {
+        if cpu.idx() >= self.idle_ref.len() {
+            self.idle_ref.resize(cpu.idx() + 1, IdleRef::NEW);
+        }
+        &mut self.idle_ref[cpu.idx()]
+    }
+
+    /// A CPU goes idle or leaves idle: feed the finished idle period, if its
+    /// start was seen and it lasted, to the `avg_idle` reference (the
+    /// kernel's `update_avg` and cap). A switch that stays busy (or idle) is
+    /// no boundary.
+    fn idle_boundary(&mut self, t: Ns, cpu: CpuId, was_busy: bool, now_busy: bool) {
+        let r = self.idle_ref_mut(cpu);
+        if was_busy && !now_busy {
+            r.idle_since = t;
+        } else if !was_busy && now_busy {
+            if r.idle_since != NO_WAKING && t > r.idle_since {
+                r.avg_ns = update_avg(r.avg_ns, t - r.idle_since).min(r.max_ns);
+            }
+            r.idle_since = NO_WAKING;
         }
     }
 
@@ -314,6 +379,7 @@ impl Collector {
             }
             rec.state = TaskState::Running { cpu };
         }
+        self.idle_boundary(t, cpu, prev.is_some(), next.is_some());
         self.occ.set_busy(cpu, prev.is_some(), next.is_some());
     }
 
@@ -403,6 +469,13 @@ impl Collector {
             "periodic_balance_pulls" => self.pulls[BalanceKind::Periodic as usize] as f64,
             "nohz_balance_pulls" => self.pulls[BalanceKind::NohzIdle as usize] as f64,
             "active_balance_pulls" => self.pulls[BalanceKind::Active as usize] as f64,
+            "avg_idle_error_us" => {
+                if self.avg_idle_samples == 0 {
+                    0.0
+                } else {
+                    self.avg_idle_err_sum as f64 / self.avg_idle_samples as f64 / US
+                }
+            }
             "idle_pct" => self.pct(self.occ.idle_ns),
             "wasted_idle_pct" => self.pct(self.occ.wasted_ns),
             "cpu_util_pct" => {

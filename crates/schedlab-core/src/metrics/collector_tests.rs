@@ -245,3 +245,31 @@ fn waking_before_the_wakees_switch_out_counts_from_waking() {
     assert_eq!(get(&m, "wakeup_latency_p99_us"), 0.3);
     assert_eq!(get(&m, "wakeup_latency_p50_us"), 0.3);
 }
+
+#[test]
+fn avg_idle_error_against_the_true_idle_periods() {
+    // One CPU; reference starts at 1 ms with a 1 ms cap.
+    use PrevState::*;
+    let ai = |avg_idle_ns, max_ns| Event::AvgIdle { cpu: CpuId(0), avg_idle_ns, max_ns };
+    let evs = vec![
+        (0, wakeup(A, 0, true)),
+        (1_000, sw(0, None, Sleeping, Some(A))), // initial idle: start unseen, no sample
+        (10_000, ai(1_000_000, 1_000_000)),      // |1e6 - 1e6| = 0
+        (10_000, sw(0, Some(A), Sleeping, None)),
+        (210_000, wakeup(A, 0, false)),
+        (210_000, sw(0, None, Sleeping, Some(A))), // idle 200 us: ref 1e6 - 800e3/8 = 900e3
+        (300_000, ai(1_000_000, 600_000)),         // stale avg_idle: |1e6 - 900e3| = 100e3; cap now 600e3
+        (300_000, sw(0, Some(A), Sleeping, None)),
+        (400_000, wakeup(A, 0, false)),
+        (400_000, sw(0, None, Sleeping, Some(A))), // idle 100 us: 900e3 - 800e3/8 = 800e3, capped 600e3
+        (450_000, sw(0, Some(A), Sleeping, None)),
+        (450_000, wakeup(A, 0, false)),
+        (450_000, sw(0, None, Sleeping, Some(A))), // zero-length idle: dropped
+        (500_000, ai(650_000, 600_000)),           // |650e3 - 600e3| = 50e3
+    ];
+    let m = run(ctx(1, 1), &evs, 600_000);
+    // (0 + 100 + 50) / 3 us.
+    assert_eq!(get(&m, "avg_idle_error_us"), 50.0);
+    // No schedlab_avg_idle events (a kernel trace): 0.
+    assert_eq!(get(&run(ctx(2, 2), &two_task_script(), 50_000), "avg_idle_error_us"), 0.0);
+}

@@ -70,6 +70,8 @@ pub const METRICS: &[MetricDef] = &[
     m("periodic_balance_pulls", "count", Neither, "Tasks pulled by periodic (tick) balancing."),
     m("nohz_balance_pulls", "count", Neither, "Tasks pulled by NOHZ idle balancing on behalf of tick-stopped CPUs."),
     m("active_balance_pulls", "count", Neither, "Running tasks pushed by active balancing."),
+    m("avg_idle_error_us", "us", Lower,
+      "Mean |avg_idle - reference| over the moments a newly idle CPU reads avg_idle to budget its newidle balance (schedlab_avg_idle events, after warm-up). The reference is what avg_idle would be if every true idle period were sampled: per CPU, the kernel's update_avg (1/8 EWMA) over each idle period seen in sched_switch (switch to idle to switch to a task, the period's start seen in the stream, zero-length ones dropped), capped after each update at the cap the CPU last reported (2 x max_idle_balance_cost), starting at the kernel's initial 2 x sysctl_sched_migration_cost. The same weight and cap make the error the cost of missed or stale samples alone, not of EWMA lag or the cap. 0 when the stream has no schedlab_avg_idle events (kernel traces)."),
     m("idle_pct", "pct", Neither, "Idle CPU time over total CPU time (nr_cpus x measured window)."),
     m("wasted_idle_pct", "pct", Lower,
       "CPU time during which a CPU is idle while a task allowed on it waits on another CPU's runqueue, over total CPU time (the 'wasted cores' invariant)."),

@@ -174,6 +174,17 @@ pub enum Event {
         /// Tasks moved.
         pulled: u32,
     },
+    /// schedlab: `cpu` is newly idle and reads `rq->avg_idle`, its expected
+    /// idle time, to decide how much newly-idle balancing it can afford
+    /// (emitted once per `sched_balance_newidle` that looks at it).
+    AvgIdle {
+        /// CPU.
+        cpu: CpuId,
+        /// `rq->avg_idle`, ns.
+        avg_idle_ns: Ns,
+        /// Its cap at this moment, `2 * rq->max_idle_balance_cost`, ns.
+        max_ns: Ns,
+    },
     /// schedlab: a workload mark.
     Mark {
         /// Task.

@@ -19,6 +19,7 @@
 //!
 //! * `schedlab_place: comm= pid= prev_cpu= waker_cpu= cpu= path=idle_core scanned=5`;
 //! * `schedlab_balance: cpu= depth= kind=newidle|periodic|nohz_idle|active pulled=`;
+//! * `schedlab_avg_idle: cpu= avg_idle_ns= max_ns=`;
 //! * `schedlab_mark: comm= pid= kind=request_start|request_done|work_done value=`.
 //!
 //! Conventions: the pid of task `t` is `t + PID_BASE` (1000, so no simulated
@@ -29,7 +30,7 @@
 //! to the nearest microsecond as the kernel's `ns2usecs` does.
 //!
 //! Which CPU a line is on: `sched_switch`, `sched_waking` (the waker's CPU)
-//! and `schedlab_balance` on their own CPU; `sched_wakeup*` on the target CPU
+//! `schedlab_balance` and `schedlab_avg_idle` on their own CPU; `sched_wakeup*` on the target CPU
 //! (the remote-wakeup path, where the target CPU activates the task);
 //! `sched_migrate_task` on the destination; `schedlab_place` on the waker's
 //! CPU; `sched_process_exit` and `schedlab_mark` on the task's CPU.
@@ -238,6 +239,11 @@ impl FtraceWriter {
                     cpu.0,
                     balance_kind_name(kind)
                 )?;
+            }
+            Event::AvgIdle { cpu, avg_idle_ns, max_ns } => {
+                self.ensure(cpu, None);
+                self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
+                write!(out, "schedlab_avg_idle: cpu={} avg_idle_ns={avg_idle_ns} max_ns={max_ns}", cpu.0)?;
             }
             Event::Mark { task, kind, value } => {
                 self.ensure(CpuId(0), Some(task));

@@ -349,6 +349,10 @@ impl Reader {
                 let cpu = self.cpu(num(p, "cpu")?);
                 Event::Balance { cpu, depth: num(p, "depth")?, kind, pulled: num(p, "pulled")? }
             }
+            "schedlab_avg_idle" => {
+                let cpu = self.cpu(num(p, "cpu")?);
+                Event::AvgIdle { cpu, avg_idle_ns: num(p, "avg_idle_ns")?, max_ns: num(p, "max_ns")? }
+            }
             "schedlab_mark" => {
                 let (c, _) = comm(p, "comm", "pid")?;
                 let task = self.task(num(p, "pid")?, c)?;
@@ -465,6 +469,7 @@ mod tests {
             ev(3_000, sw(1, Some(a), Runnable, Some(b))),
             ev(4_000, mig(a, 1, 0, MigrateReason::Balance)),
             ev(4_000, Event::Balance { cpu: CpuId(0), depth: 1, kind: BalanceKind::NewIdle, pulled: 1 }),
+            ev(4_000, Event::AvgIdle { cpu: CpuId(1), avg_idle_ns: 123_456, max_ns: 1_000_000 }),
             ev(5_000, sw(0, None, Runnable, Some(a))),
             ev(6_000, Event::Mark { task: a, kind: MarkKind::RequestDone, value: 17 }),
             ev(7_000, sw(1, Some(b), Sleeping, None)),
