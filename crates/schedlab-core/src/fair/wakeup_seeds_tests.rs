@@ -507,7 +507,15 @@ fn e2e_every_seed_wakeup_feature_runs() {
 }
 
 #[test]
-fn e2e_soft_affinity_runs() {
+fn e2e_soft_affinity_runs_with_preferred_spec_key() {
+    let m = parse_machine(&smt_2llc(), "toml", "test").unwrap();
+    let w = crate::workload::build_workload("sieve:threads=2,preferred=0-1;4", "spec", "workload", &m).unwrap();
+    assert!(w.tasks.iter().all(|t| t.preferred.unwrap().to_list_string() == "0-1,4"));
+    assert!(w.name.ends_with(",preferred=0-1;4"), "{}", w.name);
+    assert!(crate::workload::build_workload("sieve:threads=2,preferred=0-99", "spec", "workload", &m).is_err());
+    let w = "hackbench:groups=2,fds=4,loops=20,preferred=0-3";
+    let r = e2e("eevdf+soft_affinity", w);
+    assert!(metric(&r, "completion_time_s") > 0.0);
     let r = e2e("eevdf+soft_affinity", "hackbench:groups=2,fds=4,loops=20");
     assert!(metric(&r, "completion_time_s") > 0.0);
 }
