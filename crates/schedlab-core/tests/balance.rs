@@ -41,6 +41,7 @@ fn piled_on_cpu0(n: usize, features: Features) -> Sim {
             program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1000)),
             nice: 0,
             allowed: None,
+            preferred: None,
             footprint_kib: 0,
             start_ns: 0,
             start: StartKind::Wake { prev_cpu: 0 },

@@ -40,7 +40,12 @@ impl Sim {
             let sd = domains.chain(cpu).iter().map(|&id| SdRuntime::new(domains.sd(id).min_interval_ms)).collect();
             rqs.push(Rq::new(machine.capacity_orig(cpu), sd, EevdfParams::new(nr, machine.hz as u64)));
         }
-        let llc = vec![LlcShared { has_idle_cores: machine.has_smt(), ..Default::default() }; machine.nr_llcs as usize];
+        let mut llc =
+            vec![LlcShared { has_idle_cores: machine.has_smt(), ..Default::default() }; machine.nr_llcs as usize];
+        // Every CPU starts idle: all are in their LLC's idle mask.
+        for c in 0..nr {
+            llc[machine.cpus[c].llc as usize].idle_mask.set(CpuId(c as u32));
+        }
         let all = machine.all_cpus();
         let mut tasks = Vec::with_capacity(workload.tasks.len());
         let mut allowed_masks = Vec::with_capacity(workload.tasks.len());
@@ -77,6 +82,8 @@ impl Sim {
                 state: TaskState::New,
                 cpu: CpuId(prev),
                 allowed,
+                // A preference outside the hard mask means nothing; none left = no preference.
+                preferred: ts.preferred.map(|m| m.and(&allowed)).filter(|m| !m.is_empty()),
                 nr_cpus_allowed: allowed.weight(),
                 kthread: ts.kthread,
                 nice: ts.nice,

@@ -40,6 +40,8 @@ pub struct Task {
     pub cpu: CpuId,
     /// `p->cpus_ptr`.
     pub allowed: CpuMask,
+    /// Soft affinity (`cpus_preferred`), a non-empty subset of `allowed`.
+    pub preferred: Option<CpuMask>,
     /// `p->nr_cpus_allowed`.
     pub nr_cpus_allowed: u32,
     /// `is_per_cpu_kthread(p)`.

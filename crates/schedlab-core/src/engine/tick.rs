@@ -17,6 +17,10 @@ impl Sim {
             return Ok(());
         };
         self.sync_segment(cpu);
+        // llc_idle_mask: a busy CPU leaves the LLC's idle mask only here, so
+        // at most once per tick per CPU (the proposal's rate limit).
+        let llc = self.llc_of(cpu);
+        self.llc[llc].idle_mask.clear(cpu);
         let resched = self.update_curr(cpu);
         self.update_load_avg(cpu, Some(p));
         if resched && self.rqs[cpu.idx()].nr_running > 1 {
@@ -45,6 +49,7 @@ impl Sim {
         if was_busy {
             self.llc[llc].nr_busy_cpus = self.llc[llc].nr_busy_cpus.saturating_sub(1);
         }
+        self.llc[llc].idle_mask.set(cpu);
         self.update_idle_core(cpu);
     }
 

@@ -48,6 +48,7 @@ fn sim(ntasks: usize, features: Features) -> Sim {
             program: Program::Script(Script::new(vec![Action::Compute(10_000_000)], 1)),
             nice: 0,
             allowed: None,
+            preferred: None,
             footprint_kib: 0,
             start_ns: 0,
             start: StartKind::Wake { prev_cpu: 0 },

@@ -13,8 +13,11 @@ pub mod nohz;
 pub mod periodic;
 pub mod slowpath;
 pub mod wakeup;
+pub mod wakeup_seeds;
 
 #[cfg(test)]
 mod balance_tests;
+#[cfg(test)]
+mod wakeup_seeds_tests;
 #[cfg(test)]
 mod wakeup_tests;

@@ -84,6 +84,7 @@ impl Sim {
             if want_affine && sd.has(SD_WAKE_AFFINE) && sd.span.test(prev_cpu) {
                 if cpu != prev_cpu {
                     new_cpu = self.wake_affine(id, p, cpu, prev_cpu, sync);
+                    new_cpu = self.wake_idler_llc(cpu, prev_cpu, new_cpu);
                 }
                 sd_slow = None;
                 break;
@@ -99,6 +100,10 @@ impl Sim {
             return self.sched_balance_find_dst_cpu(p, cpu, prev_cpu, sd_flag);
         }
         if wake_flags & WF_TTWU != 0 {
+            // soft_affinity, prefer_prev_idle_core (fair/wakeup_seeds.rs).
+            if let Some(c) = self.select_task_rq_seeds(p, prev_cpu, ctx) {
+                return c;
+            }
             return self.select_idle_sibling(p, prev_cpu, new_cpu, ctx, sync);
         }
         new_cpu
@@ -246,7 +251,7 @@ impl Sim {
         }
     }
 
-    fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
+    pub(crate) fn idle_or_sched_idle(&self, cpu: CpuId) -> bool {
         self.available_idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
 
@@ -259,17 +264,21 @@ impl Sim {
         ctx: &mut WakeCtx,
         sync: bool,
     ) -> CpuId {
-        let _ = sync;
         let task_util = self.task_util_est(p);
         let cluster_active = self.machine.has_clusters;
-        if self.idle_or_sched_idle(target) && self.asym_fits_cpu(task_util, target) {
+        // prefer_prev_idle_core changes the order and the idleness tests of
+        // the three checks below (fair/wakeup_seeds.rs).
+        if let Some(c) = self.sis_recent_idle_core_first(p, prev, target, ctx) {
+            return c;
+        }
+        if self.sis_target_ok(target, sync) && self.asym_fits_cpu(task_util, target) {
             ctx.path = PlacePath::Target;
             return target;
         }
         let mut prev_aff = None;
         if prev != target
             && self.machine.cpus_share_cache(prev, target)
-            && self.idle_or_sched_idle(prev)
+            && self.sis_prev_ok(prev)
             && self.asym_fits_cpu(task_util, prev)
         {
             if !cluster_active || self.cpus_share_resources(prev, target) {
@@ -324,6 +333,9 @@ impl Sim {
             return target;
         };
         let llc_span = self.domains.sd(llc_sd).span;
+        if let Some(c) = self.sis_scan_cluster_first(p, target, ctx) {
+            return c;
+        }
         let mut has_idle_core = false;
         if self.machine.has_smt() {
             has_idle_core = self.llc[self.llc_of(target)].has_idle_cores;
@@ -408,6 +420,7 @@ impl Sim {
         ctx: &mut WakeCtx,
     ) -> Option<CpuId> {
         let mut cpus = llc.and(&self.tasks[p.idx()].allowed);
+        self.sis_llc_idle_mask_filter(&mut cpus, target);
         let mut idle_cpu: Option<CpuId> = None;
         let mut nr: i64 = i64::MAX;
         if sched_feat!(self.features, SIS_UTIL) {
@@ -419,6 +432,12 @@ impl Sim {
         let sis_prop = sched_feat!(self.features, SIS_PROP) && !has_idle_core;
         if sis_prop {
             nr = self.sis_prop_budget(ctx.this_cpu, llc.weight() as u64);
+        }
+        if !has_idle_core {
+            nr = self.sis_time_limit_nr(nr, ctx.this_cpu);
+            if nr == 1 {
+                return None;
+            }
         }
         let scanned_before = ctx.scanned;
         let start = CpuId((target.0 + 1) % self.machine.nr_cpus() as u32);

@@ -60,6 +60,7 @@ fn sim(toml: &str, ntasks: usize, features: Features) -> Sim {
             program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1)),
             nice: 0,
             allowed: None,
+            preferred: None,
             footprint_kib: 0,
             start_ns: 0,
             start: StartKind::Wake { prev_cpu: 0 },

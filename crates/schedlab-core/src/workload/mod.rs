@@ -117,6 +117,10 @@ pub struct TaskSpec {
     pub nice: i32,
     /// CPUs it may run on (`cpus_ptr`); `None` = all.
     pub allowed: Option<CpuMask>,
+    /// Soft affinity (`cpus_preferred`): CPUs it should run on while one of
+    /// them is idle, a subset of `allowed`; `None` = no preference. Read
+    /// only with the `soft_affinity` feature.
+    pub preferred: Option<CpuMask>,
     /// Cache footprint, KiB: what must be refilled after a migration.
     pub footprint_kib: u32,
     /// When it starts, ns.
@@ -135,6 +139,7 @@ pub(crate) fn forked_task(name: &str, program: Program, footprint_kib: u32) -> T
         program,
         nice: 0,
         allowed: None,
+        preferred: None,
         footprint_kib,
         start_ns: 0,
         start: StartKind::Fork { parent_cpu: 0 },

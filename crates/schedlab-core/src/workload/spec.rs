@@ -162,7 +162,8 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
             valid: FAMILIES.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
         });
     };
-    let (cpus, pairs) = take_cpus(pairs, origin, machine)?;
+    let (cpus, pairs) = take_cpus(pairs, "cpus", origin, machine)?;
+    let (preferred, pairs) = take_cpus(pairs, "preferred", origin, machine)?;
     let mut params = Params::new(origin, fam.name, fam.params, machine, pairs)?;
     let mut w = (fam.build)(&mut params)?;
     w.name = params.normalised();
@@ -173,34 +174,48 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
         }
         w.name.push_str(&format!(",cpus={}", mask.to_list_string().replace(',', ";")));
     }
+    if let Some(mask) = preferred {
+        // Soft affinity (`cpus_preferred`) for every task; read only with the
+        // `soft_affinity` feature, and clipped to each task's allowed CPUs.
+        for t in &mut w.tasks {
+            t.preferred = Some(mask);
+        }
+        w.name.push_str(&format!(",preferred={}", mask.to_list_string().replace(',', ";")));
+    }
     Ok(w)
 }
 
 /// The `cpus` key every family accepts: the CPUs all its tasks may run on
 /// (like `taskset -c`), in the kernel's list format. In the `family:k=v`
 /// form, where ',' separates keys, ranges are separated by ';' (`cpus=0-15;32-47`).
-fn take_cpus(pairs: Vec<(String, String)>, origin: &str, machine: &Machine) -> Result<(Option<CpuMask>, Pairs)> {
+/// The `preferred` key (soft affinity, `cpus_preferred`) takes the same format.
+fn take_cpus(
+    pairs: Vec<(String, String)>,
+    key: &str,
+    origin: &str,
+    machine: &Machine,
+) -> Result<(Option<CpuMask>, Pairs)> {
     let mut cpus = None;
     let mut rest = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
-        if k != "cpus" {
+        if k != key {
             rest.push((k, v));
             continue;
         }
         let list = v.replace(';', ",");
         let mask = CpuMask::parse_list(&list).map_err(|e| {
-            SchedlabError::spec(origin, "workload.cpus", format!("expected a CPU list like 0-15;32-47: {e}"))
+            SchedlabError::spec(origin, format!("workload.{key}"), format!("expected a CPU list like 0-15;32-47: {e}"))
         })?;
         let nr = machine.nr_cpus();
         if let Some(bad) = mask.iter().find(|c| c.idx() >= nr) {
             return Err(SchedlabError::spec(
                 origin,
-                "workload.cpus",
+                format!("workload.{key}"),
                 format!("CPUs of the machine (0-{}), got CPU {bad}", nr - 1),
             ));
         }
         if mask.is_empty() {
-            return Err(SchedlabError::spec(origin, "workload.cpus", "at least one CPU"));
+            return Err(SchedlabError::spec(origin, format!("workload.{key}"), "at least one CPU"));
         }
         cpus = Some(mask);
     }
