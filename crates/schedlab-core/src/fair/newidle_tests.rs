@@ -54,6 +54,7 @@ fn sim(ntasks: usize, features: Features) -> Sim {
             start_ns: 0,
             start: StartKind::Wake { prev_cpu: 0 },
             kthread: false,
+            preferred: None,
         })
         .collect();
     let w = Workload {
