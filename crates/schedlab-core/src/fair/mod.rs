@@ -6,15 +6,22 @@
 pub mod balance;
 pub mod busiest;
 pub mod capacity;
+pub mod cas;
+pub mod eas;
 pub mod eevdf;
 pub mod lb_stats;
 pub mod newidle;
 pub mod nohz;
+pub mod overutilized;
 pub mod periodic;
 pub mod slowpath;
 pub mod wakeup;
 
 #[cfg(test)]
 mod balance_tests;
+#[cfg(test)]
+mod cas_tests;
+#[cfg(test)]
+mod eas_tests;
 #[cfg(test)]
 mod wakeup_tests;
