@@ -17,6 +17,7 @@
 //!   full capacity when choosing the shallowest idle CPU; if no
 //!   full-capacity idle CPU exists, the idle CPU with the most capacity is
 //!   taken before any busy CPU.
+//!
 //! Without `cas` every helper here answers as if every CPU had full capacity
 //! and the first idle CPU found is kept, which is the kernel's behaviour.
 //!

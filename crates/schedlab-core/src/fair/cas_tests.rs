@@ -195,7 +195,10 @@ fn remote_cpufreq_update_decision() {
     let mut s2 = sim(HIKEY, 2, feats(&[Feat::remote_cpufreq_update]));
     s2.rqs[1].cfs_avg.util_avg = 200;
     let fd = s2.machine.cpus[1].freq_domain;
-    assert_eq!(s2.remote_cpufreq_update(CpuId(0), CpuId(1)), CpufreqUpdate::RemoteNow { domain: fd, freq_khz: 999_000 });
+    assert_eq!(
+        s2.remote_cpufreq_update(CpuId(0), CpuId(1)),
+        CpufreqUpdate::RemoteNow { domain: fd, freq_khz: 999_000 }
+    );
     // From the other cluster: still deferred.
     assert!(matches!(s2.remote_cpufreq_update(CpuId(4), CpuId(1)), CpufreqUpdate::Deferred { .. }));
 }

@@ -284,7 +284,13 @@ impl Sim {
     /// is lowest, prev unless another saves energy. `None` = the kernel's -1
     /// (no energy model or no asymmetric domain spanning prev: the caller
     /// goes on with the usual path). Adds the CPUs examined to `scanned`.
-    pub fn find_energy_efficient_cpu(&self, p: TaskId, prev: CpuId, this_cpu: CpuId, scanned: &mut u32) -> Option<CpuId> {
+    pub fn find_energy_efficient_cpu(
+        &self,
+        p: TaskId,
+        prev: CpuId,
+        this_cpu: CpuId,
+        scanned: &mut u32,
+    ) -> Option<CpuId> {
         let em = self.eas.em.as_ref()?;
         let mut sd_id = self.domains.sd_asym_cpucapacity[this_cpu.idx()]?;
         while !self.domains.sd(sd_id).span.test(prev) {
@@ -332,7 +338,11 @@ impl Sim {
                 }
             }
             if cluster {
-                let others = { let mut m = cands; m.clear(prev); m };
+                let others = {
+                    let mut m = cands;
+                    m.clear(prev);
+                    m
+                };
                 max_spare_cap_cpu = self.eas_cluster_candidate(pd, &eenv, p, &others);
                 max_fits = if max_spare_cap_cpu.is_some() { 1 } else { -1 };
             }
