@@ -129,6 +129,7 @@ impl Sim {
             nohz_idle: all,
             rd_overloaded: false,
             sg_refs: crate::fair::lb_stats::group_refs(&domains, &machine),
+            eas: crate::fair::eas::EasState::new(&machine, &domains),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
             domains,
             features: cfg.features,

@@ -83,6 +83,9 @@ impl Sim {
         if sched_feat!(self.features, avg_idle_on_enqueue) {
             self.update_avg_idle_on_enqueue(cpu);
         }
+        if flags.has(EnqueueFlags::WAKEUP) {
+            self.check_update_overutilized_status(cpu); // not for new or moved tasks, as enqueue_task_fair
+        }
     }
 
     /// `dequeue_task`: take `p` off its runqueue. Returns `false` when

@@ -155,6 +155,8 @@ pub struct Sim {
     pub rd_overloaded: bool,
     /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).
     pub nohz: crate::fair::nohz::NohzState,
+    /// Energy model and overutilized flags (`fair::eas`, `fair::overutilized`).
+    pub eas: crate::fair::eas::EasState,
 }
 
 impl Sim {

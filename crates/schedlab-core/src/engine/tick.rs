@@ -23,6 +23,7 @@ impl Sim {
         self.llc[llc].idle_mask.clear(cpu);
         let resched = self.update_curr(cpu);
         self.update_load_avg(cpu, Some(p));
+        self.check_update_overutilized_status(cpu); // task_tick_fair
         if resched && self.rqs[cpu.idx()].nr_running > 1 {
             self.resched_curr(cpu, cpu);
         }

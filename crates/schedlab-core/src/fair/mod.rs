@@ -6,10 +6,13 @@
 pub mod balance;
 pub mod busiest;
 pub mod capacity;
+pub mod cas;
+pub mod eas;
 pub mod eevdf;
 pub mod lb_stats;
 pub mod newidle;
 pub mod nohz;
+pub mod overutilized;
 pub mod periodic;
 pub mod slowpath;
 pub mod wakeup;
@@ -17,6 +20,10 @@ pub mod wakeup_seeds;
 
 #[cfg(test)]
 mod balance_tests;
+#[cfg(test)]
+mod cas_tests;
+#[cfg(test)]
+mod eas_tests;
 #[cfg(test)]
 mod wakeup_seeds_tests;
 #[cfg(test)]

@@ -54,7 +54,12 @@ impl Sim {
             let mut interval = self.get_sd_balance_interval(cpu, level, busy);
             // SD_SERIALIZE needs no lock: the simulator runs one pass at a time.
             if self.now >= self.rqs[cpu.idx()].sd[level].last_balance + interval {
-                let moved = self.sched_balance_rq(cpu, level, idle, &mut cont);
+                // EAS: a domain that is not overutilized is not balanced.
+                let moved = if self.eas_balance_skip(cpu, level) {
+                    0
+                } else {
+                    self.sched_balance_rq(cpu, level, idle, &mut cont)
+                };
                 let span = self.domains.sd(self.domains.chain(cpu)[level]).span_weight;
                 cost += self.balance_cost_ns(span);
                 if moved > 0 {

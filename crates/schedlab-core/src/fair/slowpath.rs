@@ -177,12 +177,16 @@ impl Sim {
         let mut latest_idle_timestamp: Ns = 0;
         let mut least_loaded = this_cpu;
         let mut shallowest: Option<CpuId> = None;
+        let mut cas_backup: Option<CpuId> = None;
         for i in group.and(&self.tasks[p.idx()].allowed).iter() {
             if self.sched_idle_cpu(i) {
                 return i;
             }
             let rq = &self.rqs[i.idx()];
             if self.available_idle_cpu(i) {
+                if self.cas_skip_pressured(i, &mut cas_backup) {
+                    continue; // seed idea 5 (CAS), fair/cas.rs
+                }
                 let states = &self.machine.core_type(i).idle_states;
                 // DEVIATION(kernel): a CPU idle since the start of the run has
                 // no recorded state; it counts as being in the deepest one, as
@@ -210,7 +214,7 @@ impl Sim {
                 }
             }
         }
-        shallowest.unwrap_or(least_loaded)
+        shallowest.or(cas_backup).unwrap_or(least_loaded)
     }
 
     /// `sched_balance_find_dst_cpu(sd, p, cpu, prev_cpu, sd_flag)`: the slow

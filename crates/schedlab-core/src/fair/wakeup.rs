@@ -73,6 +73,9 @@ impl Sim {
             crate::topology::domains::SD_BALANCE_WAKE
         };
         if wake_flags & WF_TTWU != 0 {
+            if let Some(c) = self.eas_wake_cpu(p, prev_cpu, ctx) {
+                return c; // seed idea 6 (EAS), fair/eas.rs
+            }
             let waker = self.rqs[cpu.idx()].curr;
             want_affine = !self.wake_wide(p, waker, cpu) && self.tasks[p.idx()].allowed.test(cpu);
         }
@@ -271,7 +274,7 @@ impl Sim {
         if let Some(c) = self.sis_recent_idle_core_first(p, prev, target, ctx) {
             return c;
         }
-        if self.sis_target_ok(target, sync) && self.asym_fits_cpu(task_util, target) {
+        if self.sis_target_ok(target, sync) && self.asym_fits_cpu(task_util, target) && self.cas_full_capacity(target) {
             ctx.path = PlacePath::Target;
             return target;
         }
@@ -280,6 +283,7 @@ impl Sim {
             && self.machine.cpus_share_cache(prev, target)
             && self.sis_prev_ok(prev)
             && self.asym_fits_cpu(task_util, prev)
+            && self.cas_full_capacity(prev)
         {
             if !cluster_active || self.cpus_share_resources(prev, target) {
                 ctx.path = PlacePath::Prev;
@@ -308,6 +312,7 @@ impl Sim {
             && self.idle_or_sched_idle(recent)
             && self.tasks[p.idx()].allowed.test(recent)
             && self.asym_fits_cpu(task_util, recent)
+            && self.cas_full_capacity(recent)
         {
             if !cluster_active || self.cpus_share_resources(recent, target) {
                 ctx.path = PlacePath::Recent;
@@ -362,16 +367,17 @@ impl Sim {
     /// `select_idle_smt`: an idle SMT sibling of `target` inside the LLC.
     pub fn select_idle_smt(&self, p: TaskId, llc: &CpuMask, target: CpuId, ctx: &mut WakeCtx) -> Option<CpuId> {
         let sibs = self.machine.smt_mask(target).and(&self.tasks[p.idx()].allowed);
+        let mut cas_backup = None;
         for cpu in sibs.iter() {
             if cpu == target || !llc.test(cpu) {
                 continue;
             }
             ctx.scanned += 1;
-            if self.idle_or_sched_idle(cpu) {
+            if self.cas_take_idle(cpu, &mut cas_backup) {
                 return Some(cpu);
             }
         }
-        None
+        cas_backup
     }
 
     /// `select_idle_core`: whether `core`'s whole core is idle; removes its
@@ -388,7 +394,8 @@ impl Sim {
             ctx.scanned += 1;
             if !self.available_idle_cpu(cpu) {
                 idle = false;
-                if idle_cpu.is_none() {
+                // CAS: a pressured fallback does not end the sibling scan.
+                if idle_cpu.is_none_or(|c| !self.cas_full_capacity(c)) {
                     if self.sched_idle_cpu(cpu) && cpus.test(cpu) {
                         *idle_cpu = Some(cpu);
                         break;
@@ -397,12 +404,14 @@ impl Sim {
                 }
                 break;
             }
-            if idle_cpu.is_none() && cpus.test(cpu) {
+            if cpus.test(cpu) && self.cas_prefer_backup(cpu, *idle_cpu) {
                 *idle_cpu = Some(cpu);
             }
         }
         if idle {
-            return Some(core);
+            if let Some(c) = self.cas_idle_core_pick(core, cpus) {
+                return Some(c);
+            }
         }
         *cpus = cpus.andnot(self.machine.smt_mask(core));
         None
@@ -442,6 +451,7 @@ impl Sim {
         let scanned_before = ctx.scanned;
         let start = CpuId((target.0 + 1) % self.machine.nr_cpus() as u32);
         let mut found = None;
+        let mut cas_backup = None;
         if self.machine.has_clusters {
             // Scan the target's cluster first (the kernel does this whenever
             // the LLC's first group is a cluster).
@@ -458,10 +468,10 @@ impl Sim {
                 } else {
                     nr -= 1;
                     if nr <= 0 {
-                        return None;
+                        return cas_backup;
                     }
                     ctx.scanned += 1;
-                    if self.idle_or_sched_idle(cpu) {
+                    if self.cas_take_idle(cpu, &mut cas_backup) {
                         ctx.path = PlacePath::IdleCpu;
                         return Some(cpu);
                     }
@@ -484,7 +494,7 @@ impl Sim {
                     break;
                 }
                 ctx.scanned += 1;
-                if self.idle_or_sched_idle(cpu) {
+                if self.cas_take_idle(cpu, &mut cas_backup) {
                     found = Some(cpu);
                     break;
                 }
@@ -495,6 +505,7 @@ impl Sim {
             self.llc[l].has_idle_cores = false;
             found = idle_cpu;
         }
+        found = found.or(cas_backup);
         if sis_prop {
             self.sis_prop_account(ctx.this_cpu, (ctx.scanned - scanned_before) as u64);
         }

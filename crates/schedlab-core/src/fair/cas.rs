@@ -1,0 +1,165 @@
+//! Seed idea 5: capacity awareness under RT and IRQ pressure.
+//!
+//! CAS (capacity-aware idle search, the 2017 proposal for x86 and Android).
+//! A CPU has *full capacity* when `capacity_of(cpu)` (what RT, DL and IRQ
+//! time leave to fair tasks) is at least [`CAS_CAPACITY_PCT`]% of its
+//! original capacity. With the `cas` feature:
+//! - `select_idle_sibling` takes the target, prev or `recent_used_cpu` only
+//!   if, besides being idle, it has full capacity;
+//! - `select_idle_smt` and `select_idle_cpu` take the first idle CPU with
+//!   full capacity; idle CPUs below it are remembered, and when the search
+//!   ends without a full-capacity idle CPU, the idle CPU with the most
+//!   capacity among those seen is returned (the "backup");
+//! - `select_idle_core` accepts a wholly idle core only through a
+//!   full-capacity CPU of it; its fallback idle CPU (returned when no idle
+//!   core is found) prefers a full-capacity CPU, else the most capacity;
+//! - `sched_balance_find_dst_group_cpu` (slow path) ignores idle CPUs below
+//!   full capacity when choosing the shallowest idle CPU; if no
+//!   full-capacity idle CPU exists, the idle CPU with the most capacity is
+//!   taken before any busy CPU.
+//!
+//! Without `cas` every helper here answers as if every CPU had full capacity
+//! and the first idle CPU found is kept, which is the kernel's behaviour.
+//!
+//! Remote cpufreq updates (`remote_cpufreq_update`, v4.14): when a task is
+//! enqueued on another CPU of the waker's frequency domain, schedutil
+//! updates that domain's frequency at once instead of at the target's next
+//! scheduler event. schedlab has no DVFS model yet (CPUs run at their
+//! nominal frequency), so [`Sim::remote_cpufreq_update`] only reports the
+//! decision; nothing in the engine acts on it.
+
+use crate::cpumask::CpuMask;
+use crate::engine::Sim;
+use crate::ids::CpuId;
+use crate::sched_feat;
+
+use super::eas::sugov_effective_cpu_perf;
+
+/// CAS: a CPU keeps "full capacity" while `capacity_of` is at least this
+/// percentage of its original capacity (SEEDS.md idea 5: 80%, the margin the
+/// fair class uses everywhere for "fits", `fits_capacity`).
+pub const CAS_CAPACITY_PCT: u64 = 80;
+
+/// What a cpufreq update request on enqueue would do (`remote_cpufreq_update`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpufreqUpdate {
+    /// The enqueue runs on the target CPU itself: schedutil updates the
+    /// domain as usual, to `freq_khz`.
+    Local {
+        /// Frequency domain of the target.
+        domain: u32,
+        /// Frequency schedutil would request, kHz.
+        freq_khz: u32,
+    },
+    /// Remote enqueue from a CPU of the same frequency domain with
+    /// `remote_cpufreq_update` on: the domain is updated now, to `freq_khz`.
+    RemoteNow {
+        /// Frequency domain of the target.
+        domain: u32,
+        /// Frequency schedutil would request, kHz.
+        freq_khz: u32,
+    },
+    /// The request waits for the target's next scheduler event (tick or
+    /// local enqueue): remote enqueue from another frequency domain, or the
+    /// feature is off (pre-v4.14 behaviour: remote callbacks were dropped).
+    Deferred {
+        /// Frequency domain of the target.
+        domain: u32,
+    },
+}
+
+impl Sim {
+    /// CAS: whether `cpu` has full capacity (always true without `cas`).
+    #[inline]
+    pub fn cas_full_capacity(&self, cpu: CpuId) -> bool {
+        !sched_feat!(self.features, cas)
+            || self.capacity_of(cpu) * 100 >= self.machine.capacity_orig(cpu) as u64 * CAS_CAPACITY_PCT
+    }
+
+    /// CAS: whether idle CPU `cand` should replace `cur` as the fallback of
+    /// an idle search. Without `cas` only an empty fallback is replaced (the
+    /// first idle CPU wins); with it a full-capacity CPU beats a pressured
+    /// one, and between pressured ones the larger `capacity_of` wins.
+    pub fn cas_prefer_backup(&self, cand: CpuId, cur: Option<CpuId>) -> bool {
+        let Some(cur) = cur else { return true };
+        if !sched_feat!(self.features, cas) || self.cas_full_capacity(cur) {
+            return false;
+        }
+        self.cas_full_capacity(cand) || self.capacity_of(cand) > self.capacity_of(cur)
+    }
+
+    /// CAS step of an idle search over `cpu`: `true` when `cpu` is idle (or
+    /// runs only SCHED_IDLE tasks) and has full capacity, so the search takes
+    /// it; an idle CPU below full capacity is offered to `backup` instead.
+    pub fn cas_take_idle(&self, cpu: CpuId, backup: &mut Option<CpuId>) -> bool {
+        if !(self.available_idle_cpu(cpu) || self.sched_idle_cpu(cpu)) {
+            return false;
+        }
+        if self.cas_full_capacity(cpu) {
+            return true;
+        }
+        if self.cas_prefer_backup(cpu, *backup) {
+            *backup = Some(cpu);
+        }
+        false
+    }
+
+    /// CAS for a wholly idle core: the CPU to return for it, `core` itself
+    /// when it has full capacity, else a full-capacity sibling in `cpus`,
+    /// else `None` (the core is passed over; its CPUs stay fallbacks).
+    pub fn cas_idle_core_pick(&self, core: CpuId, cpus: &CpuMask) -> Option<CpuId> {
+        if self.cas_full_capacity(core) {
+            return Some(core);
+        }
+        self.machine.smt_mask(core).and(cpus).iter().find(|&c| self.cas_full_capacity(c))
+    }
+
+    /// The slow path's CAS filter for idle CPU `cpu`: `true` when it must be
+    /// skipped (below full capacity), after offering it to `backup`.
+    pub fn cas_skip_pressured(&self, cpu: CpuId, backup: &mut Option<CpuId>) -> bool {
+        if self.cas_full_capacity(cpu) {
+            return false;
+        }
+        if self.cas_prefer_backup(cpu, *backup) {
+            *backup = Some(cpu);
+        }
+        true
+    }
+
+    /// schedutil's frequency request for frequency domain `fd`: the busiest
+    /// CPU's `sugov_effective_cpu_perf(effective_cpu_util(cpu_util_cfs_boost))`
+    /// mapped linearly to a frequency (`map_util_freq`) and resolved to the
+    /// lowest OPP at or above it (`CPUFREQ_RELATION_L`).
+    pub fn sugov_next_freq_khz(&self, fd: u32) -> u32 {
+        let span = &self.machine.freq_domains[fd as usize].span;
+        let Some(first) = span.first() else { return 0 };
+        let core = self.machine.core_type(first);
+        let cap = core.capacity as u64;
+        let util = span
+            .iter()
+            .map(|c| {
+                let (eff, min, max) = self.effective_cpu_util(c, self.cpu_util_cfs_boost(c));
+                sugov_effective_cpu_perf(eff, min, max)
+            })
+            .max()
+            .unwrap_or(0);
+        let fmax = core.opps.last().map_or(core.nominal_freq_khz, |o| o.freq_khz) as u64;
+        let want = fmax * util / cap.max(1);
+        core.opps.iter().map(|o| o.freq_khz).find(|&f| f as u64 >= want).unwrap_or(fmax as u32)
+    }
+
+    /// Seed idea 5, decision only: what the cpufreq update of an enqueue of
+    /// a task on `target`, done by `this_cpu`, would do. Has no effect on the
+    /// simulation until a DVFS model exists.
+    pub fn remote_cpufreq_update(&self, this_cpu: CpuId, target: CpuId) -> CpufreqUpdate {
+        let domain = self.machine.cpus[target.idx()].freq_domain;
+        if this_cpu == target {
+            return CpufreqUpdate::Local { domain, freq_khz: self.sugov_next_freq_khz(domain) };
+        }
+        let same = self.machine.cpus[this_cpu.idx()].freq_domain == domain;
+        if sched_feat!(self.features, remote_cpufreq_update) && same {
+            return CpufreqUpdate::RemoteNow { domain, freq_khz: self.sugov_next_freq_khz(domain) };
+        }
+        CpufreqUpdate::Deferred { domain }
+    }
+}
