@@ -123,6 +123,7 @@ impl Sim {
             rd_overloaded: false,
             sg_refs: crate::fair::lb_stats::group_refs(&domains, &machine),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
+            peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             domains,
             features: cfg.features,
             class: cfg.class,

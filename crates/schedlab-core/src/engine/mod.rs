@@ -155,6 +155,8 @@ pub struct Sim {
     pub rd_overloaded: bool,
     /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).
     pub nohz: crate::fair::nohz::NohzState,
+    /// Runtime state of a peer class (`policies`), `None` under the fair class.
+    pub peer: crate::policies::PeerState,
 }
 
 impl Sim {
