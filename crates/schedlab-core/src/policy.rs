@@ -300,6 +300,38 @@ mod tests {
     }
 
     #[test]
+    fn peer_policies_parse_options() {
+        use crate::policies::bmq::BmqParams;
+        use crate::policies::cosmos::CosmosParams;
+        let p = parse_policy("cosmos:slice=1250us,slice_lag=50ms,busy=0,deferred_wakeup=false").unwrap();
+        assert_eq!(p.class, ClassKind::Cosmos(CosmosParams::default()));
+        assert_eq!(parse_policy("cosmos").unwrap().class, p.class);
+        let ClassKind::Cosmos(c) = parse_policy("cosmos:slice=2ms, busy=75").unwrap().class else { panic!() };
+        assert_eq!((c.slice_ns, c.busy_pct, c.slice_lag_ns), (2_000_000, 75, 50_000_000));
+        let ClassKind::Bmq(b) = parse_policy("bmq:slice=6ms").unwrap().class else { panic!() };
+        assert_eq!(b, BmqParams { slice_ns: 6_000_000 });
+        assert_eq!(parse_policy("bmq").unwrap().class, ClassKind::Bmq(BmqParams::default()));
+        assert!(BASES.iter().any(|b| b.name == "cosmos") && BASES.iter().any(|b| b.name == "bmq"));
+    }
+
+    #[test]
+    fn peer_policy_errors() {
+        let e = parse_policy("cosmos:bogus=1").unwrap_err().to_string();
+        assert!(e.contains("bogus") && e.contains("slice_lag") && e.contains("deferred_wakeup"), "{e}");
+        let e = parse_policy("bmq:slice_lag=1ms").unwrap_err().to_string();
+        assert!(e.contains("slice_lag") && e.contains("slice"), "{e}");
+        let e = parse_policy("cosmos+SIS_UTIL").unwrap_err().to_string();
+        assert!(e.contains("features apply to the fair class only"), "{e}");
+        assert!(parse_policy("bmq-WA_IDLE").is_err());
+        assert!(parse_policy("cosmos:slice").is_err());
+        assert!(parse_policy("cosmos:slice=abc").is_err());
+        assert!(parse_policy("cosmos:slice=0").is_err());
+        assert!(parse_policy("cosmos:busy=101").is_err());
+        assert!(parse_policy("cosmos:deferred_wakeup=maybe").is_err());
+        assert!(parse_policy("eevdf:slice=1ms").is_err());
+    }
+
+    #[test]
     fn errors_name_what_is_wrong() {
         let e = parse_policy("cfs").unwrap_err().to_string();
         assert!(e.contains("unknown policy 'cfs'") && e.contains("eevdf"), "{e}");

@@ -196,3 +196,5 @@ impl Sim {
 
 #[cfg(test)]
 mod e2e_tests;
+#[cfg(test)]
+pub(crate) mod test_util;

@@ -388,7 +388,7 @@ impl Sim {
                     if tries == 0 {
                         break 'walk;
                     }
-                    if pos % 2 == 0 {
+                    if pos.is_multiple_of(2) {
                         cands[n] = t;
                         n += 1;
                         tries -= 1;

@@ -208,7 +208,7 @@ impl CosmosState {
         t.exec_runtime = 0;
         let delta = now.saturating_sub(t.last_woke_at);
         // BPF division by zero yields 0.
-        let new_freq = if delta == 0 { 0 } else { 100 * NSEC_PER_MSEC / delta };
+        let new_freq = (100 * NSEC_PER_MSEC).checked_div(delta).unwrap_or(0);
         let avg = (t.wakeup_freq - (t.wakeup_freq >> 2)) + (new_freq >> 2);
         t.wakeup_freq = avg.min(1024);
         t.last_woke_at = now;
