@@ -17,6 +17,7 @@ pub mod features;
 pub mod ids;
 pub mod metrics;
 pub mod pelt;
+pub mod policies;
 pub mod policy;
 pub mod sim;
 pub mod topology;

@@ -9,6 +9,8 @@
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
 use crate::features::{Feat, Features};
+use crate::policies::bmq::BmqParams;
+use crate::policies::cosmos::CosmosParams;
 use crate::topology::Machine;
 
 /// Which scheduling class runs the workload.
@@ -16,6 +18,17 @@ use crate::topology::Machine;
 pub enum ClassKind {
     /// The fair class (EEVDF with the feature set of the policy).
     Fair,
+    /// scx_cosmos (sched_ext) replacing the fair class.
+    Cosmos(CosmosParams),
+    /// Project C BMQ replacing the fair class.
+    Bmq(BmqParams),
+}
+
+impl ClassKind {
+    /// A peer scheduler, not the fair class.
+    pub fn is_peer(&self) -> bool {
+        !matches!(self, ClassKind::Fair)
+    }
 }
 
 /// How a policy confines the workload.
@@ -91,6 +104,14 @@ fn v4_14() -> (ClassKind, Features, Confine) {
     (c, f, k)
 }
 
+fn cosmos() -> (ClassKind, Features, Confine) {
+    (ClassKind::Cosmos(CosmosParams::default()), Features::mainline(), Confine::None)
+}
+
+fn bmq() -> (ClassKind, Features, Confine) {
+    (ClassKind::Bmq(BmqParams::default()), Features::mainline(), Confine::None)
+}
+
 /// Every base policy and kernel profile.
 pub const BASES: &[BaseDef] = &[
     BaseDef {
@@ -104,6 +125,18 @@ pub const BASES: &[BaseDef] = &[
         kind: "policy",
         summary: "eevdf with the workload confined to one hardware thread per core (a cpuset)",
         build: pinned,
+    },
+    BaseDef {
+        name: "cosmos",
+        kind: "policy",
+        summary: "scx_cosmos (sched_ext) as in the seed (-s 1250 -l 50000 -c 0 -p 0 -d); options cosmos:slice=,slice_lag=,busy=,deferred_wakeup=",
+        build: cosmos,
+    },
+    BaseDef {
+        name: "bmq",
+        kind: "policy",
+        summary: "Project C BMQ: per-CPU 64-level bitmap queues, boost on sleep, 4 ms slice; option bmq:slice=",
+        build: bmq,
     },
     BaseDef {
         name: "v7.1",
@@ -147,6 +180,9 @@ fn lookup_feature(name: &str) -> Result<Feat> {
 /// Parse a policy string.
 pub fn parse_policy(s: &str) -> Result<Policy> {
     let s = s.trim();
+    if let Some(p) = parse_peer_policy(s)? {
+        return Ok(p);
+    }
     let end = s.find(['+', '-']).unwrap_or(s.len());
     // Profile names contain a '.', never a '+' or '-', so the first sign ends the base.
     let base_name = &s[..end];
@@ -191,6 +227,40 @@ pub fn parse_policy(s: &str) -> Result<Policy> {
     Ok(Policy { name: s.to_string(), base: base.name, class, features, confine })
 }
 
+/// Parse `name[:key=value,...]` for a peer base (`cosmos`, `bmq`); `None`
+/// when `s` does not name one.
+fn parse_peer_policy(s: &str) -> Result<Option<Policy>> {
+    let head_end = s.find([':', '+', '-']).unwrap_or(s.len());
+    let name = &s[..head_end];
+    let Some(base) = BASES.iter().find(|b| b.name == name) else { return Ok(None) };
+    let (mut class, features, confine) = (base.build)();
+    if !class.is_peer() {
+        return Ok(None);
+    }
+    let rest = &s[head_end..];
+    let (opts, tail) = match rest.strip_prefix(':') {
+        // Option values never contain '+'; a '+' or '-' after a '=' value
+        // that is not a number would be a feature.
+        Some(r) => (r, ""),
+        None => ("", rest),
+    };
+    if !tail.is_empty() || opts.contains('+') {
+        return Err(SchedlabError::spec("policy", s, "no +FEATURE/-FEATURE: features apply to the fair class only"));
+    }
+    for kv in opts.split(',').filter(|kv| !kv.trim().is_empty()) {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(SchedlabError::spec("policy", s, format!("key=value options after '{name}:', got '{kv}'")));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        match &mut class {
+            ClassKind::Cosmos(p) => p.set(s, k, v)?,
+            ClassKind::Bmq(p) => p.set(s, k, v)?,
+            ClassKind::Fair => {}
+        }
+    }
+    Ok(Some(Policy { name: s.to_string(), base: base.name, class, features, confine }))
+}
+
 impl Policy {
     /// The cpuset the policy confines workload tasks to on `m`, if any.
     pub fn cpuset(&self, m: &Machine) -> Option<CpuMask> {
@@ -227,6 +297,38 @@ mod tests {
         assert!(v59.on(Feat::capacity_spare_wake_current) && !v414.on(Feat::capacity_spare_wake_current));
         assert!(!parse_policy("v6.12").unwrap().features.on(Feat::NI_RANDOM));
         assert!(parse_policy("v7.1").unwrap().features.on(Feat::NI_RANDOM));
+    }
+
+    #[test]
+    fn peer_policies_parse_options() {
+        use crate::policies::bmq::BmqParams;
+        use crate::policies::cosmos::CosmosParams;
+        let p = parse_policy("cosmos:slice=1250us,slice_lag=50ms,busy=0,deferred_wakeup=false").unwrap();
+        assert_eq!(p.class, ClassKind::Cosmos(CosmosParams::default()));
+        assert_eq!(parse_policy("cosmos").unwrap().class, p.class);
+        let ClassKind::Cosmos(c) = parse_policy("cosmos:slice=2ms, busy=75").unwrap().class else { panic!() };
+        assert_eq!((c.slice_ns, c.busy_pct, c.slice_lag_ns), (2_000_000, 75, 50_000_000));
+        let ClassKind::Bmq(b) = parse_policy("bmq:slice=6ms").unwrap().class else { panic!() };
+        assert_eq!(b, BmqParams { slice_ns: 6_000_000 });
+        assert_eq!(parse_policy("bmq").unwrap().class, ClassKind::Bmq(BmqParams::default()));
+        assert!(BASES.iter().any(|b| b.name == "cosmos") && BASES.iter().any(|b| b.name == "bmq"));
+    }
+
+    #[test]
+    fn peer_policy_errors() {
+        let e = parse_policy("cosmos:bogus=1").unwrap_err().to_string();
+        assert!(e.contains("bogus") && e.contains("slice_lag") && e.contains("deferred_wakeup"), "{e}");
+        let e = parse_policy("bmq:slice_lag=1ms").unwrap_err().to_string();
+        assert!(e.contains("slice_lag") && e.contains("slice"), "{e}");
+        let e = parse_policy("cosmos+SIS_UTIL").unwrap_err().to_string();
+        assert!(e.contains("features apply to the fair class only"), "{e}");
+        assert!(parse_policy("bmq-WA_IDLE").is_err());
+        assert!(parse_policy("cosmos:slice").is_err());
+        assert!(parse_policy("cosmos:slice=abc").is_err());
+        assert!(parse_policy("cosmos:slice=0").is_err());
+        assert!(parse_policy("cosmos:busy=101").is_err());
+        assert!(parse_policy("cosmos:deferred_wakeup=maybe").is_err());
+        assert!(parse_policy("eevdf:slice=1ms").is_err());
     }
 
     #[test]

@@ -131,6 +131,7 @@ impl Sim {
             sg_refs: crate::fair::lb_stats::group_refs(&domains, &machine),
             eas: crate::fair::eas::EasState::new(&machine, &domains),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
+            peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             domains,
             features: cfg.features,
             class: cfg.class,

@@ -75,7 +75,14 @@ impl Sim {
         if !delayed_move {
             pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
-        rq.cfs.enqueue_entity(&mut self.ses, p, self.now, flags, &self.features);
+        // ---- class dispatch: enqueue (peers keep their own runqueues) ----
+        if self.class.is_peer() {
+            self.peer_enqueue(cpu, p, flags);
+        } else {
+            rq.cfs.enqueue_entity(&mut self.ses, p, self.now, flags, &self.features);
+        }
+        // ---- end class dispatch ----
+        let rq = &mut self.rqs[cpu.idx()];
         rq.nr_running += 1;
         if rq.nr_running >= 2 {
             self.rd_overloaded = true;
@@ -99,9 +106,15 @@ impl Sim {
             pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
         pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
-        let done = rq.cfs.dequeue_entity(&mut self.ses, p, self.now, flags, &self.features);
+        // ---- class dispatch: dequeue ----
+        let done = if self.class.is_peer() {
+            self.peer_dequeue(cpu, p, flags)
+        } else {
+            rq.cfs.dequeue_entity(&mut self.ses, p, self.now, flags, &self.features)
+        };
+        // ---- end class dispatch ----
         if done {
-            rq.nr_running -= 1;
+            self.rqs[cpu.idx()].nr_running -= 1;
         }
         done
     }
@@ -157,7 +170,12 @@ impl Sim {
         let w = self.ses[p.idx()].weight;
         self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
         self.tasks[p.idx()].cpu = parent_cpu;
-        let (cpu, path, scanned) = self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu);
+        // ---- class dispatch: select_task_rq (fork) ----
+        let (cpu, path, scanned) = if self.class.is_peer() {
+            self.peer_select_task_rq(p, parent_cpu, WF_FORK, parent_cpu)
+        } else {
+            self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu)
+        };
         self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned });
         self.tasks[p.idx()].cpu = cpu;
         if cpu != parent_cpu {
@@ -226,7 +244,12 @@ impl Sim {
             self.record_wakee(w, p);
         }
         let prev = self.tasks[p.idx()].cpu;
-        let (cpu, path, scanned) = self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu);
+        // ---- class dispatch: select_task_rq (wakeup) ----
+        let (cpu, path, scanned) = if self.class.is_peer() {
+            self.peer_select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu)
+        } else {
+            self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu)
+        };
         self.emit(Event::Place { task: p, prev, waker_cpu, cpu, path, scanned });
         if scanned > 0 {
             self.charge(waker_cpu, scanned as Ns * self.machine.cost.scan_ns_per_cpu);
@@ -318,6 +341,14 @@ impl Sim {
         if rq.curr == Some(p) || rq.need_resched {
             return;
         }
+        // ---- class dispatch: wakeup preemption ----
+        if self.class.is_peer() {
+            if self.peer_wakeup_preempt(cpu, p) {
+                self.resched_curr(cpu, waker_cpu);
+            }
+            return;
+        }
+        // ---- end class dispatch ----
         let now = self.now;
         let fork = self.tasks[p.idx()].avg.last_update_time != 0 && !self.tasks[p.idx()].has_run;
         let rq = &mut self.rqs[cpu.idx()];
@@ -354,6 +385,11 @@ impl Sim {
         if rq.curr.is_none() {
             return false;
         }
+        // ---- class dispatch: update_curr ----
+        if self.class.is_peer() {
+            return self.peer_update_curr(cpu);
+        }
+        let rq = &mut self.rqs[cpu.idx()];
         rq.cfs.update_curr(&mut self.ses, now).resched
     }
 
@@ -367,12 +403,22 @@ impl Sim {
             self.update_curr(cpu);
             self.update_load_avg(cpu, Some(pp));
             // put_prev_entity also for a task that just blocked: it clears
-            // cfs.curr (and requeues a delayed entity).
-            if self.rqs[cpu.idx()].cfs.curr == Some(pp) {
+            // cfs.curr (and requeues a delayed entity). Peers put prev back
+            // inside their pick, as sched_ext does.
+            if !self.class.is_peer() && self.rqs[cpu.idx()].cfs.curr == Some(pp) {
                 let now = self.now;
                 self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now);
             }
         }
+        // ---- class dispatch: pick_next_task (no newidle balance for peers) ----
+        if self.class.is_peer() {
+            let next = self.peer_pick_next_task(cpu, prev);
+            if let Some(n) = next {
+                self.update_load_avg(cpu, Some(n));
+            }
+            return self.context_switch(cpu, prev, next);
+        }
+        // ---- end class dispatch ----
         let next = loop {
             match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
                 Pick::Task(t) => break Some(t),

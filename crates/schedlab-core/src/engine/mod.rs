@@ -157,6 +157,8 @@ pub struct Sim {
     pub nohz: crate::fair::nohz::NohzState,
     /// Energy model and overutilized flags (`fair::eas`, `fair::overutilized`).
     pub eas: crate::fair::eas::EasState,
+    /// Runtime state of a peer class (`policies`), `None` under the fair class.
+    pub peer: crate::policies::PeerState,
 }
 
 impl Sim {
