@@ -583,6 +583,47 @@ def policy_list_cmd(json_out: JsonOpt = False) -> None:
     _out().print(table)
 
 
+@policy_app.command("show")
+@_cli_errors
+def policy_show_cmd(
+    policy: Annotated[
+        str, typer.Argument(help="A policy string, e.g. v5.9+wa_idle_prev or cosmos:slice=2ms.")
+    ],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show what a policy string expands to: class, cpuset and features."""
+    doc = json.loads(_native.policy_show(policy))
+    if json_out:
+        _echo_json(doc)
+        return
+    out = _out()
+    cls = dict(doc["class"])
+    name = cls.pop("name")
+    params = ", ".join(f"{k}={v}" for k, v in cls.items())
+    out.print(
+        f"[bold]{escape(doc['policy'])}[/bold]: base {doc['base']}, class {name}"
+        + (f" ({params})" if params else "")
+    )
+    if doc["cpuset"]:
+        out.print(f"cpuset: {doc['cpuset']}")
+    changed = doc["changed_from_mainline"]
+    if not doc["features_apply"]:
+        out.print("sched features: not used (a peer class replaces the fair class)")
+        return
+    out.print("differs from mainline: " + (" ".join(changed) if changed else "nothing"))
+    table = Table(title="sched features")
+    for col in ("feature", "state", "mainline", "summary"):
+        table.add_column(col)
+    for f in doc["features"]:
+        table.add_row(
+            f["name"],
+            "on" if f["on"] else "off",
+            "on" if f["mainline"] else "off",
+            escape(f["summary"]),
+        )
+    out.print(table)
+
+
 @workload_app.command("list")
 @_cli_errors
 def workload_list_cmd(json_out: JsonOpt = False) -> None:

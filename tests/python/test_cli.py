@@ -24,7 +24,9 @@ COMMANDS = [
     ["topo", "list"],
     ["topo", "show"],
     ["policy", "list"],
+    ["policy", "show"],
     ["workload", "list"],
+    ["reproduce"],
 ]
 
 
@@ -175,3 +177,26 @@ def test_topo_show(tiny_machine: Path) -> None:
     doc = runner.invoke(app, ["topo", "show", str(tiny_machine), "--json"])
     assert doc.exit_code == 0, doc.output
     assert json.loads(doc.stdout)
+
+
+def test_policy_show_expands_profiles_and_peers() -> None:
+    res = runner.invoke(app, ["policy", "show", "v5.9+wa_idle_prev", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["base"] == "v5.9" and doc["class"]["name"] == "fair"
+    assert "+SIS_PROP" in doc["changed_from_mainline"]
+    assert "-SIS_UTIL" in doc["changed_from_mainline"]
+    assert "+wa_idle_prev" not in doc["changed_from_mainline"]  # on in mainline too
+    res = runner.invoke(app, ["policy", "show", "cosmos:slice=2ms", "--json"])
+    doc = json.loads(res.stdout)
+    assert doc["class"] == {
+        "name": "cosmos",
+        "slice_ns": 2_000_000,
+        "slice_lag_ns": 50_000_000,
+        "busy_pct": 0,
+        "deferred_wakeup": False,
+    }
+    assert doc["features_apply"] is False
+    res = runner.invoke(app, ["policy", "show", "eevdf+nope"])
+    assert res.exit_code == 2
+    assert "nope" in _error_line(res.stderr)

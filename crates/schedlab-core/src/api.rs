@@ -180,6 +180,56 @@ pub fn policy_list() -> Vec<PolicyEntry> {
     v
 }
 
+/// `schedlab policy show`: what a policy string expands to, as JSON: the base
+/// policy or profile, the class and its parameters, the cpuset, every feature
+/// with its state, and the features that differ from mainline (`eevdf`).
+pub fn policy_show(policy: &str) -> Result<String> {
+    let p = crate::policy::parse_policy(policy)?;
+    let mainline = crate::features::Features::mainline();
+    let is_fair = !p.class.is_peer();
+    let features: Vec<serde_json::Value> = crate::features::Feat::ALL
+        .iter()
+        .map(|&f| {
+            serde_json::json!({
+                "name": f.name(),
+                "on": p.features.on(f),
+                "mainline": f.default_on(),
+                "summary": f.summary(),
+            })
+        })
+        .collect();
+    let changed: Vec<String> = crate::features::Feat::ALL
+        .iter()
+        .filter(|&&f| p.features.on(f) != mainline.on(f))
+        .map(|&f| format!("{}{}", if p.features.on(f) { "+" } else { "-" }, f.name()))
+        .collect();
+    let class = match p.class {
+        crate::policy::ClassKind::Fair => serde_json::json!({"name": "fair"}),
+        crate::policy::ClassKind::Cosmos(c) => serde_json::json!({
+            "name": "cosmos",
+            "slice_ns": c.slice_ns,
+            "slice_lag_ns": c.slice_lag_ns,
+            "busy_pct": c.busy_pct,
+            "deferred_wakeup": c.deferred_wakeup,
+        }),
+        crate::policy::ClassKind::Bmq(b) => serde_json::json!({"name": "bmq", "slice_ns": b.slice_ns}),
+    };
+    let doc = serde_json::json!({
+        "policy": p.name,
+        "base": p.base,
+        "class": class,
+        "cpuset": match p.confine {
+            crate::policy::Confine::None => serde_json::Value::Null,
+            crate::policy::Confine::OneThreadPerCore => "one hardware thread per core".into(),
+        },
+        // Features steer the fair class only; under a peer class they are inert.
+        "features_apply": is_fair,
+        "changed_from_mainline": changed,
+        "features": features,
+    });
+    Ok(doc.to_string())
+}
+
 /// `schedlab workload list`: the workload families and their parameters, as JSON.
 pub fn workload_list() -> String {
     serde_json::to_string(&crate::workload::spec::workload_families()).unwrap_or_default()

@@ -63,6 +63,12 @@ fn policy_list() -> PyResult<String> {
         .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the policy list: {e}")))
 }
 
+/// What a policy string expands to, as JSON.
+#[pyfunction]
+fn policy_show(policy: String) -> PyResult<String> {
+    api::policy_show(&policy).map_err(errors::to_py)
+}
+
 /// Workload families and their parameters, as a JSON array.
 #[pyfunction]
 fn workload_list() -> String {
@@ -82,6 +88,7 @@ fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(topo_show, m)?)?;
     m.add_function(wrap_pyfunction!(policy_list, m)?)?;
+    m.add_function(wrap_pyfunction!(policy_show, m)?)?;
     m.add_function(wrap_pyfunction!(workload_list, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_trace, m)?)?;
     Ok(())
