@@ -183,7 +183,8 @@ def test_policy_show_expands_profiles_and_peers() -> None:
     res = runner.invoke(app, ["policy", "show", "v5.9+wa_idle_prev", "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    assert doc["base"] == "v5.9" and doc["class"]["name"] == "fair"
+    assert doc["base"] == "v5.9"
+    assert doc["class"]["name"] == "fair"
     assert "+SIS_PROP" in doc["changed_from_mainline"]
     assert "-SIS_UTIL" in doc["changed_from_mainline"]
     assert "+wa_idle_prev" not in doc["changed_from_mainline"]  # on in mainline too
