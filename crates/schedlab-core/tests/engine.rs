@@ -135,3 +135,26 @@ fn bad_input_is_an_error_not_a_panic() {
     let e = run(&spec(inline("[machine]\nname = 3"), "hackbench", "eevdf", 1, false)).unwrap_err();
     assert!(e.to_string().contains("machine.name"), "{e}");
 }
+
+#[test]
+fn every_seed_feature_at_once_keeps_the_invariants() {
+    // "Any combination is accepted": all seed features together, on a mainline
+    // and an old-kernel base, on machines with SMT+LLCs, clusters, NUMA and
+    // big.LITTLE, with the invariant checker on.
+    let all = "+prefer_prev_idle_core+avg_idle_on_enqueue+llc_idle_mask+sis_cluster_first+idler_llc\
+               +sis_time_limit+cas+remote_cpufreq_update+eas+sd_overutilized+eas_cluster_candidates+soft_affinity";
+    let cases = [
+        ("threadripper-3970x", "hackbench:groups=2,loops=10"),
+        ("hikey960", "schbench:runtime=50ms"),
+        ("kunpeng920", "workqueue:threads=25%,chunks=200"),
+    ];
+    for (m, w) in cases {
+        for base in ["eevdf", "v4.14"] {
+            let policy = format!("{base}{all}");
+            let r = run(&spec(preset(m), w, &policy, 1, false)).unwrap_or_else(|e| panic!("{m} {policy}: {e}"));
+            assert!(r.events_processed > 0);
+        }
+        let r = run(&spec(preset(m), w, "v7.1+ni_half_idle_retry", 1, false)).unwrap();
+        assert!(r.events_processed > 0);
+    }
+}

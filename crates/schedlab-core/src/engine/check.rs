@@ -78,12 +78,11 @@ impl Sim {
             // A runqueue's util may exceed its capacity for a while (tasks that
             // migrate in bring theirs, as the kernel's cpu_util() comment
             // says), but never the sum of what its tasks can bring.
+            // Tasks that left have their share in `removed` until the next update.
+            let util = rq.cfs_avg.util_avg.saturating_sub(rq.removed.util_avg);
             let bound = 1024 * homed[c].max(1) + 1024;
-            if rq.cfs_avg.util_avg > bound {
-                return Err(format!(
-                    "cpu {c}: cfs util_avg {} above {bound} for {} tasks",
-                    rq.cfs_avg.util_avg, homed[c]
-                ));
+            if util > bound {
+                return Err(format!("cpu {c}: cfs util_avg {util} above {bound} for {} tasks", homed[c]));
             }
         }
         Ok(())
