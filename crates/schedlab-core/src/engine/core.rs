@@ -170,12 +170,7 @@ impl Sim {
         let w = self.ses[p.idx()].weight;
         self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
         self.tasks[p.idx()].cpu = parent_cpu;
-        // ---- class dispatch: select_task_rq (fork) ----
-        let (cpu, path, scanned) = if self.class.is_peer() {
-            self.peer_select_task_rq(p, parent_cpu, WF_FORK, parent_cpu)
-        } else {
-            self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu)
-        };
+        let (cpu, path, scanned) = self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu);
         self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned });
         self.tasks[p.idx()].cpu = cpu;
         if cpu != parent_cpu {
@@ -244,12 +239,7 @@ impl Sim {
             self.record_wakee(w, p);
         }
         let prev = self.tasks[p.idx()].cpu;
-        // ---- class dispatch: select_task_rq (wakeup) ----
-        let (cpu, path, scanned) = if self.class.is_peer() {
-            self.peer_select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu)
-        } else {
-            self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu)
-        };
+        let (cpu, path, scanned) = self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu);
         self.emit(Event::Place { task: p, prev, waker_cpu, cpu, path, scanned });
         if scanned > 0 {
             self.charge(waker_cpu, scanned as Ns * self.machine.cost.scan_ns_per_cpu);

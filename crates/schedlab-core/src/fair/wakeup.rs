@@ -30,7 +30,8 @@ pub fn fits_capacity(util: u64, max: u64) -> bool {
 }
 
 impl Sim {
-    /// `select_task_rq`: ask the class for a CPU, then make sure it is allowed.
+    /// `select_task_rq` (core.c): a task allowed on one CPU goes there; else
+    /// ask the class for a CPU, then make sure it is allowed (`select_fallback_rq`).
     /// Returns the CPU, the rule that chose it, and the CPUs scanned.
     pub fn select_task_rq(
         &mut self,
@@ -45,7 +46,13 @@ impl Sim {
             return (cpu, PlacePath::Forced, 0);
         }
         let mut ctx = WakeCtx { this_cpu, path: PlacePath::Fallback, scanned: 0 };
-        let cpu = self.select_task_rq_fair(p, prev_cpu, wake_flags, &mut ctx);
+        // ---- class dispatch: the class's select_task_rq hook ----
+        let cpu = if self.class.is_peer() {
+            ctx.path = PlacePath::Policy;
+            self.peer_select_cpu(p, prev_cpu, wake_flags, this_cpu)
+        } else {
+            self.select_task_rq_fair(p, prev_cpu, wake_flags, &mut ctx)
+        };
         let t = &self.tasks[p.idx()];
         if !t.allowed.test(cpu) {
             // select_fallback_rq: any allowed CPU, preferring prev's node.

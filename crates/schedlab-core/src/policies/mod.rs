@@ -24,7 +24,6 @@ use crate::fair::eevdf::{DequeueFlags, EnqueueFlags};
 use crate::ids::{CpuId, Ns, TaskId};
 use crate::policy::ClassKind;
 use crate::topology::Machine;
-use crate::trace::PlacePath;
 
 /// Runtime state of the peer class in use (none under the fair class).
 pub enum PeerState {
@@ -87,26 +86,15 @@ pub fn parse_u32(policy: &str, key: &str, value: &str, max: u32) -> Result<u32> 
 }
 
 impl Sim {
-    /// `select_task_rq` of the peer class.
-    pub fn peer_select_task_rq(
-        &mut self,
-        p: TaskId,
-        prev_cpu: CpuId,
-        wake_flags: u32,
-        this_cpu: CpuId,
-    ) -> (CpuId, PlacePath, u32) {
-        let t = &self.tasks[p.idx()];
-        if t.nr_cpus_allowed == 1 {
-            // The core does not ask the class for a task that can run on one CPU.
-            let cpu = t.allowed.first().unwrap_or(prev_cpu);
-            return (cpu, PlacePath::Forced, 0);
-        }
-        let cpu = match self.peer {
+    /// The peer class's `select_task_rq` hook (`ops.select_cpu` for
+    /// sched_ext, `select_task_rq` for BMQ). The core's `select_task_rq`
+    /// handles single-CPU tasks and the affinity fallback around it.
+    pub fn peer_select_cpu(&mut self, p: TaskId, prev_cpu: CpuId, wake_flags: u32, this_cpu: CpuId) -> CpuId {
+        match self.peer {
             PeerState::Cosmos(_) => self.cosmos_select_cpu(p, prev_cpu, wake_flags, this_cpu),
             PeerState::Bmq(_) => self.bmq_select_task_rq(p),
             PeerState::None => prev_cpu,
-        };
-        (cpu, PlacePath::Policy, 0)
+        }
     }
 
     /// The accounting every peer enqueue shares with the fair class (PELT
