@@ -170,7 +170,9 @@ NI_RETRY_SCHBENCH = Case(
     ),
     published_by_metric={
         "requests_per_s": tuple(dict(zip(_NI_POLICIES, r, strict=True)) for r in _NI_RPS),
-        "app_wakeup_latency_p99_us": tuple(dict(zip(_NI_POLICIES, r, strict=True)) for r in _NI_P99),
+        "app_wakeup_latency_p99_us": tuple(
+            dict(zip(_NI_POLICIES, r, strict=True)) for r in _NI_P99
+        ),
     },
     default_runs=3,
     notes=(
