@@ -7,7 +7,7 @@ use crate::api::MetricValue;
 use crate::cpumask::CpuMask;
 use crate::engine::core::update_avg;
 use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
-use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC};
+use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC, NSEC_PER_USEC};
 use crate::topology::machine::Distance;
 use crate::trace::{BalanceKind, Event, PrevState, TimedEvent};
 use crate::workload::MarkKind;
@@ -86,6 +86,8 @@ pub struct Collector {
     started: bool,
     request_lat: LatencyHist,
     wakeup_lat: LatencyHist,
+    /// Benchmark-measured wakeup latency (`WakeDone` marks), whole microseconds.
+    app_wakeup_lat: LatencyHist,
     rq_delay: LatencyHist,
     context_switches: u64,
     /// Indexed by `Distance as usize - 1` (Smt..Node).
@@ -120,6 +122,7 @@ impl Collector {
             started: false,
             request_lat: LatencyHist::new(),
             wakeup_lat: LatencyHist::new(),
+            app_wakeup_lat: LatencyHist::new(),
             rq_delay: LatencyHist::new(),
             context_switches: 0,
             migrations: [0; 5],
@@ -283,12 +286,21 @@ impl Collector {
                     self.avg_idle_samples += 1;
                 }
             }
-            Event::Mark { kind, value, .. } => {
-                if counted && kind == MarkKind::RequestDone {
+            Event::Mark { kind, value, .. } => match kind {
+                MarkKind::RequestDone if counted => {
                     self.requests += 1;
                     self.request_lat.record(t.saturating_sub(value));
                 }
-            }
+                MarkKind::WakeDone if counted => {
+                    // As schbench's tvdelta: the difference of two
+                    // microsecond gettimeofday stamps; a zero is not recorded.
+                    let us = (t / NSEC_PER_USEC).saturating_sub(value / NSEC_PER_USEC);
+                    if us > 0 {
+                        self.app_wakeup_lat.record(us);
+                    }
+                }
+                _ => {}
+            },
             Event::Exit { task } => {
                 self.ensure_task(task);
                 self.stop_wait(task);
@@ -452,6 +464,9 @@ impl Collector {
             "request_latency_p99_us" => self.request_lat.percentile(99.0) / US,
             "wakeup_latency_p50_us" => self.wakeup_lat.percentile(50.0) / US,
             "wakeup_latency_p99_us" => self.wakeup_lat.percentile(99.0) / US,
+            // Recorded in whole microseconds already.
+            "app_wakeup_latency_p50_us" => self.app_wakeup_lat.percentile(50.0),
+            "app_wakeup_latency_p99_us" => self.app_wakeup_lat.percentile(99.0),
             "runqueue_delay_mean_us" => self.rq_delay.mean() / US,
             "runqueue_delay_p99_us" => self.rq_delay.percentile(99.0) / US,
             "context_switches" => self.context_switches as f64,

@@ -212,6 +212,35 @@ fn requests_with_warmup() {
 }
 
 #[test]
+fn app_wakeup_latency_as_schbench_measures_it() {
+    // A message thread (B) timestamps one batch at 10_400 ns and wakes two
+    // workers; the kernel-event wakeup latency of each is its own
+    // waking -> switch-in, but the benchmark's runs from the batch stamp.
+    let woke = |task, start| Event::Mark { task, kind: MarkKind::WakeDone, value: start };
+    let w0 = TaskId(2);
+    let mut c = ctx(4, 3);
+    c.warmup_ns = 5_000;
+    let evs = [
+        (1_000, woke(w0, 0)), // during warm-up: not counted
+        (10_500, Event::Waking { task: A, cpu: CpuId(0) }),
+        (11_000, sw(0, None, PrevState::Sleeping, Some(A))), // kernel: 0.5 us
+        (11_900, woke(A, 10_400)),                           // stamps 10 us -> 11 us: 1 us
+        (12_500, Event::Waking { task: w0, cpu: CpuId(1) }),
+        (13_000, sw(1, None, PrevState::Sleeping, Some(w0))), // kernel: 0.5 us
+        (13_100, woke(w0, 10_400)),                           // 10 us -> 13 us: 3 us
+        (14_000, woke(A, 14_000)),                            // 0 us: not recorded
+        (20_999, woke(w0, 14_001)),                           // 14 us -> 20 us: 6 us
+    ];
+    let m = run(c, &evs, 30_000);
+    assert_eq!(get(&m, "app_wakeup_latency_p50_us"), 3.0);
+    assert_eq!(get(&m, "app_wakeup_latency_p99_us"), 6.0);
+    assert_eq!(get(&m, "wakeup_latency_p99_us"), 0.5);
+    // No WakeDone marks: 0, like the other latency metrics of an empty run.
+    let m = run(ctx(2, 2), &two_task_script(), 50_000);
+    assert_eq!(get(&m, "app_wakeup_latency_p99_us"), 0.0);
+}
+
+#[test]
 fn real_trace_cpu_state_resolved_at_first_switch() {
     let mut c = MetricsContext::flat(2);
     c.allowed = vec![];

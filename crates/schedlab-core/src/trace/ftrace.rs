@@ -79,6 +79,7 @@ pub fn mark_kind_name(k: MarkKind) -> &'static str {
         MarkKind::RequestStart => "request_start",
         MarkKind::RequestDone => "request_done",
         MarkKind::WorkDone => "work_done",
+        MarkKind::WakeDone => "wake_done",
     }
 }
 

@@ -360,6 +360,7 @@ impl Reader {
                     "request_start" => MarkKind::RequestStart,
                     "request_done" => MarkKind::RequestDone,
                     "work_done" => MarkKind::WorkDone,
+                    "wake_done" => MarkKind::WakeDone,
                     _ => return None,
                 };
                 Event::Mark { task, kind, value: num(p, "value")? }

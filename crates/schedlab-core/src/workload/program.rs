@@ -81,6 +81,11 @@ pub enum MarkKind {
     RequestDone,
     /// A unit of work (a chunk, a loop) finished; `value` counts units.
     WorkDone,
+    /// A task came back from a wait on which the benchmark measures its own
+    /// wakeup latency; `value` is the benchmark's start timestamp (ns), taken
+    /// by whichever task the benchmark takes it in (schbench: the waker, once
+    /// per wake batch), so latency = now - value.
+    WakeDone,
 }
 
 /// What the engine tells a program when stepping it.
