@@ -20,6 +20,8 @@ pub mod pelt;
 pub mod policies;
 pub mod policy;
 pub mod sim;
+#[doc(hidden)]
+pub mod testkit;
 pub mod topology;
 pub mod trace;
 pub mod workload;

@@ -7,59 +7,15 @@ use schedlab_core::engine::build::SimConfig;
 use schedlab_core::engine::Sim;
 use schedlab_core::features::Features;
 use schedlab_core::ids::{CpuId, Ns, NSEC_PER_MSEC};
-use schedlab_core::policy::ClassKind;
-use schedlab_core::topology::{build_sched_domains, parse_machine};
+use schedlab_core::testkit::{script_tasks, script_workload, sim_config, sim_with, TWO_LLC};
 use schedlab_core::trace::{BalanceKind, Event};
-use schedlab_core::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
+use schedlab_core::workload::Action;
 
+/// `n` CPU-bound tasks (1 s of work each), all woken on CPU 0 at time 0, on
 /// 2 LLCs x 4 cores, no SMT, HZ = 250 (4 ms ticks).
-const TWO_LLC: &str = r#"
-[machine]
-name = "test-2llc"
-hz = 250
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 4
-threads_per_core = 1
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-"#;
-
-/// `n` CPU-bound tasks (1 s of work each), all woken on CPU 0 at time 0.
 fn piled_on_cpu0(n: usize, features: Features) -> Sim {
-    let m = parse_machine(TWO_LLC, "toml", "test").unwrap();
-    let d = build_sched_domains(&m).unwrap();
-    let tasks = (0..n)
-        .map(|i| TaskSpec {
-            name: format!("hog{i}"),
-            program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1000)),
-            nice: 0,
-            allowed: None,
-            preferred: None,
-            footprint_kib: 0,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: 0 },
-            kthread: false,
-        })
-        .collect();
-    let w = Workload {
-        name: "piled".into(),
-        tasks,
-        chans: vec![],
-        barriers: vec![],
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    };
-    let cfg =
-        SimConfig { features, class: ClassKind::Fair, seed: 7, trace: true, check_invariants: true, cpuset: None };
-    Sim::build(m, d, &w, cfg).unwrap()
+    let w = script_workload(script_tasks(n, &[Action::Compute(1_000_000)], 1000));
+    sim_with(TWO_LLC, &w, SimConfig { seed: 7, trace: true, check_invariants: true, ..sim_config(features) })
 }
 
 fn spread(s: &Sim) -> Vec<u32> {

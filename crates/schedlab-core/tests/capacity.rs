@@ -1,27 +1,12 @@
 //! End-to-end runs of seed ideas 5 and 6 (CAS, EAS, per-domain
 //! overutilized) with invariant checks, on the big.LITTLE presets.
 
-use schedlab_core::api::{run, MachineSource, RunOptions, RunResult, RunSpec};
-
-fn preset(name: &str) -> MachineSource {
-    let path = format!("{}/../../python/schedlab/presets/machines/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    MachineSource { text: std::fs::read_to_string(&path).unwrap(), format: "toml".into(), origin: path }
-}
+use schedlab_core::api::{run, RunResult};
+use schedlab_core::testkit::{metric, preset_source, run_spec};
 
 fn go(machine: &str, workload: &str, policy: &str) -> RunResult {
-    let spec = RunSpec {
-        machine: preset(machine),
-        workload: workload.into(),
-        workload_format: "spec".into(),
-        policy: policy.into(),
-        seed: 3,
-        options: RunOptions { trace: false, check_invariants: true, max_time_ns: 0 },
-    };
+    let spec = run_spec(preset_source(machine), workload, policy, 3, false);
     run(&spec).unwrap_or_else(|e| panic!("{machine} {policy}: {e}"))
-}
-
-fn metric(r: &RunResult, name: &str) -> f64 {
-    r.metrics.iter().find(|m| m.name == name).unwrap_or_else(|| panic!("no metric {name}")).value
 }
 
 #[test]

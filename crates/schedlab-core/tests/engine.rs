@@ -1,61 +1,20 @@
 //! End-to-end properties of the engine: determinism, work conservation, the
 //! cost model, and sanity of the metrics, on small machines so they run fast.
 
-use schedlab_core::api::{run, MachineSource, RunOptions, RunResult, RunSpec};
+use schedlab_core::api::run;
+use schedlab_core::testkit::{inline_source, metric, preset_source, run_spec, TWO_LLC};
 use schedlab_core::trace::{Event, MigrateReason, PrevState, TimedEvent};
-
-fn preset(name: &str) -> MachineSource {
-    let path = format!("{}/../../python/schedlab/presets/machines/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    MachineSource { text: std::fs::read_to_string(&path).unwrap(), format: "toml".into(), origin: path }
-}
-
-fn inline(text: &str) -> MachineSource {
-    MachineSource { text: text.into(), format: "toml".into(), origin: "inline".into() }
-}
-
-/// 8 cores, no SMT, two LLCs of 4.
-const M8: &str = r#"
-[machine]
-name = "m8"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 4
-threads_per_core = 1
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-"#;
-
-fn spec(machine: MachineSource, workload: &str, policy: &str, seed: u64, trace: bool) -> RunSpec {
-    RunSpec {
-        machine,
-        workload: workload.into(),
-        workload_format: "spec".into(),
-        policy: policy.into(),
-        seed,
-        options: RunOptions { trace, check_invariants: true, max_time_ns: 0 },
-    }
-}
-
-fn metric(r: &RunResult, name: &str) -> f64 {
-    r.metrics.iter().find(|m| m.name == name).unwrap_or_else(|| panic!("no metric {name}")).value
-}
 
 #[test]
 fn same_seed_same_bytes_different_seed_different_run() {
     let w = "hackbench:groups=2,fds=4,loops=20";
-    let a = run(&spec(inline(M8), w, "eevdf", 7, true)).unwrap();
-    let b = run(&spec(inline(M8), w, "eevdf", 7, true)).unwrap();
+    let a = run(&run_spec(inline_source(TWO_LLC), w, "eevdf", 7, true)).unwrap();
+    let b = run(&run_spec(inline_source(TWO_LLC), w, "eevdf", 7, true)).unwrap();
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
     assert_eq!(a.trace, b.trace);
     let w = "workqueue:threads=6,chunks=200,jitter=50";
-    let a = run(&spec(inline(M8), w, "eevdf", 1, false)).unwrap();
-    let c = run(&spec(inline(M8), w, "eevdf", 2, false)).unwrap();
+    let a = run(&run_spec(inline_source(TWO_LLC), w, "eevdf", 1, false)).unwrap();
+    let c = run(&run_spec(inline_source(TWO_LLC), w, "eevdf", 2, false)).unwrap();
     assert_ne!(metric(&a, "completion_time_s"), metric(&c, "completion_time_s"));
 }
 
@@ -101,7 +60,7 @@ fn longest_imbalance(events: &[TimedEvent], nr_cpus: usize, from_ns: u64) -> u64
 fn work_conservation_eight_cpu_bound_tasks_on_eight_cpus() {
     // 8 CPU-bound tasks of 300 ms, forked from CPU 0: after start-up no CPU may
     // stay idle while another has two runnable tasks for more than a few ticks.
-    let r = run(&spec(inline(M8), "sieve:threads=8,work=2400ms", "eevdf", 3, true)).unwrap();
+    let r = run(&run_spec(inline_source(TWO_LLC), "sieve:threads=8,work=2400ms", "eevdf", 3, true)).unwrap();
     let tr = schedlab_core::trace::ftrace_read::read_ftrace(r.trace.as_deref().unwrap(), "sim").unwrap();
     let worst = longest_imbalance(&tr.events, 8, 20_000_000);
     assert!(worst <= 3 * 4_000_000, "idle CPU beside a stacked one for {worst} ns");
@@ -112,15 +71,17 @@ fn cost_model_bites_smt_stacking_is_slower_than_pinned() {
     // threadripper-3970x: 32 workers pinned one per core vs the same workers on
     // 16 cores, two SMT threads each (CPUs 0-15 and their siblings 32-47).
     let w = "workqueue:threads=50%,chunks=2000";
-    let pinned = run(&spec(preset("threadripper-3970x"), w, "pinned", 1, false)).unwrap();
-    let stacked = run(&spec(preset("threadripper-3970x"), &format!("{w},cpus=0-15;32-47"), "eevdf", 1, false)).unwrap();
+    let pinned = run(&run_spec(preset_source("threadripper-3970x"), w, "pinned", 1, false)).unwrap();
+    let stacked =
+        run(&run_spec(preset_source("threadripper-3970x"), &format!("{w},cpus=0-15;32-47"), "eevdf", 1, false))
+            .unwrap();
     let (a, b) = (metric(&pinned, "completion_time_s"), metric(&stacked, "completion_time_s"));
     assert!(b > a * 1.2, "pinned {a} s vs SMT-stacked {b} s");
 }
 
 #[test]
 fn metrics_are_sane_for_schbench() {
-    let r = run(&spec(inline(M8), "schbench:threads=4,runtime=200ms", "eevdf", 1, false)).unwrap();
+    let r = run(&run_spec(inline_source(TWO_LLC), "schbench:threads=4,runtime=200ms", "eevdf", 1, false)).unwrap();
     assert!(metric(&r, "requests_per_s") > 0.0);
     assert!(metric(&r, "wakeup_latency_p99_us") >= metric(&r, "wakeup_latency_p50_us"));
     assert!(metric(&r, "idle_pct") > 0.0 && metric(&r, "idle_pct") < 100.0);
@@ -128,11 +89,11 @@ fn metrics_are_sane_for_schbench() {
 
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
-    let e = run(&spec(inline(M8), "hackbench:groups=0", "eevdf", 1, false)).unwrap_err();
+    let e = run(&run_spec(inline_source(TWO_LLC), "hackbench:groups=0", "eevdf", 1, false)).unwrap_err();
     assert!(e.is_usage(), "{e}");
-    let e = run(&spec(inline(M8), "hackbench", "eevdf+nope", 1, false)).unwrap_err();
+    let e = run(&run_spec(inline_source(TWO_LLC), "hackbench", "eevdf+nope", 1, false)).unwrap_err();
     assert!(e.to_string().contains("nope"));
-    let e = run(&spec(inline("[machine]\nname = 3"), "hackbench", "eevdf", 1, false)).unwrap_err();
+    let e = run(&run_spec(inline_source("[machine]\nname = 3"), "hackbench", "eevdf", 1, false)).unwrap_err();
     assert!(e.to_string().contains("machine.name"), "{e}");
 }
 
@@ -151,10 +112,11 @@ fn every_seed_feature_at_once_keeps_the_invariants() {
     for (m, w) in cases {
         for base in ["eevdf", "v4.14"] {
             let policy = format!("{base}{all}");
-            let r = run(&spec(preset(m), w, &policy, 1, false)).unwrap_or_else(|e| panic!("{m} {policy}: {e}"));
+            let r =
+                run(&run_spec(preset_source(m), w, &policy, 1, false)).unwrap_or_else(|e| panic!("{m} {policy}: {e}"));
             assert!(r.events_processed > 0);
         }
-        let r = run(&spec(preset(m), w, "v7.1+ni_half_idle_retry", 1, false)).unwrap();
+        let r = run(&run_spec(preset_source(m), w, "v7.1+ni_half_idle_retry", 1, false)).unwrap();
         assert!(r.events_processed > 0);
     }
 }

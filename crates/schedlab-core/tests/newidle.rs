@@ -2,44 +2,19 @@
 //! (`avg_idle_on_enqueue`) through `api::run` on schbench, with the engine's
 //! invariant checks on.
 
-use schedlab_core::api::{run, MachineSource, RunOptions, RunResult, RunSpec};
+use schedlab_core::api::{run, RunResult};
+use schedlab_core::testkit::{inline_source, metric, preset_source, run_spec};
 use schedlab_core::trace::ftrace_read::read_ftrace;
 use schedlab_core::trace::Event;
 
 /// 2 LLCs x 4 cores x 2 threads.
-const M16: &str = r#"
-[machine]
-name = "m16"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 4
-threads_per_core = 2
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-"#;
+const M16: &str = schedlab_core::uniform_machine_toml!("m16", 2, 1, 4, 2);
 
 const SCHBENCH: &str = "schbench:runtime=300ms,warmup=50ms";
 
 fn go(policy: &str, trace: bool) -> RunResult {
-    let spec = RunSpec {
-        machine: MachineSource { text: M16.into(), format: "toml".into(), origin: "inline".into() },
-        workload: SCHBENCH.into(),
-        workload_format: "spec".into(),
-        policy: policy.into(),
-        seed: 3,
-        options: RunOptions { trace, check_invariants: true, max_time_ns: 0 },
-    };
+    let spec = run_spec(inline_source(M16), SCHBENCH, policy, 3, trace);
     run(&spec).unwrap_or_else(|e| panic!("{policy}: {e}"))
-}
-
-fn metric(r: &RunResult, name: &str) -> f64 {
-    r.metrics.iter().find(|m| m.name == name).unwrap_or_else(|| panic!("no metric {name}")).value
 }
 
 #[test]
@@ -77,17 +52,9 @@ fn schbench_with_avg_idle_on_enqueue() {
 #[test]
 #[ignore]
 fn schbench_on_intel_4n_192_both_features() {
-    let path = format!("{}/../../python/schedlab/presets/machines/intel-4n-192.toml", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
+    let machine = preset_source("intel-4n-192");
     for policy in ["v7.1", "v7.1+ni_half_idle_retry", "eevdf+avg_idle_on_enqueue"] {
-        let spec = RunSpec {
-            machine: MachineSource { text: text.clone(), format: "toml".into(), origin: path.clone() },
-            workload: "schbench:runtime=1s".into(),
-            workload_format: "spec".into(),
-            policy: policy.into(),
-            seed: 1,
-            options: RunOptions { trace: false, check_invariants: true, max_time_ns: 0 },
-        };
+        let spec = run_spec(machine.clone(), "schbench:runtime=1s", policy, 1, false);
         let r = run(&spec).unwrap_or_else(|e| panic!("{policy}: {e}"));
         eprintln!(
             "{policy}: rps {:.0} p99 wakeup {:.1} us, newidle pulls {}, avg_idle_error_us {:.2}",

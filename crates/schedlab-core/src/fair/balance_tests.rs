@@ -10,63 +10,24 @@ use crate::engine::task::TaskState;
 use crate::engine::Sim;
 use crate::features::{Feat, Features};
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_MSEC, NSEC_PER_USEC};
-use crate::policy::ClassKind;
+use crate::testkit::{script_tasks, script_workload, sim_config, sim_with, TWO_LLC};
 use crate::topology::domains::SD_BALANCE_FORK;
-use crate::topology::{build_sched_domains, parse_machine};
 use crate::trace::{BalanceKind, Event};
-use crate::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
+use crate::workload::Action;
 
-/// 2 LLCs x 4 cores, no SMT: MC domains {0-3}, {4-7} (single-CPU groups)
-/// under one PKG domain (two LLC groups). Two idle states.
-pub(crate) const TWO_LLC: &str = r#"
-[machine]
-name = "test-2llc"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 4
-threads_per_core = 1
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-idle_states = [
+/// The idle states of the balance tests' machine, appended to
+/// [`TWO_LLC`]'s core type (2 LLCs x 4 cores, no SMT: MC domains {0-3},
+/// {4-7} of single-CPU groups under one PKG domain of two LLC groups).
+const TWO_IDLE_STATES: &str = r#"idle_states = [
   { name = "C1", exit_latency_us = 2, target_residency_us = 2 },
   { name = "C6", exit_latency_us = 100, target_residency_us = 400 },
 ]
 "#;
 
 fn sim(ntasks: usize, features: Features) -> Sim {
-    let m = parse_machine(TWO_LLC, "toml", "test").unwrap();
-    let d = build_sched_domains(&m).unwrap();
-    let tasks = (0..ntasks)
-        .map(|i| TaskSpec {
-            name: format!("t{i}"),
-            program: Program::Script(Script::new(vec![Action::Compute(10_000_000)], 1)),
-            nice: 0,
-            allowed: None,
-            preferred: None,
-            footprint_kib: 0,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: 0 },
-            kthread: false,
-        })
-        .collect();
-    let w = Workload {
-        name: "test".into(),
-        tasks,
-        chans: vec![],
-        barriers: vec![],
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    };
-    let cfg =
-        SimConfig { features, class: ClassKind::Fair, seed: 1, trace: true, check_invariants: false, cpuset: None };
-    Sim::build(m, d, &w, cfg).unwrap()
+    let toml = format!("{TWO_LLC}{TWO_IDLE_STATES}");
+    let w = script_workload(script_tasks(ntasks, &[Action::Compute(10_000_000)], 1));
+    sim_with(&toml, &w, SimConfig { trace: true, ..sim_config(features) })
 }
 
 /// Queue task `p` on `cpu` for real (not running).

@@ -4,85 +4,13 @@
 //! one MC domain and frequency domain per cluster, PKG on top. UTIL_EST is
 //! off so the utilisations set by hand are the ones the code reads.
 
-use crate::engine::build::SimConfig;
 use crate::engine::Sim;
 use crate::features::{Feat, Features};
 use crate::ids::{CpuId, TaskId};
-use crate::policy::ClassKind;
-use crate::topology::{build_sched_domains, parse_machine};
+use crate::testkit::{busy, machine_from_toml, sim_from_toml, wake_ctx, HIKEY};
 use crate::trace::PlacePath;
-use crate::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
 
 use super::eas::EnergyModel;
-use super::wakeup::WakeCtx;
-
-pub(super) const HIKEY: &str = r#"
-[machine]
-name = "test-hikey"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 4
-threads_per_core = 1
-[[core_type]]
-name = "little"
-cores = "0-3"
-capacity = 462
-nominal_freq_mhz = 1844
-opps = [
-  { freq_mhz = 533, power_mw = 29 },
-  { freq_mhz = 999, power_mw = 70 },
-  { freq_mhz = 1402, power_mw = 125 },
-  { freq_mhz = 1709, power_mw = 188 },
-  { freq_mhz = 1844, power_mw = 245 },
-]
-[[core_type]]
-name = "big"
-cores = "4-7"
-capacity = 1024
-nominal_freq_mhz = 2362
-opps = [
-  { freq_mhz = 903, power_mw = 243 },
-  { freq_mhz = 1421, power_mw = 500 },
-  { freq_mhz = 1805, power_mw = 804 },
-  { freq_mhz = 2112, power_mw = 1162 },
-  { freq_mhz = 2362, power_mw = 1572 },
-]
-[freq_domain]
-per = "cluster"
-"#;
-
-pub(super) fn sim(toml: &str, ntasks: usize, features: Features) -> Sim {
-    let m = parse_machine(toml, "toml", "test").unwrap();
-    let d = build_sched_domains(&m).unwrap();
-    let tasks = (0..ntasks)
-        .map(|i| TaskSpec {
-            name: format!("t{i}"),
-            program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1)),
-            nice: 0,
-            allowed: None,
-            footprint_kib: 0,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: 0 },
-            kthread: false,
-            preferred: None,
-        })
-        .collect();
-    let w = Workload {
-        name: "test".into(),
-        tasks,
-        chans: vec![],
-        barriers: vec![],
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    };
-    let cfg =
-        SimConfig { features, class: ClassKind::Fair, seed: 1, trace: false, check_invariants: false, cpuset: None };
-    Sim::build(m, d, &w, cfg).unwrap()
-}
 
 /// Mainline features plus `on`, with UTIL_EST off.
 pub(super) fn feats(on: &[Feat]) -> Features {
@@ -92,14 +20,6 @@ pub(super) fn feats(on: &[Feat]) -> Features {
         f.set(x, true);
     }
     f
-}
-
-/// Make `cpu` busy running task `t` (one runnable task, not idle).
-pub(super) fn busy(s: &mut Sim, cpu: u32, t: u32) {
-    s.rqs[cpu as usize].curr = Some(TaskId(t));
-    s.rqs[cpu as usize].nr_running = 1;
-    s.rqs[cpu as usize].cfs.h_nr_runnable = 1;
-    s.tasks[t as usize].cpu = CpuId(cpu);
 }
 
 fn set_util(s: &mut Sim, cpu: u32, util: u64) {
@@ -115,15 +35,11 @@ fn waking(s: &mut Sim, p: u32, prev: u32, util: u64) {
     s.rqs[prev as usize].cfs_avg.util_avg += util;
 }
 
-fn ctx(this: u32) -> WakeCtx {
-    WakeCtx { this_cpu: CpuId(this), path: PlacePath::Fallback, scanned: 0 }
-}
-
 const P: TaskId = TaskId(0);
 
 #[test]
 fn energy_model_states_costs_and_order() {
-    let m = parse_machine(HIKEY, "toml", "test").unwrap();
+    let m = machine_from_toml(HIKEY);
     let em = EnergyModel::from_machine(&m).unwrap();
     // Kernel list order: the big domain (first CPU 4) first.
     assert_eq!(em.pds[0].span.first(), Some(CpuId(4)));
@@ -138,7 +54,7 @@ fn energy_model_states_costs_and_order() {
 
 #[test]
 fn em_cpu_energy_hand_computed() {
-    let m = parse_machine(HIKEY, "toml", "test").unwrap();
+    let m = machine_from_toml(HIKEY);
     let em = EnergyModel::from_machine(&m).unwrap();
     let little = &em.pds[1];
     // max_util 200 needs the 999 MHz state (performance 250, cost 2800);
@@ -158,15 +74,15 @@ fn no_power_figures_no_energy_model() {
         .filter(|l| !l.starts_with("  { freq_mhz") && !l.starts_with("opps = [") && *l != "]")
         .collect::<Vec<_>>()
         .join("\n");
-    let m = parse_machine(&stripped, "toml", "test").unwrap();
+    let m = machine_from_toml(&stripped);
     assert!(EnergyModel::from_machine(&m).is_none());
 }
 
 #[test]
 fn eas_puts_a_small_task_on_a_little_cpu() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
     waking(&mut s, 0, 4, 100);
-    let mut c = ctx(4);
+    let mut c = wake_ctx(4);
     let got = s.eas_wake_cpu(P, CpuId(4), &mut c).unwrap();
     assert!(got.0 < 4, "{got:?}");
     assert_eq!(c.path, PlacePath::Capacity);
@@ -175,26 +91,26 @@ fn eas_puts_a_small_task_on_a_little_cpu() {
 
 #[test]
 fn eas_puts_a_task_that_does_not_fit_little_on_a_big_cpu() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
     // 500 does not fit 462 with the 20% margin.
     waking(&mut s, 0, 0, 500);
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     let got = s.eas_wake_cpu(P, CpuId(0), &mut c).unwrap();
     assert!(got.0 >= 4, "{got:?}");
 }
 
 #[test]
 fn eas_is_off_when_overutilized_or_disabled() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
     waking(&mut s, 0, 4, 100);
     // CPU 1 at 400 of 462 is over the 80% margin: the enqueue/tick check marks the root.
     set_util(&mut s, 1, 400);
     assert!(s.cpu_overutilized(CpuId(1)));
     s.check_update_overutilized_status(CpuId(1));
     assert!(s.is_rd_overutilized());
-    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut ctx(4)), None);
+    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)), None);
     // The full wakeup path then goes on with select_idle_sibling.
-    let mut c = ctx(4);
+    let mut c = wake_ctx(4);
     let got = s.select_task_rq_fair(P, CpuId(4), crate::engine::core::WF_TTWU, &mut c);
     assert_ne!(c.path, PlacePath::Capacity);
     assert_eq!(got, CpuId(4));
@@ -204,15 +120,15 @@ fn eas_is_off_when_overutilized_or_disabled() {
     assert!(s.eas_balance_skip(CpuId(1), root));
     assert!(!s.is_rd_overutilized());
     // Without the feature EAS is never used and overutilized reads true.
-    let s2 = sim(HIKEY, 4, feats(&[]));
+    let s2 = sim_from_toml(HIKEY, 4, feats(&[]));
     assert!(s2.is_rd_overutilized());
-    assert_eq!(s2.eas_wake_cpu(P, CpuId(4), &mut ctx(4)), None);
+    assert_eq!(s2.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)), None);
 }
 
 #[test]
 fn eas_only_on_asymmetric_machines() {
     let sym = HIKEY.replace("capacity = 462", "capacity = 1024");
-    let s = sim(&sym, 4, feats(&[Feat::eas]));
+    let s = sim_from_toml(&sym, 4, feats(&[Feat::eas]));
     assert!(!s.sched_energy_enabled());
 }
 
@@ -222,21 +138,21 @@ fn cluster_candidates_pick_the_fuller_cpu_at_the_same_opp() {
     // at the 999 MHz state for CPU 2 (150 * 1.25 = 187 <= 250). Adding 100 to
     // CPU 0, 1 or 3 keeps that state; CPU 2 would need 1402 MHz.
     let setup = |f: Features| {
-        let mut s = sim(HIKEY, 4, f);
+        let mut s = sim_from_toml(HIKEY, 4, f);
         waking(&mut s, 0, 4, 100);
         set_util(&mut s, 1, 50);
         set_util(&mut s, 2, 150);
         s
     };
     let s = setup(feats(&[Feat::eas]));
-    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut ctx(4)), Some(CpuId(0)), "max spare capacity");
+    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)), Some(CpuId(0)), "max spare capacity");
     let s = setup(feats(&[Feat::eas, Feat::eas_cluster_candidates]));
-    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut ctx(4)), Some(CpuId(1)), "fullest at the lowest OPP");
+    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)), Some(CpuId(1)), "fullest at the lowest OPP");
 }
 
 #[test]
 fn sd_overutilized_cpu_marks_only_its_lowest_domain() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     waking(&mut s, 0, 4, 100);
     set_util(&mut s, 1, 400);
     s.check_update_overutilized_status(CpuId(1));
@@ -244,7 +160,7 @@ fn sd_overutilized_cpu_marks_only_its_lowest_domain() {
     assert!(s.sd_is_overutilized(chain[0]));
     assert!(!s.sd_is_overutilized(chain[1]));
     // EAS searches the root (PKG) domain, which is not marked: still active.
-    assert!(s.eas_wake_cpu(P, CpuId(4), &mut ctx(4)).is_some());
+    assert!(s.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)).is_some());
     // Balancing: the little MC balances, the root does not.
     assert!(!s.eas_balance_skip(CpuId(1), 0));
     assert!(s.eas_balance_skip(CpuId(1), 1));
@@ -252,7 +168,7 @@ fn sd_overutilized_cpu_marks_only_its_lowest_domain() {
 
 #[test]
 fn sd_overutilized_misfit_marks_the_parent() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     waking(&mut s, 0, 4, 100);
     // Task 1 (util 400) runs on little CPU 2 and does not fit it.
     busy(&mut s, 2, 1);
@@ -262,13 +178,13 @@ fn sd_overutilized_misfit_marks_the_parent() {
     s.check_update_overutilized_status(CpuId(2));
     let chain = s.domains.chain(CpuId(2)).to_vec();
     assert!(s.sd_is_overutilized(chain[1]));
-    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut ctx(4)), None);
+    assert_eq!(s.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)), None);
     assert!(!s.eas_balance_skip(CpuId(2), 1));
 }
 
 #[test]
 fn sd_overutilized_cluster_over_80_percent_marks_the_parent() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     // 4 x 370 = 1480 of 1848: over 80%; the machine (5944) is under 50%.
     for c in 0..4 {
         set_util(&mut s, c, 370);
@@ -283,7 +199,7 @@ fn sd_overutilized_cluster_over_80_percent_marks_the_parent() {
 
 #[test]
 fn sd_overutilized_half_the_system_marks_the_root() {
-    let mut s = sim(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     // Big CPUs at 750 each fit (750 < 819) and so does the big cluster,
     // but 3000 > 50% of 5944.
     for c in 4..8 {

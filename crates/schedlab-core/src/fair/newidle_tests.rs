@@ -14,61 +14,18 @@ use crate::engine::Sim;
 use crate::fair::eevdf::EnqueueFlags;
 use crate::features::{Feat, Features};
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_MSEC};
-use crate::policy::ClassKind;
+use crate::testkit::{script_tasks, script_workload, sim_config, sim_with, SMT_2LLC};
 use crate::topology::domains::SD_SHARE_LLC;
-use crate::topology::{build_sched_domains, parse_machine};
 use crate::trace::Event;
-use crate::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
-
-const SMT_2LLC: &str = r#"
-[machine]
-name = "test-smt-2llc"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 2
-threads_per_core = 2
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-"#;
+use crate::workload::Action;
 
 const SMT: usize = 0;
 const MC: usize = 1;
 const PKG: usize = 2;
 
 fn sim(ntasks: usize, features: Features) -> Sim {
-    let m = parse_machine(SMT_2LLC, "toml", "test").unwrap();
-    let d = build_sched_domains(&m).unwrap();
-    let tasks = (0..ntasks)
-        .map(|i| TaskSpec {
-            name: format!("t{i}"),
-            program: Program::Script(Script::new(vec![Action::Compute(10_000_000)], 1)),
-            nice: 0,
-            allowed: None,
-            footprint_kib: 0,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: 0 },
-            kthread: false,
-            preferred: None,
-        })
-        .collect();
-    let w = Workload {
-        name: "test".into(),
-        tasks,
-        chans: vec![],
-        barriers: vec![],
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    };
-    let cfg =
-        SimConfig { features, class: ClassKind::Fair, seed: 1, trace: true, check_invariants: false, cpuset: None };
-    let mut s = Sim::build(m, d, &w, cfg).unwrap();
+    let w = script_workload(script_tasks(ntasks, &[Action::Compute(10_000_000)], 1));
+    let mut s = sim_with(SMT_2LLC, &w, SimConfig { trace: true, ..sim_config(features) });
     s.now = 10 * NSEC_PER_MSEC;
     s
 }

@@ -2,115 +2,29 @@
 //! and checks the CPU the rule must choose, per the kernel function's
 //! behaviour (fair.c, linux-next 2026). Test names say which rule they check.
 
-use crate::engine::build::SimConfig;
-use crate::engine::Sim;
 use crate::features::{Feat, Features};
 use crate::ids::{CpuId, TaskId};
-use crate::policy::ClassKind;
-use crate::topology::{build_sched_domains, parse_machine};
+use crate::testkit::{busy, sim_from_toml, wake_ctx, CLUSTERS, SMT_2LLC};
 use crate::trace::PlacePath;
-use crate::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
-
-use super::wakeup::WakeCtx;
-
-/// 2 LLCs x 2 cores x 2 threads, "split" numbering: core c has CPUs c and c+4.
-/// LLC 0 = cores 0,1 = CPUs {0,1,4,5}; LLC 1 = CPUs {2,3,6,7}.
-const SMT_2LLC: &str = r#"
-[machine]
-name = "test-smt-2llc"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 2
-threads_per_core = 2
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-smt_speed_pct = 60
-"#;
-
-/// 8 cores, no SMT, one LLC with two clusters of 4.
-const CLUSTERS: &str = r#"
-[machine]
-name = "test-clusters"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 1
-clusters_per_llc = 2
-cores_per_cluster = 4
-threads_per_core = 1
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-"#;
-
-fn sim(toml: &str, ntasks: usize, features: Features) -> Sim {
-    let m = parse_machine(toml, "toml", "test").unwrap();
-    let d = build_sched_domains(&m).unwrap();
-    let tasks = (0..ntasks)
-        .map(|i| TaskSpec {
-            name: format!("t{i}"),
-            program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1)),
-            nice: 0,
-            allowed: None,
-            preferred: None,
-            footprint_kib: 0,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: 0 },
-            kthread: false,
-        })
-        .collect();
-    let w = Workload {
-        name: "test".into(),
-        tasks,
-        chans: vec![],
-        barriers: vec![],
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    };
-    let cfg =
-        SimConfig { features, class: ClassKind::Fair, seed: 1, trace: false, check_invariants: false, cpuset: None };
-    Sim::build(m, d, &w, cfg).unwrap()
-}
-
-/// Make `cpu` busy running task `t` (one runnable task, not idle).
-fn busy(s: &mut Sim, cpu: u32, t: u32) {
-    s.rqs[cpu as usize].curr = Some(TaskId(t));
-    s.rqs[cpu as usize].nr_running = 1;
-    s.rqs[cpu as usize].cfs.h_nr_runnable = 1;
-    s.tasks[t as usize].cpu = CpuId(cpu);
-}
-
-fn ctx(this: u32) -> WakeCtx {
-    WakeCtx { this_cpu: CpuId(this), path: PlacePath::Fallback, scanned: 0 }
-}
 
 const P: TaskId = TaskId(0);
 
 #[test]
 fn wake_affine_idle_this_idle_shared_cache_prefers_idle_prev() {
-    let s = sim(SMT_2LLC, 4, Features::mainline());
+    let s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     assert_eq!(s.wake_affine_idle(CpuId(0), CpuId(1), false), Some(CpuId(1)));
 }
 
 #[test]
 fn wake_affine_idle_this_idle_shared_cache_busy_prev_takes_this() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 1, 1);
     assert_eq!(s.wake_affine_idle(CpuId(0), CpuId(1), false), Some(CpuId(0)));
 }
 
 #[test]
 fn wake_affine_idle_sync_with_one_task_takes_this() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 2, 2);
     assert_eq!(s.wake_affine_idle(CpuId(0), CpuId(2), true), Some(CpuId(0)));
@@ -120,7 +34,7 @@ fn wake_affine_idle_sync_with_one_task_takes_this() {
 #[test]
 fn wake_affine_idle_prev_idle_across_llc_needs_wa_idle_prev() {
     // Seed idea 1: with wa_idle_prev (v5.10+) an idle prev wins; v5.9 had no opinion.
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     assert_eq!(s.wake_affine_idle(CpuId(0), CpuId(2), false), Some(CpuId(2)));
     s.features.set(Feat::wa_idle_prev, false);
@@ -129,7 +43,7 @@ fn wake_affine_idle_prev_idle_across_llc_needs_wa_idle_prev() {
 
 #[test]
 fn wake_affine_weight_lighter_this_cpu_wins() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     s.rqs[0].cfs_avg.load_avg = 100;
     s.rqs[2].cfs_avg.load_avg = 2000;
     s.tasks[0].avg.load_avg = 300;
@@ -141,7 +55,7 @@ fn wake_affine_weight_lighter_this_cpu_wins() {
 #[test]
 fn wake_affine_weight_wa_bias_favours_prev_on_a_tie() {
     // Equal loads: this = (L + t) * 100, prev = (L + t - t) * 108: this loses with WA_BIAS...
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     s.rqs[0].cfs_avg.load_avg = 1000;
     s.rqs[2].cfs_avg.load_avg = 1100;
     s.tasks[0].avg.load_avg = 100;
@@ -155,7 +69,7 @@ fn wake_affine_weight_wa_bias_favours_prev_on_a_tie() {
 
 #[test]
 fn wake_affine_weight_sync_waker_heavier_than_its_cpu_takes_this() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     s.rqs[0].cfs_avg.load_avg = 500;
     s.tasks[1].avg.load_avg = 600;
@@ -165,7 +79,7 @@ fn wake_affine_weight_sync_waker_heavier_than_its_cpu_takes_this() {
 
 #[test]
 fn wake_affine_resolves_no_decision_to_prev() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 2, 2);
     s.rqs[0].cfs_avg.load_avg = 5000;
@@ -175,28 +89,28 @@ fn wake_affine_resolves_no_decision_to_prev() {
 
 #[test]
 fn sis_idle_target_is_taken() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
-    let mut c = ctx(0);
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.path, PlacePath::Target);
 }
 
 #[test]
 fn sis_idle_prev_sharing_llc_is_taken() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(1));
     assert_eq!(c.path, PlacePath::Prev);
 }
 
 #[test]
 fn sis_recent_used_cpu_is_taken_and_replaced_by_prev() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(5);
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(5));
     assert_eq!(c.path, PlacePath::Recent);
     assert_eq!(s.tasks[0].recent_used_cpu, CpuId(1));
@@ -204,14 +118,14 @@ fn sis_recent_used_cpu_is_taken_and_replaced_by_prev() {
 
 #[test]
 fn sis_per_cpu_kthread_waker_stacks_on_prev() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     s.tasks[1].kthread = true;
     busy(&mut s, 1, 2);
     busy(&mut s, 4, 3);
     s.rqs[5].nr_running = 1;
     s.rqs[5].curr = Some(TaskId(3));
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.path, PlacePath::KthreadStack);
 }
@@ -220,11 +134,11 @@ fn sis_per_cpu_kthread_waker_stacks_on_prev() {
 fn sis_idle_core_preferred_over_idle_sibling_of_busy_core() {
     // LLC 0: core 0 = {0,4}, core 1 = {1,5}. CPU 0 busy: CPU 4 is idle but its
     // core is not; core 1 is wholly idle. With has_idle_cores, core 1 wins.
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     s.llc[0].has_idle_cores = true;
     s.llc[0].nr_idle_scan = 4;
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert_eq!(got, CpuId(1));
     assert_eq!(c.path, PlacePath::IdleCore);
@@ -232,13 +146,13 @@ fn sis_idle_core_preferred_over_idle_sibling_of_busy_core() {
 
 #[test]
 fn sis_no_whole_idle_core_clears_has_idle_cores_and_returns_first_idle_cpu() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(0);
     s.llc[0].has_idle_cores = true;
     s.llc[0].nr_idle_scan = 4;
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert!(got == CpuId(4) || got == CpuId(5), "{got:?}");
     assert!(!s.llc[0].has_idle_cores);
@@ -246,24 +160,24 @@ fn sis_no_whole_idle_core_clears_has_idle_cores_and_returns_first_idle_cpu() {
 
 #[test]
 fn sis_select_idle_smt_takes_prevs_idle_sibling_when_no_idle_core() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(0);
     s.llc[0].has_idle_cores = false;
     s.llc[0].nr_idle_scan = 0;
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(5));
     assert_eq!(c.path, PlacePath::IdleSmt);
 }
 
 #[test]
 fn sis_util_zero_depth_does_not_scan() {
-    let mut s = sim(CLUSTERS, 4, Features::mainline());
+    let mut s = sim_from_toml(CLUSTERS, 4, Features::mainline());
     busy(&mut s, 0, 1);
     s.tasks[0].recent_used_cpu = CpuId(0);
     s.llc[0].nr_idle_scan = 0;
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.path, PlacePath::Fallback);
     assert_eq!(c.scanned, 0);
@@ -272,17 +186,17 @@ fn sis_util_zero_depth_does_not_scan() {
 #[test]
 fn sis_util_depth_limits_the_scan() {
     // CPUs 1..=3 busy, 4 idle; target 0; cluster {0-3} first: depth 2 sees 1, 2 only.
-    let mut s = sim(CLUSTERS, 8, Features::mainline());
+    let mut s = sim_from_toml(CLUSTERS, 8, Features::mainline());
     for c in 0..4 {
         busy(&mut s, c, c + 1);
     }
     s.tasks[0].recent_used_cpu = CpuId(0);
     s.llc[0].nr_idle_scan = 2;
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.scanned, 2);
     s.llc[0].nr_idle_scan = 8;
-    let mut c = ctx(0);
+    let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
     assert_eq!(c.path, PlacePath::IdleCpu);
 }
@@ -291,20 +205,20 @@ fn sis_util_depth_limits_the_scan() {
 fn sis_cluster_scanned_before_rest_of_llc_wrapping_from_target_plus_one() {
     // Target 2 busy; idle: 1 (same cluster) and 3? busy. Cluster {0-3} scanned
     // from 3: 3 busy, 0 busy, 1 idle -> 1, though 4..7 are idle too.
-    let mut s = sim(CLUSTERS, 8, Features::mainline());
+    let mut s = sim_from_toml(CLUSTERS, 8, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 2, 2);
     busy(&mut s, 3, 3);
     s.tasks[0].recent_used_cpu = CpuId(2);
     s.llc[0].nr_idle_scan = 8;
-    let mut c = ctx(2);
+    let mut c = wake_ctx(2);
     assert_eq!(s.select_idle_sibling(P, CpuId(2), CpuId(2), &mut c, false), CpuId(1));
     assert_eq!(c.scanned, 3);
 }
 
 #[test]
 fn wake_wide_detects_one_to_many_wider_than_llc() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     s.tasks[1].wakee_flips = 64;
     s.tasks[0].wakee_flips = 4;
     assert!(s.wake_wide(P, Some(TaskId(1)), CpuId(0)));
@@ -314,7 +228,7 @@ fn wake_wide_detects_one_to_many_wider_than_llc() {
 
 #[test]
 fn select_task_rq_single_allowed_cpu_is_forced() {
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     s.tasks[0].allowed = crate::cpumask::CpuMask::from_cpus([CpuId(6)]);
     s.tasks[0].nr_cpus_allowed = 1;
     let (cpu, path, _) = s.select_task_rq(P, CpuId(0), crate::engine::core::WF_TTWU, CpuId(0));
@@ -326,7 +240,7 @@ fn select_task_rq_fair_affine_wakeup_moves_to_idle_waker_llc() {
     // Waker on CPU 0 (LLC 0), prev 2 (LLC 1) busy, WA_IDLE: waker's CPU is
     // busy (the waker runs), sync with one task -> this CPU's LLC; then
     // select_idle_sibling finds an idle CPU there.
-    let mut s = sim(SMT_2LLC, 4, Features::mainline());
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
     busy(&mut s, 2, 2);
     s.tasks[0].cpu = CpuId(2);

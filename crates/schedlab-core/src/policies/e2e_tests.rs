@@ -1,39 +1,12 @@
 //! End-to-end runs of the peer classes through `api::run` with the invariant
 //! checker on, on small machines.
 
-use crate::api::{run, MachineSource, RunOptions, RunResult, RunSpec};
+use crate::api::{run, RunSpec};
+use crate::testkit::{inline_source, metric, run_spec, SMT_2LLC};
 
-/// 4 cores x 2 threads, two LLCs of 2 cores.
-const M8_SMT: &str = r#"
-[machine]
-name = "m8smt"
-[topology]
-packages = 1
-nodes_per_package = 1
-llcs_per_node = 2
-clusters_per_llc = 1
-cores_per_cluster = 2
-threads_per_core = 2
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-"#;
-
+/// A run on 4 cores x 2 threads, two LLCs of 2 cores, invariants checked.
 fn spec(workload: &str, policy: &str, seed: u64) -> RunSpec {
-    RunSpec {
-        machine: MachineSource { text: M8_SMT.into(), format: "toml".into(), origin: "inline".into() },
-        workload: workload.into(),
-        workload_format: "spec".into(),
-        policy: policy.into(),
-        seed,
-        options: RunOptions { trace: false, check_invariants: true, max_time_ns: 0 },
-    }
-}
-
-fn metric(r: &RunResult, name: &str) -> f64 {
-    r.metrics.iter().find(|m| m.name == name).unwrap_or_else(|| panic!("no metric {name}")).value
+    run_spec(inline_source(SMT_2LLC), workload, policy, seed, false)
 }
 
 const WORKLOADS: [&str; 3] = [
