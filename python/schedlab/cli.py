@@ -146,12 +146,29 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _metrics_table(title: str, rows: Sequence[tuple[str, float, str, str]]) -> Table:
+def _new_table(title: str, *columns: str, right: Sequence[str] = ()) -> Table:
+    """A rich table with these columns; those in ``right`` are right-aligned."""
     table = Table(title=title)
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("unit")
-    table.add_column("better")
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    return table
+
+
+def _progress(err: Console) -> Progress:
+    """The progress bar of long commands, on stderr, only on a terminal."""
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+
+
+def _metrics_table(title: str, rows: Sequence[tuple[str, float, str, str]]) -> Table:
+    table = _new_table(title, "metric", "value", "unit", "better", right=("value",))
     for name, value, unit, better in rows:
         table.add_row(name, fmt_num(value), unit, better_phrase(better))
     return table
@@ -223,9 +240,7 @@ def run_cmd(
 
 def _compare_table(summary: Any, policies: list[str], title: str) -> Table:
     first = policies[0]
-    table = Table(title=title)
-    table.add_column("metric")
-    table.add_column("unit")
+    table = _new_table(title, "metric", "unit")
     for k, p in enumerate(policies):
         table.add_column(escape(p), justify="right")
         if k > 0:
@@ -260,15 +275,7 @@ def _do_compare(
     seeds = [seed + i for i in range(runs)]
     total = len(policies) * runs
     err = _err()
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
+    with _progress(err) as bar:
         task = bar.add_task("runs", total=total)
         results = run_matrix(
             machine_src,
@@ -391,15 +398,7 @@ def reproduce_cmd(
     if chosen is None:
         _fail(f"unknown case '{case}'; valid: {', '.join(reproduce.CASES)}", 2)
     err = _err()
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
+    with _progress(err) as bar:
         task = bar.add_task(chosen.name, total=None)
         judged = reproduce.run_case(
             chosen,
@@ -487,9 +486,12 @@ def bench_cmd(json_out: JsonOpt = False) -> None:
     if json_out:
         _echo_json(doc)
         return
-    table = Table(title=f"bench: {result.machine} · {result.workload} · eevdf · seed 0")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
+    table = _new_table(
+        f"bench: {result.machine} · {result.workload} · eevdf · seed 0",
+        "measure",
+        "value",
+        right=("value",),
+    )
     table.add_row("events processed", f"{result.events_processed:,}")
     table.add_row("wall time", f"{wall_s:.3f} s")
     table.add_row("events per second", f"{doc['events_per_s']:,.0f}")
@@ -542,10 +544,7 @@ def topo_list_cmd(json_out: JsonOpt = False) -> None:
     if json_out:
         _echo_json(entries)
         return
-    table = Table(title="machine presets")
-    table.add_column("name")
-    table.add_column("CPUs", justify="right")
-    table.add_column("description")
+    table = _new_table("machine presets", "name", "CPUs", "description", right=("CPUs",))
     for e in entries:
         table.add_row(
             str(e["name"]), "?" if e["cpus"] is None else str(e["cpus"]), str(e["description"])
@@ -572,11 +571,7 @@ def policy_list_cmd(json_out: JsonOpt = False) -> None:
     if json_out:
         _echo_json(entries)
         return
-    table = Table(title="policies, profiles and features")
-    table.add_column("name")
-    table.add_column("kind")
-    table.add_column("default")
-    table.add_column("summary")
+    table = _new_table("policies, profiles and features", "name", "kind", "default", "summary")
     for e in entries:
         default = ("on" if e["default_on"] else "off") if e["kind"] == "feature" else ""
         table.add_row(escape(str(e["name"])), str(e["kind"]), default, escape(str(e["summary"])))
@@ -632,11 +627,7 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
     if json_out:
         _echo_json(families)
         return
-    table = Table(title="workload families")
-    table.add_column("family / parameter")
-    table.add_column("default")
-    table.add_column("unit")
-    table.add_column("description")
+    table = _new_table("workload families", "family / parameter", "default", "unit", "description")
     for fam in families:
         table.add_row(f"[bold]{escape(fam['name'])}[/bold]", "", "", escape(fam["summary"]))
         for p in fam["params"]:
