@@ -44,3 +44,10 @@ def test_bad_values_exit_2_with_one_line(tiny_machine: Path, args: list[str], ne
     assert res.exit_code == 2, res.output
     assert needle in res.output
     assert "Traceback" not in res.output
+
+
+def test_unfinished_workload_is_a_run_failure_exit_1(tiny_machine: Path) -> None:
+    cmd = ["run", "--machine", str(tiny_machine), "--workload", "sieve:threads=1,work=7200s"]
+    res = CliRunner().invoke(app, cmd)
+    assert res.exit_code == 1, res.output
+    assert "did not finish" in res.output

@@ -116,6 +116,16 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
     let mut sim = crate::engine::Sim::build(machine, domains, &workload, cfg)?;
     let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
     sim.run(max)?;
+    if spec.options.max_time_ns == 0 && workload.duration_ns.is_none() && sim.alive > 0 {
+        // The safety cap, not the workload, ended the run: its metrics would
+        // describe an unfinished workload.
+        return Err(crate::SchedlabError::Runtime(format!(
+            "the workload did not finish within {} s of simulated time ({} tasks still alive); \
+             give it a duration or less work",
+            MAX_SIM_TIME_NS / crate::ids::NSEC_PER_SEC,
+            sim.alive
+        )));
+    }
     let end = sim.now;
     let metrics = sim.collector.finish(end);
     let primary = match workload.primary {

@@ -120,3 +120,12 @@ fn every_seed_feature_at_once_keeps_the_invariants() {
         assert!(r.events_processed > 0);
     }
 }
+
+#[test]
+fn a_workload_that_outlives_the_safety_cap_is_an_error_not_a_result() {
+    // Two hours of work on one thread: the one-hour cap ends the run, and the
+    // caller must hear that the metrics would describe an unfinished workload.
+    let e = run(&run_spec(inline_source(TWO_LLC), "sieve:threads=1,work=7200s", "eevdf", 1, false)).unwrap_err();
+    assert!(!e.is_usage(), "{e}");
+    assert!(e.to_string().contains("did not finish"), "{e}");
+}
