@@ -92,7 +92,6 @@ impl Sim {
                 wakee_flip_decay_ts: 0,
                 last_wakee: None,
                 recent_used_cpu: CpuId(prev),
-                wake_cpu: CpuId(prev),
                 work_left_wu: 0,
                 pending: None,
                 spinning_on: None,
@@ -106,7 +105,6 @@ impl Sim {
                 llc_pressure_at_leave: 0,
                 has_run: false,
                 last_ran_ns: 0,
-                migrations: 0,
                 runnable_since: 0,
             });
         }
@@ -147,12 +145,10 @@ impl Sim {
             sched_rng: Rng::named(cfg.seed, "sched", 0),
             collector: Collector::new(ctx),
             trace: if cfg.trace { Some(Vec::new()) } else { None },
-            stop_at: workload.duration_ns,
             base_slice_ns: base_slice,
             tick_ns,
             stats: EngineStats::default(),
             check_invariants: cfg.check_invariants,
-            violation: None,
             stopped: false,
             seed: cfg.seed,
             cpuset: cfg.cpuset,

@@ -31,7 +31,6 @@ impl Sim {
         }
         let Some(p) = rq.curr else { return };
         let done = (now - rq.seg_start) * rq.seg_speed;
-        rq.busy_ns += now - rq.seg_start;
         rq.seg_start = now;
         let t = &mut self.tasks[p.idx()];
         t.work_left_wu = t.work_left_wu.saturating_sub(done);

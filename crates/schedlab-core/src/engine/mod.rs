@@ -127,8 +127,6 @@ pub struct Sim {
     pub trace: Option<Vec<TimedEvent>>,
     /// Tasks not yet exited.
     pub alive: u32,
-    /// Stop time, if the workload has one.
-    pub stop_at: Option<Ns>,
     /// `sysctl_sched_base_slice` for this machine, ns.
     pub base_slice_ns: Ns,
     /// Tick period, ns.
@@ -137,8 +135,6 @@ pub struct Sim {
     pub stats: EngineStats,
     /// Check invariants after every event (slow; tests).
     pub check_invariants: bool,
-    /// First invariant violation found.
-    pub violation: Option<String>,
     /// The run was stopped.
     pub stopped: bool,
     /// Seed of the run.
@@ -189,7 +185,6 @@ impl Sim {
             self.handle(ev)?;
             if self.check_invariants {
                 if let Err(e) = self.check() {
-                    self.violation = Some(e.clone());
                     return Err(SchedlabError::Runtime(format!("invariant broken at {} ns: {e}", self.now)));
                 }
             }

@@ -95,8 +95,6 @@ pub struct Rq {
     pub sd: Vec<SdRuntime>,
     /// NOHZ: the tick is stopped (idle).
     pub tick_stopped: bool,
-    /// `rq->nohz_tick_stopped` has been accounted in `nr_busy_cpus`.
-    pub busy_accounted: bool,
     /// `need_resched` is set.
     pub need_resched: bool,
     /// The idle state entered (index into the core type's states), while idle.
@@ -115,11 +113,6 @@ pub struct Rq {
     pub seg_speed: u64,
     /// A run segment is in progress (a `RunDone` for its end is queued).
     pub seg_active: bool,
-    /// Busy time accounted, ns.
-    pub busy_ns: Ns,
-    /// NI_RANDOM's per-CPU dice stream state lives in the engine RNG; this
-    /// counts newidle balance calls for statistics.
-    pub newidle_calls: u64,
 }
 
 impl Rq {
@@ -146,7 +139,6 @@ impl Rq {
             next_balance: 0,
             sd,
             tick_stopped: true,
-            busy_accounted: false,
             need_resched: false,
             idle_state: None,
             idle_since: 0,
@@ -156,8 +148,6 @@ impl Rq {
             seg_start: 0,
             seg_speed: 1024,
             seg_active: false,
-            busy_ns: 0,
-            newidle_calls: 0,
         }
     }
 

@@ -58,8 +58,6 @@ pub struct Task {
     pub last_wakee: Option<TaskId>,
     /// `p->recent_used_cpu`.
     pub recent_used_cpu: CpuId,
-    /// `p->wake_cpu`-like: the CPU a queued remote wakeup will enqueue on.
-    pub wake_cpu: CpuId,
     /// Work left in the current action, in work units (ns of work x 1024 at
     /// speed 1024): see `cost.rs`.
     pub work_left_wu: u64,
@@ -88,8 +86,6 @@ pub struct Task {
     pub has_run: bool,
     /// When it last stopped running (`se.exec_start` at switch-out), for `task_hot`.
     pub last_ran_ns: Ns,
-    /// `sched_balance_rq` hotness: number of balance attempts that failed on it.
-    pub migrations: u64,
     /// When it became runnable-waiting (for wasted-idle bookkeeping), ns.
     pub runnable_since: Ns,
 }

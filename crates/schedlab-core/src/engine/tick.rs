@@ -52,8 +52,8 @@ impl Sim {
         rq.idle_since = now;
         rq.idle_state = Some(state);
         rq.tick_gen += 1;
-        rq.tick_stopped = true;
-        let was_busy = std::mem::replace(&mut rq.busy_accounted, false);
+        // nr_busy_cpus counts CPUs whose tick runs (set_cpu_sd_state_idle).
+        let was_busy = !std::mem::replace(&mut rq.tick_stopped, true);
         self.nohz_idle.set(cpu);
         let llc = self.llc_of(cpu);
         if was_busy {
@@ -76,9 +76,8 @@ impl Sim {
         rq.idle_state = None;
         rq.ready_at = rq.ready_at.max(now) + exit;
         rq.tick_gen += 1;
-        rq.tick_stopped = false;
+        let was_busy = !std::mem::replace(&mut rq.tick_stopped, false);
         let gen = rq.tick_gen;
-        let was_busy = std::mem::replace(&mut rq.busy_accounted, true);
         self.at(t, Ev::Tick { cpu, gen });
         self.nohz_idle.clear(cpu);
         if !was_busy {

@@ -93,7 +93,6 @@ impl Sim {
     /// the pass so that the pulled tasks' enqueues do not sample it.
     pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> u32 {
         let now = self.now;
-        self.rqs[cpu.idx()].newidle_calls += 1;
         if self.rqs[cpu.idx()].ttwu_pending > 0 {
             return 0; // a wakeup is on its way: no need to look
         }
