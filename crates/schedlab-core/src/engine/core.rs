@@ -270,8 +270,9 @@ impl Sim {
         self.rqs[cpu.idx()].nr_running == 0
     }
 
-    /// A queued wakeup reached its CPU.
-    pub(super) fn ttwu_arrive(&mut self, p: TaskId, cpu: CpuId) -> crate::Result<()> {
+    /// `sched_ttwu_pending`: the target CPU handles its wake list (the IPI
+    /// arrived) and activates the queued task.
+    pub(super) fn sched_ttwu_pending(&mut self, p: TaskId, cpu: CpuId) -> crate::Result<()> {
         let rq = &mut self.rqs[cpu.idx()];
         rq.ttwu_pending -= 1;
         self.ttwu_do_activate(p, cpu, cpu);
@@ -359,8 +360,8 @@ impl Sim {
         self.at(t, Ev::Resched(cpu));
     }
 
-    /// A reschedule request reaches `cpu`.
-    pub(super) fn resched_arrive(&mut self, cpu: CpuId) -> crate::Result<()> {
+    /// `scheduler_ipi`: a reschedule request reaches `cpu`.
+    pub(super) fn scheduler_ipi(&mut self, cpu: CpuId) -> crate::Result<()> {
         if !self.rqs[cpu.idx()].need_resched {
             return Ok(());
         }

@@ -230,7 +230,7 @@ impl Sim {
                     return Ok(());
                 }
                 self.stats.handled += 1;
-                self.scheduler_tick(cpu)
+                self.sched_tick(cpu)
             }
             Ev::Timer { task, gen } => {
                 if self.tasks[task.idx()].timer_gen != gen {
@@ -242,11 +242,11 @@ impl Sim {
             }
             Ev::TtwuArrive { task, cpu } => {
                 self.stats.handled += 1;
-                self.ttwu_arrive(task, cpu)
+                self.sched_ttwu_pending(task, cpu)
             }
             Ev::Resched(cpu) => {
                 self.stats.handled += 1;
-                self.resched_arrive(cpu)
+                self.scheduler_ipi(cpu)
             }
             Ev::Stop => {
                 self.stats.handled += 1;

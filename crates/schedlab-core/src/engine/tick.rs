@@ -12,7 +12,7 @@ impl Sim {
     }
 
     /// `sched_tick` on `cpu`.
-    pub(super) fn scheduler_tick(&mut self, cpu: CpuId) -> crate::Result<()> {
+    pub(super) fn sched_tick(&mut self, cpu: CpuId) -> crate::Result<()> {
         let Some(p) = self.rqs[cpu.idx()].curr else {
             return Ok(());
         };
