@@ -459,11 +459,12 @@ impl Sim {
         let start = CpuId((target.0 + 1) % self.machine.nr_cpus() as u32);
         let mut found = None;
         let mut cas_backup = None;
-        if self.machine.has_clusters {
-            // Scan the target's cluster first (the kernel does this whenever
-            // the LLC's first group is a cluster).
-            let cls = self.machine.cluster_mask(target).and(&cpus);
-            for cpu in cls.clone().iter_wrap(start) {
+        // Two passes with one body: the target's cluster first (the kernel
+        // does this whenever the LLC's first group is a cluster), then the
+        // rest of the LLC. Without clusters the first pass is empty.
+        let cluster = if self.machine.has_clusters { *self.machine.cluster_mask(target) } else { CpuMask::new() };
+        'scan: for span in [cluster, *llc] {
+            for cpu in span.iter_wrap(start) {
                 if !cpus.test(cpu) {
                     continue;
                 }
@@ -475,37 +476,16 @@ impl Sim {
                 } else {
                     nr -= 1;
                     if nr <= 0 {
-                        return cas_backup;
+                        break 'scan;
                     }
                     ctx.scanned += 1;
                     if self.cas_take_idle(cpu, &mut cas_backup) {
-                        ctx.path = PlacePath::IdleCpu;
-                        return Some(cpu);
+                        found = Some(cpu);
+                        break 'scan;
                     }
                 }
             }
-            cpus = cpus.andnot(self.machine.cluster_mask(target));
-        }
-        for cpu in llc.iter_wrap(start) {
-            if !cpus.test(cpu) {
-                continue;
-            }
-            if has_idle_core {
-                if let Some(c) = self.select_idle_core(cpu, &mut cpus, &mut idle_cpu, ctx) {
-                    ctx.path = PlacePath::IdleCore;
-                    return Some(c);
-                }
-            } else {
-                nr -= 1;
-                if nr <= 0 {
-                    break;
-                }
-                ctx.scanned += 1;
-                if self.cas_take_idle(cpu, &mut cas_backup) {
-                    found = Some(cpu);
-                    break;
-                }
-            }
+            cpus = cpus.andnot(&cluster);
         }
         if has_idle_core {
             let l = self.llc_of(target);
