@@ -310,14 +310,21 @@ impl Sim {
     /// the idle period since `idle_stamp` into `avg_idle`, capped at
     /// `2 * max_idle_balance_cost`, and clear the stamp. Nothing without a
     /// stamp (the CPU did not go idle through newly-idle balance).
-    fn update_rq_avg_idle(&mut self, cpu: CpuId) {
+    ///
+    /// It also restarts SIS_PROP's budget as v5.12..v5.19 did in
+    /// `ttwu_do_wakeup`: `wake_avg_idle = avg_idle / 2`, stamped with the
+    /// current jiffy (`sis_prop_budget` halves it per jiffy since).
+    pub(crate) fn update_rq_avg_idle(&mut self, cpu: CpuId) {
         let now = self.now;
+        let jiffies = now / self.tick_ns;
         let rq = &mut self.rqs[cpu.idx()];
         if rq.idle_stamp != 0 {
             let delta = now.saturating_sub(rq.idle_stamp);
             let max = 2 * rq.max_idle_balance_cost;
             rq.avg_idle = update_avg(rq.avg_idle, delta).min(max);
             rq.idle_stamp = 0;
+            rq.wake_stamp = jiffies;
+            rq.wake_avg_idle = rq.avg_idle / 2;
         }
     }
 

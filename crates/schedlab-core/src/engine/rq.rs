@@ -83,9 +83,11 @@ pub struct Rq {
     pub avg_idle: Ns,
     /// `rq->max_idle_balance_cost`, ns.
     pub max_idle_balance_cost: Ns,
-    /// `rq->wake_stamp` / `wake_avg_idle` (SIS_PROP era), ns.
-    pub wake_stamp: Ns,
-    /// See `wake_stamp`.
+    /// SIS_PROP (v5.12..v5.19): the jiffy `wake_avg_idle` was last set or halved.
+    pub wake_stamp: u64,
+    /// SIS_PROP: the idle time the wakeups of this CPU may still spend
+    /// scanning, ns (half of `avg_idle` at a wakeup, halved every jiffy,
+    /// reduced by each scan's cost).
     pub wake_avg_idle: Ns,
     /// SIS_PROP: `sd_llc->avg_scan_cost` as seen by this CPU, ns.
     pub avg_scan_cost: Ns,

@@ -504,8 +504,14 @@ impl Sim {
 
     /// SIS_PROP (v4.13..v5.19): scan depth from the waker's recent idle time
     /// over the average scan cost: `nr = llc_weight * avg_idle / avg_scan_cost`, at least 4.
-    fn sis_prop_budget(&mut self, this: CpuId, llc_weight: u64) -> i64 {
-        let rq = &self.rqs[this.idx()];
+    pub(crate) fn sis_prop_budget(&mut self, this: CpuId, llc_weight: u64) -> i64 {
+        // The budget decays by half per jiffy since it was set.
+        let jiffies = self.now / self.tick_ns;
+        let rq = &mut self.rqs[this.idx()];
+        while rq.wake_stamp < jiffies && rq.wake_avg_idle != 0 {
+            rq.wake_stamp += 1;
+            rq.wake_avg_idle >>= 1;
+        }
         let avg_idle = rq.wake_avg_idle;
         let avg_cost = rq.avg_scan_cost + 1;
         let span_avg = llc_weight * avg_idle;

@@ -250,3 +250,21 @@ fn select_task_rq_fair_affine_wakeup_moves_to_idle_waker_llc() {
     assert!(s.machine.cpus_share_cache(cpu, CpuId(0)), "{cpu:?}");
     assert_ne!(cpu, CpuId(0));
 }
+
+#[test]
+fn sis_prop_budget_is_half_avg_idle_at_wakeup_and_halves_per_jiffy() {
+    // v5.12..v5.19: ttwu sets wake_avg_idle = avg_idle / 2; select_idle_cpu's
+    // depth is llc_weight * wake_avg_idle / avg_scan_cost (at least 4), and
+    // the budget halves for every jiffy since it was set.
+    let mut s = sim_from_toml(SMT_2LLC, 4, crate::policy::parse_policy("v5.9").unwrap().features);
+    s.now = 10 * s.tick_ns;
+    s.rqs[0].idle_stamp = s.now - 400_000;
+    s.rqs[0].avg_idle = 400_000;
+    s.update_rq_avg_idle(CpuId(0));
+    assert_eq!(s.rqs[0].wake_avg_idle, 200_000);
+    s.rqs[0].avg_scan_cost = 9_999; // + 1 in the formula: 10 us per scan
+    assert_eq!(s.sis_prop_budget(CpuId(0), 4), 4 * 200_000 / 10_000);
+    s.now += 2 * s.tick_ns;
+    assert_eq!(s.sis_prop_budget(CpuId(0), 4), 4 * 50_000 / 10_000);
+    assert_eq!(s.rqs[0].wake_avg_idle, 50_000);
+}
