@@ -150,8 +150,6 @@ impl Sim {
             stats: EngineStats::default(),
             check_invariants: cfg.check_invariants,
             stopped: false,
-            seed: cfg.seed,
-            cpuset: cfg.cpuset,
             workload_start,
             machine,
         };

@@ -137,10 +137,6 @@ pub struct Sim {
     pub check_invariants: bool,
     /// The run was stopped.
     pub stopped: bool,
-    /// Seed of the run.
-    pub seed: u64,
-    /// The cpuset every workload task is confined to (policy `pinned`).
-    pub cpuset: Option<CpuMask>,
     /// How each task starts.
     pub workload_start: Vec<crate::workload::StartKind>,
     /// CPUs that are idle with the tick stopped (`nohz.idle_cpus_mask`).
