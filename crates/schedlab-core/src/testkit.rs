@@ -116,6 +116,9 @@ pub fn script_tasks(n: usize, actions: &[Action], repeat: u64) -> Vec<TaskSpec> 
             start_ns: 0,
             start: StartKind::Wake { prev_cpu: 0 },
             kthread: false,
+            policy: crate::workload::SchedPolicy::Normal,
+            rt_priority: 0,
+            noise: false,
         })
         .collect()
 }
@@ -128,6 +131,7 @@ pub fn script_workload(tasks: Vec<TaskSpec>) -> Workload {
         tasks,
         chans: vec![],
         barriers: vec![],
+        irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,
         primary: PrimaryMetric::CompletionTime,

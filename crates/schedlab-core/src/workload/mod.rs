@@ -5,6 +5,7 @@
 //! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
 //! Each family (see README.md in this directory) is a file of task programs.
 
+pub mod dist;
 pub mod hackbench;
 pub mod program;
 pub mod schbench;
@@ -17,6 +18,7 @@ pub mod workqueue;
 use crate::cpumask::CpuMask;
 use crate::ids::Ns;
 use crate::sim::Rng;
+pub use dist::Dist;
 pub use program::{Action, BarrierId, ChanId, MarkKind, ProgCtx};
 pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
 
@@ -129,6 +131,56 @@ pub struct TaskSpec {
     pub start: StartKind,
     /// Whether it is a per-CPU kernel thread (`is_per_cpu_kthread`).
     pub kthread: bool,
+    /// Scheduling policy (`sched_setscheduler`): decides the task's class.
+    pub policy: SchedPolicy,
+    /// RT priority 1..=99 for `Fifo`/`Rr` (higher runs first), 0 otherwise.
+    pub rt_priority: u32,
+    /// Background activity (noise: kworkers, RT daemons): it never ends by
+    /// itself, does not keep the run alive, and has no metric of its own.
+    pub noise: bool,
+}
+
+/// A task's scheduling policy, as `sched_setscheduler` names them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum SchedPolicy {
+    /// SCHED_OTHER (SCHED_NORMAL): the fair class (or the peer replacing it).
+    #[default]
+    Normal,
+    /// SCHED_BATCH: fair class, never preempts on wakeup.
+    Batch,
+    /// SCHED_IDLE: fair class with the minimum weight.
+    Idle,
+    /// SCHED_FIFO: the RT class, runs until it blocks or a higher priority preempts.
+    Fifo,
+    /// SCHED_RR: the RT class with a round-robin time slice.
+    Rr,
+}
+
+impl SchedPolicy {
+    /// Runs in the RT class.
+    #[inline]
+    pub fn is_rt(self) -> bool {
+        matches!(self, SchedPolicy::Fifo | SchedPolicy::Rr)
+    }
+}
+
+/// A source of interrupts on a set of CPUs (a NIC queue, a timer, a storage
+/// controller). Each CPU of `cpus` takes its own stream of interrupts; each
+/// interrupt steals `hardirq` then `softirq` time from whatever runs there,
+/// accounted as IRQ time (IRQ_TIME_ACCOUNTING) and, past the kernel's softirq
+/// limits, deferred to that CPU's `ksoftirqd`.
+#[derive(Clone, Debug)]
+pub struct IrqSpec {
+    /// Name shown in traces (`eth0-rx`).
+    pub name: String,
+    /// CPUs it fires on, each independently.
+    pub cpus: CpuMask,
+    /// Time between two interrupts on one CPU.
+    pub interval: Dist,
+    /// Hard-interrupt handler time.
+    pub hardirq: Dist,
+    /// Softirq (bottom-half) time raised by each interrupt.
+    pub softirq: Dist,
 }
 
 /// A benchmark task forked at t=0 by a parent on CPU 0 (the benchmark's main
@@ -144,6 +196,9 @@ pub(crate) fn forked_task(name: &str, program: Program, footprint_kib: u32) -> T
         start_ns: 0,
         start: StartKind::Fork { parent_cpu: 0 },
         kthread: false,
+        policy: SchedPolicy::Normal,
+        rt_priority: 0,
+        noise: false,
     }
 }
 
@@ -181,6 +236,8 @@ pub struct Workload {
     pub chans: Vec<ChanSpec>,
     /// Barriers, indexed by `BarrierId`.
     pub barriers: Vec<BarrierSpec>,
+    /// Interrupt sources.
+    pub irqs: Vec<IrqSpec>,
     /// Stop the run at this time (a benchmark's runtime); `None` = when all
     /// tasks have exited.
     pub duration_ns: Option<Ns>,

@@ -114,6 +114,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         tasks,
         chans,
         barriers: Vec::new(),
+        irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,
         primary: PrimaryMetric::CompletionTime,
