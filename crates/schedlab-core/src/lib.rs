@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod class;
 pub mod cpumask;
 pub mod engine;
 pub mod error;
@@ -24,6 +25,7 @@ pub mod sim;
 pub mod testkit;
 pub mod topology;
 pub mod trace;
+pub mod tunables;
 pub mod workload;
 
 pub use error::{Result, SchedlabError};

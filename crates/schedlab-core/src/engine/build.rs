@@ -73,6 +73,13 @@ impl Sim {
                     format!("a CPU below {nr}, got {prev}"),
                 ));
             }
+            if ts.policy.is_rt() {
+                return Err(crate::SchedlabError::spec(
+                    &workload.name,
+                    format!("tasks[{i}].policy"),
+                    "SCHED_OTHER, SCHED_BATCH or SCHED_IDLE: the RT class is not wired into the engine yet",
+                ));
+            }
             allowed_masks.push(allowed);
             tasks.push(Task {
                 id: TaskId(i as u32),
@@ -87,6 +94,11 @@ impl Sim {
                 nr_cpus_allowed: allowed.weight(),
                 kthread: ts.kthread,
                 nice: ts.nice,
+                policy: ts.policy,
+                rt_priority: ts.rt_priority,
+                class: crate::class::SchedClass::of(ts.policy, crate::class::SchedClass::normal(&cfg.class)),
+                on_rq: false,
+                noise: ts.noise,
                 avg: SchedAvg::default(),
                 wakee_flips: 0,
                 wakee_flip_decay_ts: 0,
@@ -132,6 +144,7 @@ impl Sim {
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             domains,
             features: cfg.features,
+            normal_class: crate::class::SchedClass::normal(&cfg.class),
             class: cfg.class,
             rqs,
             llc,

@@ -26,16 +26,19 @@ impl Sim {
                 homed[t.cpu.idx()] += 1;
             }
             let se = &self.ses[t.id.idx()];
+            if se.on_rq && !t.on_rq {
+                return Err(format!("task {}: its fair entity is queued but the task is not on a runqueue", t.id));
+            }
             match t.state {
                 TaskState::Runnable => {
-                    if se.on_rq {
+                    if t.on_rq {
                         queued[t.cpu.idx()] += 1;
                     } else {
                         in_flight[t.cpu.idx()] += 1;
                     }
                 }
                 TaskState::Blocked | TaskState::Dead => {
-                    if se.on_rq {
+                    if t.on_rq {
                         if !se.sched_delayed {
                             return Err(format!("task {} is {:?} but queued and not delayed", t.id, t.state));
                         }
@@ -43,7 +46,7 @@ impl Sim {
                     }
                 }
                 TaskState::New => {
-                    if se.on_rq {
+                    if t.on_rq {
                         return Err(format!("task {} is queued before it started", t.id));
                     }
                 }

@@ -5,11 +5,12 @@
 
 use super::task::TaskState;
 use super::{Ev, Sim};
-use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity};
+use crate::fair::eevdf::{DequeueFlags, EnqueueFlags};
+use crate::fair::wakeup::WakeCtx;
 use crate::ids::{CpuId, Ns, TaskId};
-use crate::pelt;
 use crate::sched_feat;
-use crate::trace::{Event, MigrateReason, PrevState};
+use crate::trace::{Event, MigrateReason, PlacePath, PrevState};
+use crate::tunables::update_avg;
 use crate::workload::StartKind;
 
 /// Wake flag: the waker is about to sleep (`WF_SYNC`).
@@ -32,56 +33,12 @@ impl Sim {
         rq.clock_pelt.update_rq_clock_pelt(now, running, cap, freq);
     }
 
-    /// `update_load_avg(cfs_rq, se)`: bring the runqueue's averages, and the
-    /// task's if given, to now. Must run before any change of the runqueue.
-    pub fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>) {
-        self.update_rq_clock(cpu);
-        let rq = &mut self.rqs[cpu.idx()];
-        let now = rq.clock_pelt.rq_clock_pelt();
-        if let Some(p) = p {
-            let se = &self.ses[p.idx()];
-            let t = &mut self.tasks[p.idx()];
-            if t.avg.last_update_time != 0 {
-                let running = rq.cfs.curr == Some(p) && rq.curr == Some(p);
-                pelt::update_load_avg_se(&mut t.avg, now, se.weight, se.on_rq, running);
-            }
-        }
-        pelt::update_cfs_rq_load_avg(
-            &mut rq.cfs_avg,
-            &mut rq.removed,
-            now,
-            rq.cfs.load_weight,
-            rq.cfs.h_nr_runnable as u64,
-            rq.curr.is_some(),
-        );
-    }
-
-    /// `enqueue_task`: put `p` on `cpu`'s runqueue.
+    /// `enqueue_task` (core.c): the class queues `p` on `cpu`, then the core
+    /// counts it (`add_nr_running`, which also sets the root domain
+    /// overloaded) and samples the idle period it ends.
     pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
-        self.update_load_avg(cpu, Some(p));
-        let rq = &mut self.rqs[cpu.idx()];
-        let t = &mut self.tasks[p.idx()];
-        let w = self.ses[p.idx()].weight;
-        if t.avg.last_update_time == 0 {
-            // Migrated or new: attach its averages (`attach_entity_load_avg`).
-            pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg, w);
-            if t.avg.last_update_time == 0 {
-                t.avg.last_update_time = 1;
-            }
-        }
-        // enqueue_task_fair: a delayed task moving with its queue keeps its
-        // util_est where it is; every other enqueue adds it.
-        let delayed_move = self.ses[p.idx()].sched_delayed && flags.has(EnqueueFlags::MIGRATED);
-        if !delayed_move {
-            pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
-        }
-        // ---- class dispatch: enqueue (peers keep their own runqueues) ----
-        if self.class.is_peer() {
-            self.peer_enqueue(cpu, p, flags);
-        } else {
-            rq.cfs.enqueue_entity(&mut self.ses, p, self.now, flags, &self.features);
-        }
-        // ---- end class dispatch ----
+        self.class_enqueue_task(cpu, p, flags);
+        self.tasks[p.idx()].on_rq = true;
         let rq = &mut self.rqs[cpu.idx()];
         rq.nr_running += 1;
         if rq.nr_running >= 2 {
@@ -90,61 +47,63 @@ impl Sim {
         if sched_feat!(self.features, avg_idle_on_enqueue) {
             self.update_avg_idle_on_enqueue(cpu);
         }
-        if flags.has(EnqueueFlags::WAKEUP) {
-            self.check_update_overutilized_status(cpu); // not for new or moved tasks, as enqueue_task_fair
-        }
+        self.class_enqueue_done(cpu, p, flags);
     }
 
-    /// `dequeue_task`: take `p` off its runqueue. Returns `false` when
-    /// DELAY_DEQUEUE keeps it queued as a delayed entity.
+    /// `dequeue_task` (core.c): take `p` off its runqueue. Returns `false`
+    /// when the class keeps it queued (DELAY_DEQUEUE).
     pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
-        self.update_load_avg(cpu, Some(p));
-        let rq = &mut self.rqs[cpu.idx()];
-        let t = &mut self.tasks[p.idx()];
-        // dequeue_task_fair: a delayed task left util_est when it was delayed.
-        if !self.ses[p.idx()].sched_delayed {
-            pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
-        }
-        pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
-        // ---- class dispatch: dequeue ----
-        let done = if self.class.is_peer() {
-            self.peer_dequeue(cpu, p, flags)
-        } else {
-            rq.cfs.dequeue_entity(&mut self.ses, p, self.now, flags, &self.features)
-        };
-        // ---- end class dispatch ----
+        let done = self.class_dequeue_task(cpu, p, flags);
         if done {
+            self.tasks[p.idx()].on_rq = false;
             self.rqs[cpu.idx()].nr_running -= 1;
         }
         done
     }
 
     /// Finish dequeuing a delayed entity picked by `pick_next_entity`.
-    fn finish_delayed_dequeue(&mut self, cpu: CpuId, p: TaskId) {
+    pub(crate) fn finish_delayed_dequeue(&mut self, cpu: CpuId, p: TaskId) {
         let ok = self.dequeue_task(cpu, p, DequeueFlags::SLEEP | DequeueFlags::DELAYED);
         debug_assert!(ok, "delayed dequeue must complete");
     }
 
-    /// `set_task_cpu` + `migrate_task_rq_fair`: move a task that is not
-    /// queued anywhere to `new_cpu`; its load leaves the old runqueue
-    /// (`remove_entity_load_avg`, folded in at that runqueue's next update).
+    /// `set_task_cpu`: move a task that is not queued anywhere to `new_cpu`;
+    /// its class lets go of the old CPU first (`migrate_task_rq`).
     pub fn set_task_cpu(&mut self, p: TaskId, new_cpu: CpuId, reason: MigrateReason) {
         let old = self.tasks[p.idx()].cpu;
         if old == new_cpu {
             return;
         }
-        let w = self.ses[p.idx()].weight;
-        let rq = &mut self.rqs[old.idx()];
-        let t = &mut self.tasks[p.idx()];
-        if t.avg.last_update_time != 0 {
-            // sync_entity_load_avg: decay the task to the old rq's last update.
-            pelt::update_load_avg_blocked_se(&mut t.avg, rq.cfs_avg.last_update_time, w);
-            pelt::remove_entity_load_avg(&mut rq.removed, &t.avg);
-        }
-        t.avg.last_update_time = 0;
-        t.cpu = new_cpu;
-        self.ses[p.idx()].exec_start = 0;
+        self.class_migrate_task_rq(p, old);
+        self.tasks[p.idx()].cpu = new_cpu;
         self.emit(Event::Migrate { task: p, orig: old, dest: new_cpu, reason });
+    }
+
+    /// `select_task_rq` (core.c): a task allowed on one CPU goes there; else
+    /// ask the class for a CPU, then make sure it is allowed (`select_fallback_rq`).
+    /// Returns the CPU, the rule that chose it, and the CPUs scanned.
+    pub fn select_task_rq(
+        &mut self,
+        p: TaskId,
+        prev_cpu: CpuId,
+        wake_flags: u32,
+        this_cpu: CpuId,
+    ) -> (CpuId, PlacePath, u32) {
+        let t = &self.tasks[p.idx()];
+        if t.nr_cpus_allowed == 1 {
+            let cpu = t.allowed.first().unwrap_or(prev_cpu);
+            return (cpu, PlacePath::Forced, 0);
+        }
+        let mut ctx = WakeCtx { this_cpu, path: PlacePath::Fallback, scanned: 0 };
+        let cpu = self.class_select_task_rq(p, prev_cpu, wake_flags, &mut ctx);
+        let t = &self.tasks[p.idx()];
+        if !t.allowed.test(cpu) {
+            // select_fallback_rq: any allowed CPU, preferring prev's node.
+            let node = self.machine.node_cpus[self.machine.cpus[prev_cpu.idx()].node as usize];
+            let cpu = t.allowed.and(&node).first().or(t.allowed.first()).unwrap_or(prev_cpu);
+            return (cpu, PlacePath::Forced, ctx.scanned);
+        }
+        (cpu, ctx.path, ctx.scanned)
     }
 
     /// A workload task comes into existence.
@@ -161,14 +120,7 @@ impl Sim {
 
     /// `wake_up_new_task`: place a new task with the fork path and enqueue it.
     pub fn wake_up_new_task(&mut self, p: TaskId, parent_cpu: CpuId) -> crate::Result<()> {
-        let nice = self.tasks[p.idx()].nice;
-        self.ses[p.idx()] = SchedEntity::new(nice, self.base_slice_ns);
-        // init_entity_runnable_average: a new task starts with its full weight
-        // as load, so that fork balancing sees it.
-        // init_entity_runnable_average: a new task starts with its full
-        // weight as load, so that fork balancing sees it.
-        let w = self.ses[p.idx()].weight;
-        self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
+        self.class_task_fork(p);
         self.tasks[p.idx()].cpu = parent_cpu;
         let (cpu, path, scanned) = self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu);
         self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned });
@@ -176,29 +128,13 @@ impl Sim {
         if cpu != parent_cpu {
             self.emit(Event::Migrate { task: p, orig: parent_cpu, dest: cpu, reason: MigrateReason::Fork });
         }
-        self.post_init_entity_util_avg(p, cpu);
+        self.class_post_init(p, cpu);
         self.tasks[p.idx()].state = TaskState::Runnable;
         self.tasks[p.idx()].runnable_since = self.now;
         self.enqueue_task(cpu, p, EnqueueFlags::INITIAL);
         self.emit(Event::Wakeup { task: p, cpu, new: true });
         self.wakeup_preempt(cpu, p, parent_cpu);
         Ok(())
-    }
-
-    /// `post_init_entity_util_avg`: a new task's util starts at its share of
-    /// the runqueue's util, capped at half the CPU's spare capacity.
-    fn post_init_entity_util_avg(&mut self, p: TaskId, cpu: CpuId) {
-        let cap = self.machine.capacity_orig(cpu) as u64;
-        let rq = &self.rqs[cpu.idx()];
-        let cfs = &rq.cfs_avg;
-        let cap_left = cap.saturating_sub(cfs.util_avg) / 2;
-        let w = self.ses[p.idx()].weight;
-        let t = &mut self.tasks[p.idx()];
-        if cap_left > 0 {
-            let util = if cfs.util_avg != 0 { (cfs.util_avg * w / (cfs.load_avg + 1)).min(cap_left) } else { cap_left };
-            t.avg.util_avg = util;
-        }
-        t.avg.runnable_avg = t.avg.util_avg;
     }
 
     /// `try_to_wake_up(p, wake_flags)` issued on `waker_cpu` (by task `waker`,
@@ -224,13 +160,10 @@ impl Sim {
         }
         // The wakeup runs on the waker's CPU (in a task or an interrupt).
         self.charge(waker_cpu, self.machine.cost.wakeup_ns);
-        // ttwu_runnable: still queued as a delayed entity on its old CPU.
-        if self.ses[p.idx()].on_rq {
+        // ttwu_runnable: still queued (a delayed entity) on its old CPU.
+        if self.tasks[p.idx()].on_rq {
             let cpu = self.tasks[p.idx()].cpu;
-            self.update_load_avg(cpu, Some(p));
-            let rq = &mut self.rqs[cpu.idx()];
-            pelt::util_est_enqueue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
-            rq.cfs.requeue_delayed_entity(&mut self.ses, p, &self.features);
+            self.class_ttwu_runnable(cpu, p);
             self.emit(Event::Wakeup { task: p, cpu, new: false });
             self.wakeup_preempt(cpu, p, waker_cpu);
             return Ok(());
@@ -286,6 +219,7 @@ impl Sim {
         self.emit(Event::Wakeup { task: p, cpu, new: false });
         self.update_avg_idle_on_wakeup(cpu);
         self.wakeup_preempt(cpu, p, waker_cpu);
+        self.class_task_woken(cpu, p);
     }
 
     /// `update_avg(&rq->avg_idle, delta)` with the cap of `ttwu_do_activate`:
@@ -329,28 +263,18 @@ impl Sim {
     }
 
     /// `wakeup_preempt`: after `p` was queued on `cpu`, wake the CPU if idle,
-    /// or preempt its current task if the fair class says so.
+    /// or preempt its current task if the classes say so.
     pub fn wakeup_preempt(&mut self, cpu: CpuId, p: TaskId, waker_cpu: CpuId) {
         let rq = &self.rqs[cpu.idx()];
         if rq.curr.is_none() {
             self.resched_curr(cpu, waker_cpu);
             return;
         }
-        if rq.curr == Some(p) || rq.need_resched {
+        let Some(curr) = rq.curr else { return };
+        if curr == p || rq.need_resched {
             return;
         }
-        // ---- class dispatch: wakeup preemption ----
-        if self.class.is_peer() {
-            if self.peer_wakeup_preempt(cpu, p) {
-                self.resched_curr(cpu, waker_cpu);
-            }
-            return;
-        }
-        // ---- end class dispatch ----
-        let now = self.now;
-        let fork = self.tasks[p.idx()].avg.last_update_time != 0 && !self.tasks[p.idx()].has_run;
-        let rq = &mut self.rqs[cpu.idx()];
-        if rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, fork, &self.features) {
+        if self.class_wakeup_preempt(cpu, curr, p) {
             self.resched_curr(cpu, waker_cpu);
         }
     }
@@ -376,64 +300,25 @@ impl Sim {
         self.schedule(cpu)
     }
 
-    /// `update_curr` of `cpu`'s running fair task; returns whether its slice ran out.
+    /// `update_curr` of `cpu`'s running task, by its class; returns whether
+    /// its slice ran out.
     pub fn update_curr(&mut self, cpu: CpuId) -> bool {
-        let now = self.now;
-        let rq = &mut self.rqs[cpu.idx()];
-        if rq.curr.is_none() {
-            return false;
+        match self.rqs[cpu.idx()].curr {
+            Some(curr) => self.class_update_curr(cpu, curr),
+            None => false,
         }
-        // ---- class dispatch: update_curr ----
-        if self.class.is_peer() {
-            return self.peer_update_curr(cpu);
-        }
-        let rq = &mut self.rqs[cpu.idx()];
-        rq.cfs.update_curr(&mut self.ses, now).resched
     }
 
-    /// `__schedule(cpu)`: put the current task back (or it has blocked), pick
-    /// the next, switch. Runs newly-idle balancing when nothing is runnable.
+    /// `__schedule(cpu)`: account the current task (it may have blocked),
+    /// pick the next through the class stack, switch.
     pub fn schedule(&mut self, cpu: CpuId) -> crate::Result<()> {
         self.rqs[cpu.idx()].need_resched = false;
         let prev = self.rqs[cpu.idx()].curr;
-        if let Some(pp) = prev {
+        if prev.is_some() {
             self.sync_segment(cpu);
             self.update_curr(cpu);
-            self.update_load_avg(cpu, Some(pp));
-            // put_prev_entity also for a task that just blocked: it clears
-            // cfs.curr (and requeues a delayed entity). Peers put prev back
-            // inside their pick, as sched_ext does.
-            if !self.class.is_peer() && self.rqs[cpu.idx()].cfs.curr == Some(pp) {
-                let now = self.now;
-                self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now);
-            }
         }
-        // ---- class dispatch: pick_next_task (no newidle balance for peers) ----
-        if self.class.is_peer() {
-            let next = self.peer_pick_next_task(cpu, prev);
-            if let Some(n) = next {
-                self.update_load_avg(cpu, Some(n));
-            }
-            return self.context_switch(cpu, prev, next);
-        }
-        // ---- end class dispatch ----
-        let next = loop {
-            match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
-                Pick::Task(t) => break Some(t),
-                Pick::Delayed(t) => self.finish_delayed_dequeue(cpu, t),
-                Pick::Idle => {
-                    if self.sched_balance_newidle(cpu) > 0 {
-                        continue;
-                    }
-                    break None;
-                }
-            }
-        };
-        if let Some(n) = next {
-            let now = self.now;
-            self.update_load_avg(cpu, Some(n));
-            self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, n, now, &self.features);
-        }
+        let next = self.pick_next_task(cpu, prev);
         self.context_switch(cpu, prev, next)
     }
 
@@ -520,9 +405,7 @@ impl Sim {
             self.finish_delayed_dequeue(cpu, p);
         }
         if dead {
-            // task_dead_fair / remove_entity_load_avg.
-            let rq = &mut self.rqs[cpu.idx()];
-            pelt::remove_entity_load_avg(&mut rq.removed, &self.tasks[p.idx()].avg);
+            self.class_task_dead(cpu, p);
         }
     }
 
@@ -531,12 +414,6 @@ impl Sim {
     pub fn initial_slice(&self) -> Ns {
         self.base_slice_ns
     }
-}
-
-/// `update_avg`: `*avg += (sample - *avg) / 8`.
-pub fn update_avg(avg: Ns, sample: Ns) -> Ns {
-    let diff = sample as i64 - avg as i64;
-    (avg as i64 + diff / 8).max(0) as Ns
 }
 
 impl Sim {
@@ -564,26 +441,15 @@ impl Sim {
         // The stopper preempts p; p goes back on the queue, then moves.
         self.sync_segment(src);
         self.update_curr(src);
-        self.update_load_avg(src, Some(p));
-        let now = self.now;
-        self.rqs[src.idx()].cfs.put_prev_entity(&mut self.ses, now);
+        self.class_put_prev_task(src, p);
         self.leave_cpu_for_migration(p, src);
         self.rqs[src.idx()].curr = None;
         self.rqs[src.idx()].seg_active = false;
         self.rqs[src.idx()].run_gen += 1;
         self.emit(Event::Switch { cpu: src, prev: Some(p), prev_state: PrevState::Runnable, next: None });
         self.move_queued_task(p, src, dst);
-        // src picks what is left (possibly nothing).
-        let next = loop {
-            match self.rqs[src.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
-                Pick::Task(t) => break Some(t),
-                Pick::Delayed(t) => self.finish_delayed_dequeue(src, t),
-                Pick::Idle => break None,
-            }
-        };
-        if let Some(n) = next {
-            self.rqs[src.idx()].cfs.set_next_entity(&mut self.ses, n, now, &self.features);
-        }
+        // src picks what is left (possibly nothing), without a newly-idle pass.
+        let next = self.pick_next_task_after_stop(src);
         self.context_switch(src, None, next)?;
         if next.is_none() {
             // context_switch(None, None) does nothing: enter idle explicitly.

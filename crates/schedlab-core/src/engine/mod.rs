@@ -97,8 +97,10 @@ pub struct Sim {
     pub domains: Domains,
     /// Switched-on features.
     pub features: Features,
-    /// Scheduling class.
+    /// The policy's class (fair or a peer) with its parameters.
     pub class: ClassKind,
+    /// The class that runs SCHED_OTHER/BATCH/IDLE tasks (`class::SchedClass::normal`).
+    pub normal_class: crate::class::SchedClass,
     /// Runqueues, by CPU.
     pub rqs: Vec<Rq>,
     /// Shared state per LLC (`sd_llc_shared`), by LLC index.

@@ -7,9 +7,7 @@ use crate::fair::eevdf::{CfsRq, EevdfParams};
 use crate::ids::{Ns, TaskId, NSEC_PER_MSEC};
 use crate::pelt::{RemovedLoad, RqClockPelt, SchedAvg};
 
-/// `sysctl_sched_migration_cost`: a task that ran within this is cache hot,
-/// and `max_idle_balance_cost` starts here. Kernel default 0.5 ms.
-pub const SYSCTL_SCHED_MIGRATION_COST_NS: Ns = 500_000;
+pub use crate::tunables::SYSCTL_SCHED_MIGRATION_COST_NS;
 
 /// Balancing state of one CPU at one domain level (the kernel keeps these in
 /// each CPU's copy of `struct sched_domain`).

@@ -48,6 +48,17 @@ pub struct Task {
     pub kthread: bool,
     /// Nice value.
     pub nice: i32,
+    /// `p->policy`.
+    pub policy: crate::workload::SchedPolicy,
+    /// `p->rt_priority` (1..=99 for RT policies, 0 otherwise).
+    pub rt_priority: u32,
+    /// `p->sched_class`.
+    pub class: crate::class::SchedClass,
+    /// `p->on_rq`: queued on a runqueue of its class (running included;
+    /// a delayed fair entity too).
+    pub on_rq: bool,
+    /// Background noise: does not keep the run alive.
+    pub noise: bool,
     /// PELT averages of the entity (`p->se.avg`).
     pub avg: SchedAvg,
     /// `p->wakee_flips`.

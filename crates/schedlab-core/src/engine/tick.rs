@@ -22,23 +22,17 @@ impl Sim {
         let llc = self.llc_of(cpu);
         self.llc[llc].idle_mask.clear(cpu);
         let resched = self.update_curr(cpu);
-        self.update_load_avg(cpu, Some(p));
-        let t = self.next_tick_time();
-        let gen = self.rqs[cpu.idx()].tick_gen;
-        // ---- class dispatch: task_tick; peers have no fair balancing ----
-        if self.class.is_peer() {
-            if self.peer_task_tick(cpu, resched) {
-                self.resched_curr(cpu, cpu);
-            }
-            self.at(t, Ev::Tick { cpu, gen });
-            return Ok(());
-        }
-        // ---- end class dispatch ----
-        self.check_update_overutilized_status(cpu); // task_tick_fair
-        if resched && self.rqs[cpu.idx()].nr_running > 1 {
+        if self.class_task_tick(cpu, p, resched) {
             self.resched_curr(cpu, cpu);
         }
+        let t = self.next_tick_time();
+        let gen = self.rqs[cpu.idx()].tick_gen;
         self.at(t, Ev::Tick { cpu, gen });
+        // sched_balance_trigger and the NOHZ kick belong to the fair class;
+        // a peer replacing it has its own balancing.
+        if self.normal_class != crate::class::SchedClass::Fair {
+            return Ok(());
+        }
         self.sched_balance_trigger(cpu)?;
         self.nohz_balancer_kick(cpu)
     }

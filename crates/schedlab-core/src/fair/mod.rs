@@ -7,6 +7,7 @@ pub mod balance;
 pub mod busiest;
 pub mod capacity;
 pub mod cas;
+pub mod class;
 pub mod eas;
 pub mod eevdf;
 pub mod lb_stats;

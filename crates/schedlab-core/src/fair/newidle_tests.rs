@@ -8,7 +8,6 @@
 
 use crate::cpumask::CpuMask;
 use crate::engine::build::SimConfig;
-use crate::engine::core::update_avg;
 use crate::engine::task::TaskState;
 use crate::engine::Sim;
 use crate::fair::eevdf::EnqueueFlags;
@@ -17,6 +16,7 @@ use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_MSEC};
 use crate::testkit::{script_tasks, script_workload, sim_config, sim_with, SMT_2LLC};
 use crate::topology::domains::SD_SHARE_LLC;
 use crate::trace::Event;
+use crate::tunables::update_avg;
 use crate::workload::Action;
 
 const SMT: usize = 0;

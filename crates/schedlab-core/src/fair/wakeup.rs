@@ -30,39 +30,6 @@ pub fn fits_capacity(util: u64, max: u64) -> bool {
 }
 
 impl Sim {
-    /// `select_task_rq` (core.c): a task allowed on one CPU goes there; else
-    /// ask the class for a CPU, then make sure it is allowed (`select_fallback_rq`).
-    /// Returns the CPU, the rule that chose it, and the CPUs scanned.
-    pub fn select_task_rq(
-        &mut self,
-        p: TaskId,
-        prev_cpu: CpuId,
-        wake_flags: u32,
-        this_cpu: CpuId,
-    ) -> (CpuId, PlacePath, u32) {
-        let t = &self.tasks[p.idx()];
-        if t.nr_cpus_allowed == 1 {
-            let cpu = t.allowed.first().unwrap_or(prev_cpu);
-            return (cpu, PlacePath::Forced, 0);
-        }
-        let mut ctx = WakeCtx { this_cpu, path: PlacePath::Fallback, scanned: 0 };
-        // ---- class dispatch: the class's select_task_rq hook ----
-        let cpu = if self.class.is_peer() {
-            ctx.path = PlacePath::Policy;
-            self.peer_select_cpu(p, prev_cpu, wake_flags, this_cpu)
-        } else {
-            self.select_task_rq_fair(p, prev_cpu, wake_flags, &mut ctx)
-        };
-        let t = &self.tasks[p.idx()];
-        if !t.allowed.test(cpu) {
-            // select_fallback_rq: any allowed CPU, preferring prev's node.
-            let node = self.machine.node_cpus[self.machine.cpus[prev_cpu.idx()].node as usize];
-            let cpu = t.allowed.and(&node).first().or(t.allowed.first()).unwrap_or(prev_cpu);
-            return (cpu, PlacePath::Forced, ctx.scanned);
-        }
-        (cpu, ctx.path, ctx.scanned)
-    }
-
     /// `select_task_rq_fair`: the fast path (`wake_affine` then
     /// `select_idle_sibling`) for wakeups, the slow path
     /// (`sched_balance_find_dst_cpu`) for fork and exec.
@@ -528,7 +495,7 @@ impl Sim {
         let cost = scanned * self.machine.cost.scan_ns_per_cpu;
         let rq = &mut self.rqs[this.idx()];
         rq.wake_avg_idle -= rq.wake_avg_idle.min(cost);
-        rq.avg_scan_cost = crate::engine::core::update_avg(rq.avg_scan_cost, cost);
+        rq.avg_scan_cost = crate::tunables::update_avg(rq.avg_scan_cost, cost);
     }
 
     /// `select_idle_capacity`: on asymmetric machines, the first idle CPU

@@ -5,11 +5,10 @@
 
 use crate::api::MetricValue;
 use crate::cpumask::CpuMask;
-use crate::engine::core::update_avg;
-use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC, NSEC_PER_USEC};
 use crate::topology::machine::Distance;
 use crate::trace::{BalanceKind, Event, PrevState, TimedEvent};
+use crate::tunables::{update_avg, SYSCTL_SCHED_MIGRATION_COST_NS};
 use crate::workload::MarkKind;
 
 use super::context::MetricsContext;

@@ -100,6 +100,7 @@ impl Sim {
     /// The accounting every peer enqueue shares with the fair class (PELT
     /// inputs and `on_rq`), then the class's own enqueue.
     pub fn peer_enqueue(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
+        self.enqueue_pelt_fair(cpu, p, flags);
         let w = self.ses[p.idx()].weight;
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         cfs.load_weight += w;
@@ -116,6 +117,7 @@ impl Sim {
     /// The class's dequeue, then the shared accounting. Always completes
     /// (peers have no delayed dequeue).
     pub fn peer_dequeue(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
+        self.dequeue_pelt_fair(cpu, p, flags);
         match self.peer {
             PeerState::Cosmos(_) => self.cosmos_dequeue(cpu, p),
             PeerState::Bmq(_) => self.bmq_dequeue(cpu, p, flags),
@@ -150,6 +152,23 @@ impl Sim {
         };
         self.rqs[cpu.idx()].cfs.curr = next;
         next
+    }
+
+    /// `put_prev_task` of the peer class when a higher class (RT) takes the
+    /// CPU from its running task `prev`: the task goes back to the peer's
+    /// queues as a preempted task (sched_ext: `ops.stopping` and a requeue;
+    /// BMQ: back at the head of its level). In the peer's own schedule the
+    /// put happens inside its pick.
+    pub fn peer_put_prev_task(&mut self, cpu: CpuId, prev: TaskId) {
+        let runnable = self.tasks[prev.idx()].state == crate::engine::task::TaskState::Runnable
+            && self.tasks[prev.idx()].on_rq
+            && self.tasks[prev.idx()].cpu == cpu;
+        match self.peer {
+            PeerState::Cosmos(_) => self.cosmos_put_prev_task(cpu, prev, runnable),
+            PeerState::Bmq(_) => self.bmq_put_prev_task(cpu, prev, runnable),
+            PeerState::None => {}
+        }
+        self.rqs[cpu.idx()].cfs.curr = None;
     }
 
     /// The tick of the peer class on a busy CPU, after `update_curr`

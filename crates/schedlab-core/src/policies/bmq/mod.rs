@@ -308,6 +308,17 @@ impl Sim {
         st.first_level(cpu).is_some_and(|l| l < cl)
     }
 
+    /// A higher class preempts `prev`: account its slice and put it back at
+    /// the head of its level (it did not use up its turn).
+    pub fn bmq_put_prev_task(&mut self, cpu: CpuId, prev: TaskId, runnable: bool) {
+        self.bmq_update_curr(cpu);
+        if runnable {
+            let super::PeerState::Bmq(st) = &self.peer else { return };
+            let level = self.bmq_prio(st, prev);
+            self.bmq().push(cpu, prev, level, true);
+        }
+    }
+
     /// `check_curr` + `choose_next_task`: renew an expired slice (deboost,
     /// requeue at the tail), put a runnable prev back, take the first task,
     /// or pull from other CPUs (`take_other_rq_tasks`) before going idle.

@@ -360,6 +360,24 @@ impl Sim {
         t.slice_ns == 0
     }
 
+    /// `put_prev_task_scx` when a higher class preempts `prev`: `ops.stopping`,
+    /// and a still-runnable task goes back to a DSQ as `cosmos_enqueue`
+    /// would put it (the local DSQ when the system is not busy).
+    pub fn cosmos_put_prev_task(&mut self, cpu: CpuId, prev: TaskId, runnable: bool) {
+        let now = self.now;
+        let st = self.cosmos();
+        if st.running[cpu.idx()] == Some(prev) {
+            st.stopping(prev, cpu, now);
+        }
+        if runnable {
+            if st.busy {
+                st.insert_shared(prev, cpu);
+            } else {
+                st.insert_local(prev, cpu);
+            }
+        }
+    }
+
     /// `balance_one` + `cosmos_dispatch` + `put_prev_task_scx`: keep `prev`
     /// while it has slice; else the local DSQ head; else pull the shared
     /// DSQ's earliest deadline this CPU may run; else keep `prev` with a

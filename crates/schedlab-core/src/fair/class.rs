@@ -1,0 +1,223 @@
+//! The fair class's hooks in the class table (`fair_sched_class` in
+//! kernel/sched/fair.c): what `enqueue_task_fair`, `dequeue_task_fair`,
+//! `pick_next_task_fair`, `put_prev_task_fair`, `set_next_task_fair`,
+//! `task_tick_fair`, `check_preempt_wakeup_fair`, `update_curr_fair`,
+//! `task_fork_fair` and `migrate_task_rq_fair` do around the EEVDF runqueue
+//! (`eevdf.rs`) and PELT (`pelt.rs`). The engine reaches them only through
+//! `class::hooks`.
+//!
+//! The peer classes (`policies`) keep the fair runqueue's PELT inputs so that
+//! utilisation-driven code and the metrics see the same signals; they call
+//! [`Sim::update_load_avg`] and the util_est helpers from here.
+
+use crate::engine::Sim;
+use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity};
+use crate::ids::{CpuId, TaskId};
+use crate::pelt;
+
+impl Sim {
+    /// `update_load_avg(cfs_rq, se)`: bring the fair runqueue's averages, and
+    /// the task's if given, to now. Must run before any change of the runqueue.
+    pub fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>) {
+        self.update_rq_clock(cpu);
+        let rq = &mut self.rqs[cpu.idx()];
+        let now = rq.clock_pelt.rq_clock_pelt();
+        let fair_running = rq.cfs.curr.is_some() && rq.curr.is_some();
+        if let Some(p) = p {
+            let se = &self.ses[p.idx()];
+            let t = &mut self.tasks[p.idx()];
+            if t.avg.last_update_time != 0 {
+                let running = rq.cfs.curr == Some(p) && rq.curr == Some(p);
+                pelt::update_load_avg_se(&mut t.avg, now, se.weight, se.on_rq, running);
+            }
+        }
+        pelt::update_cfs_rq_load_avg(
+            &mut rq.cfs_avg,
+            &mut rq.removed,
+            now,
+            rq.cfs.load_weight,
+            rq.cfs.h_nr_runnable as u64,
+            fair_running,
+        );
+    }
+
+    /// The PELT part of `enqueue_task_fair` shared with the peer classes:
+    /// update, attach a migrated or new task's averages, add its util_est.
+    pub(crate) fn enqueue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
+        let t = &mut self.tasks[p.idx()];
+        let w = self.ses[p.idx()].weight;
+        if t.avg.last_update_time == 0 {
+            // Migrated or new: attach its averages (`attach_entity_load_avg`).
+            pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg, w);
+            if t.avg.last_update_time == 0 {
+                t.avg.last_update_time = 1;
+            }
+        }
+        // A delayed task moving with its queue keeps its util_est where it
+        // is; every other enqueue adds it.
+        let delayed_move = self.ses[p.idx()].sched_delayed && flags.has(EnqueueFlags::MIGRATED);
+        if !delayed_move {
+            pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
+        }
+    }
+
+    /// The PELT part of `dequeue_task_fair` shared with the peer classes.
+    pub(crate) fn dequeue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) {
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
+        let t = &mut self.tasks[p.idx()];
+        // A delayed task left util_est when it was delayed.
+        if !self.ses[p.idx()].sched_delayed {
+            pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
+        }
+        pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
+    }
+
+    /// `enqueue_task_fair`.
+    pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
+        self.enqueue_pelt_fair(cpu, p, flags);
+        let now = self.now;
+        self.rqs[cpu.idx()].cfs.enqueue_entity(&mut self.ses, p, now, flags, &self.features);
+    }
+
+    /// The part of `enqueue_task_fair` that runs after the core counted the
+    /// task (`add_nr_running`): the overutilized check, for wakeups only (not
+    /// for new or moved tasks).
+    pub(crate) fn enqueue_task_fair_done(&mut self, cpu: CpuId, flags: EnqueueFlags) {
+        if flags.has(EnqueueFlags::WAKEUP) {
+            self.check_update_overutilized_status(cpu);
+        }
+    }
+
+    /// `dequeue_task_fair`; `false` when DELAY_DEQUEUE keeps it queued.
+    pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
+        self.dequeue_pelt_fair(cpu, p, flags);
+        let now = self.now;
+        self.rqs[cpu.idx()].cfs.dequeue_entity(&mut self.ses, p, now, flags, &self.features)
+    }
+
+    /// `ttwu_runnable` for a delayed fair entity: requeue it in place.
+    pub(crate) fn requeue_delayed_fair(&mut self, cpu: CpuId, p: TaskId) {
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
+        pelt::util_est_enqueue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
+        rq.cfs.requeue_delayed_entity(&mut self.ses, p, &self.features);
+    }
+
+    /// `task_dead_fair`: the exited task's load leaves the runqueue.
+    pub(crate) fn task_dead_fair(&mut self, cpu: CpuId, p: TaskId) {
+        let rq = &mut self.rqs[cpu.idx()];
+        pelt::remove_entity_load_avg(&mut rq.removed, &self.tasks[p.idx()].avg);
+    }
+
+    /// `task_fork_fair` + `init_entity_runnable_average`: a fresh entity; a
+    /// new task starts with its full weight as load so fork balancing sees it.
+    pub(crate) fn task_fork_fair(&mut self, p: TaskId) {
+        let nice = self.tasks[p.idx()].nice;
+        self.ses[p.idx()] = SchedEntity::new(nice, self.base_slice_ns);
+        let w = self.ses[p.idx()].weight;
+        self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
+    }
+
+    /// `post_init_entity_util_avg`: a new task's util starts at its share of
+    /// the runqueue's util, capped at half the CPU's spare capacity.
+    pub(crate) fn post_init_entity_util_avg(&mut self, p: TaskId, cpu: CpuId) {
+        let cap = self.machine.capacity_orig(cpu) as u64;
+        let rq = &self.rqs[cpu.idx()];
+        let cfs = &rq.cfs_avg;
+        let cap_left = cap.saturating_sub(cfs.util_avg) / 2;
+        let w = self.ses[p.idx()].weight;
+        let t = &mut self.tasks[p.idx()];
+        if cap_left > 0 {
+            let util = if cfs.util_avg != 0 { (cfs.util_avg * w / (cfs.load_avg + 1)).min(cap_left) } else { cap_left };
+            t.avg.util_avg = util;
+        }
+        t.avg.runnable_avg = t.avg.util_avg;
+    }
+
+    /// `migrate_task_rq_fair`: the task's load leaves the old runqueue
+    /// (`remove_entity_load_avg`, folded in at that runqueue's next update).
+    pub(crate) fn migrate_task_rq_fair(&mut self, p: TaskId, old: CpuId) {
+        let w = self.ses[p.idx()].weight;
+        let rq = &mut self.rqs[old.idx()];
+        let t = &mut self.tasks[p.idx()];
+        if t.avg.last_update_time != 0 {
+            // sync_entity_load_avg: decay the task to the old rq's last update.
+            pelt::update_load_avg_blocked_se(&mut t.avg, rq.cfs_avg.last_update_time, w);
+            pelt::remove_entity_load_avg(&mut rq.removed, &t.avg);
+        }
+        t.avg.last_update_time = 0;
+        self.ses[p.idx()].exec_start = 0;
+    }
+
+    /// `check_preempt_wakeup_fair`: whether waking fair task `p` preempts
+    /// `cpu`'s running fair task.
+    pub(crate) fn wakeup_preempt_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
+        let now = self.now;
+        let fork = self.tasks[p.idx()].avg.last_update_time != 0 && !self.tasks[p.idx()].has_run;
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, fork, &self.features)
+    }
+
+    /// `update_curr_fair`; returns whether the slice ran out.
+    pub(crate) fn update_curr_fair(&mut self, cpu: CpuId) -> bool {
+        let now = self.now;
+        self.rqs[cpu.idx()].cfs.update_curr(&mut self.ses, now).resched
+    }
+
+    /// `task_tick_fair`: PELT, the overutilized check; reschedule when the
+    /// slice ran out and another fair task waits.
+    pub(crate) fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, resched: bool) -> bool {
+        self.update_load_avg(cpu, Some(curr));
+        self.check_update_overutilized_status(cpu);
+        resched && self.rqs[cpu.idx()].cfs.h_nr_runnable > 1
+    }
+
+    /// `put_prev_task_fair`: PELT of the leaving task, and `put_prev_entity`
+    /// (also for a task that just blocked: it clears `cfs.curr` and requeues
+    /// a delayed entity).
+    pub(crate) fn put_prev_task_fair(&mut self, cpu: CpuId, prev: TaskId) {
+        self.update_load_avg(cpu, Some(prev));
+        if self.rqs[cpu.idx()].cfs.curr == Some(prev) {
+            let now = self.now;
+            self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now);
+        }
+    }
+
+    /// `pick_next_task_fair`: the next entity (finishing the dequeue of
+    /// delayed ones it meets), or newly-idle balancing when there is none.
+    pub(crate) fn pick_next_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
+        loop {
+            match self.pick_task_fair(cpu) {
+                Some(t) => return Some(t),
+                None => {
+                    if self.sched_balance_newidle(cpu) > 0 {
+                        continue;
+                    }
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// `pick_task_fair`: the entity EEVDF picks, finishing the dequeue of
+    /// delayed entities on the way.
+    pub(crate) fn pick_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
+        loop {
+            match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
+                Pick::Task(t) => return Some(t),
+                Pick::Delayed(t) => self.finish_delayed_dequeue(cpu, t),
+                Pick::Idle => return None,
+            }
+        }
+    }
+
+    /// `set_next_task_fair`: PELT of the incoming task and `set_next_entity`.
+    pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId) {
+        let now = self.now;
+        self.update_load_avg(cpu, Some(next));
+        self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, next, now, &self.features);
+    }
+}
