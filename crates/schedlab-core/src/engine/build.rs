@@ -34,6 +34,8 @@ impl Sim {
     /// Build the engine state for `workload` on `machine`.
     pub fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
         let nr = machine.nr_cpus();
+        let (with_kthreads, irq, irq_streams) = super::irq::with_ksoftirqd(workload, nr, cfg.seed)?;
+        let workload = &with_kthreads;
         let mut rqs = Vec::with_capacity(nr);
         for c in 0..nr {
             let cpu = CpuId(c as u32);
@@ -133,7 +135,7 @@ impl Sim {
             queue.push(d, Ev::Stop);
         }
         let tick_ns = NSEC_PER_SEC / machine.hz.max(1) as Ns;
-        let sim = Sim {
+        let mut sim = Sim {
             core_pressure: vec![0; machine.nr_cores as usize],
             llc_pressure: vec![0; machine.nr_llcs as usize],
             nohz_idle: all,
@@ -142,13 +144,16 @@ impl Sim {
             eas: crate::fair::eas::EasState::new(&machine, &domains),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
+            irq_specs: workload.irqs.clone(),
+            irq_streams,
+            irq,
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),
             class: cfg.class,
             rqs,
             llc,
-            alive: tasks.len() as u32,
+            alive: tasks.iter().filter(|t| !t.noise).count() as u32,
             tasks,
             ses,
             chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),
@@ -166,6 +171,7 @@ impl Sim {
             workload_start,
             machine,
         };
+        sim.irq_start();
         Ok(sim)
     }
 }

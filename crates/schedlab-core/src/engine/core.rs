@@ -8,6 +8,7 @@ use super::{Ev, Sim};
 use crate::fair::eevdf::{DequeueFlags, EnqueueFlags};
 use crate::fair::wakeup::WakeCtx;
 use crate::ids::{CpuId, Ns, TaskId};
+use crate::pelt;
 use crate::sched_feat;
 use crate::trace::{Event, MigrateReason, PlacePath, PrevState};
 use crate::tunables::update_avg;
@@ -28,9 +29,40 @@ impl Sim {
         let cap = self.machine.capacity_orig(cpu) as u64;
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
+        let nontask = sched_feat!(self.features, NONTASK_CAPACITY);
         let rq = &mut self.rqs[cpu.idx()];
+        // update_rq_clock_task: IRQ time that ran since the last update is
+        // not task time (at most the elapsed time is taken each update).
+        let delta = now.saturating_sub(rq.clock);
+        rq.clock = rq.clock.max(now);
+        let irq_delta = (rq.irq_time - rq.prev_irq_time).min(delta);
+        rq.prev_irq_time += irq_delta;
+        let clock_task = rq.clock_pelt.clock_task + (delta - irq_delta);
+        if irq_delta > 0 && nontask {
+            pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
+        }
         let running = rq.curr.is_some();
-        rq.clock_pelt.update_rq_clock_pelt(now, running, cap, freq);
+        rq.clock_pelt.update_rq_clock_pelt(clock_task, running, cap, freq);
+    }
+
+    /// `rq_clock_task(rq)` after `update_rq_clock`: the CPU's time minus the
+    /// IRQ time it spent, ns. Class runtimes are measured on it.
+    pub fn rq_clock_task(&mut self, cpu: CpuId) -> Ns {
+        self.update_rq_clock(cpu);
+        self.rqs[cpu.idx()].clock_pelt.clock_task
+    }
+
+    /// `update_other_load_avgs`: decay the RT and IRQ averages of `cpu` to
+    /// now (the blocked-averages update does this for every runqueue).
+    pub fn update_other_load_avgs(&mut self, cpu: CpuId) {
+        self.update_rq_clock(cpu);
+        let now = self.now;
+        let rt_running =
+            self.rqs[cpu.idx()].curr.is_some_and(|c| self.tasks[c.idx()].class == crate::class::SchedClass::Rt);
+        let rq = &mut self.rqs[cpu.idx()];
+        let pelt_now = rq.clock_pelt.rq_clock_pelt();
+        pelt::update_rt_rq_load_avg(&mut rq.rt_avg, pelt_now, rt_running);
+        pelt::update_irq_load_avg(&mut rq.irq_avg, now, 0, 1024, 1024);
     }
 
     /// `enqueue_task` (core.c): the class queues `p` on `cpu`, then the core

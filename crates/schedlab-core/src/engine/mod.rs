@@ -21,6 +21,7 @@ pub mod core;
 pub mod cost;
 pub mod exec;
 pub mod ipc;
+pub mod irq;
 pub mod rq;
 pub mod task;
 pub mod tick;
@@ -75,6 +76,29 @@ pub enum Ev {
     },
     /// A reschedule IPI reaches `cpu`.
     Resched(CpuId),
+    /// An interrupt of IRQ stream `stream` (`Sim::irq_streams`).
+    Irq {
+        /// Stream index.
+        stream: u32,
+    },
+    /// The hard handler of an interrupt returns.
+    IrqExit {
+        /// CPU.
+        cpu: CpuId,
+        /// Interrupt number.
+        irq: u16,
+        /// Handler time just spent, ns.
+        hardirq_ns: Ns,
+        /// Softirq work it raised, ns at full speed.
+        softirq_ns: Ns,
+    },
+    /// The inline softirq run at interrupt exit ends.
+    SoftirqExit {
+        /// CPU.
+        cpu: CpuId,
+        /// Softirq time just spent, ns.
+        softirq_ns: Ns,
+    },
     /// The workload's duration has elapsed.
     Stop,
 }
@@ -153,6 +177,12 @@ pub struct Sim {
     pub eas: crate::fair::eas::EasState,
     /// Runtime state of a peer class (`policies`), `None` under the fair class.
     pub peer: crate::policies::PeerState,
+    /// Interrupt sources of the workload.
+    pub irq_specs: Vec<crate::workload::IrqSpec>,
+    /// One stream per (source, CPU).
+    pub irq_streams: Vec<irq::IrqStream>,
+    /// IRQ state per CPU.
+    pub irq: Vec<irq::CpuIrq>,
 }
 
 impl Sim {
@@ -246,6 +276,18 @@ impl Sim {
                 self.stats.handled += 1;
                 self.scheduler_ipi(cpu)
             }
+            Ev::Irq { stream } => {
+                self.stats.handled += 1;
+                self.irq_raise(stream)
+            }
+            Ev::IrqExit { cpu, irq, hardirq_ns, softirq_ns } => {
+                self.stats.handled += 1;
+                self.irq_exit(cpu, irq, hardirq_ns, softirq_ns)
+            }
+            Ev::SoftirqExit { cpu, softirq_ns } => {
+                self.stats.handled += 1;
+                self.softirq_exit(cpu, softirq_ns)
+            }
             Ev::Stop => {
                 self.stats.handled += 1;
                 self.stopped = true;
@@ -260,3 +302,6 @@ impl Sim {
         self.machine.cpus[cpu.idx()].llc as usize
     }
 }
+
+#[cfg(test)]
+mod irq_tests;

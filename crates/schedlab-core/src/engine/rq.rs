@@ -67,6 +67,14 @@ pub struct Rq {
     pub irq_avg: SchedAvg,
     /// The PELT clock.
     pub clock_pelt: RqClockPelt,
+    /// `rq->clock`: when the clocks were last updated, ns.
+    pub clock: Ns,
+    /// IRQ time spent on this CPU (`cpu_irqtime`), ns: handlers add to it
+    /// when they return.
+    pub irq_time: Ns,
+    /// `rq->prev_irq_time`: the part of `irq_time` already taken out of
+    /// `clock_task`, ns.
+    pub prev_irq_time: Ns,
     /// `rq->curr` (`None` = the idle task).
     pub curr: Option<TaskId>,
     /// `rq->nr_running`: runnable fair tasks, curr included, delayed excluded.
@@ -125,6 +133,9 @@ impl Rq {
             rt_avg: SchedAvg::default(),
             irq_avg: SchedAvg::default(),
             clock_pelt: RqClockPelt::default(),
+            clock: 0,
+            irq_time: 0,
+            prev_irq_time: 0,
             curr: None,
             nr_running: 0,
             ttwu_pending: 0,

@@ -78,7 +78,7 @@ impl Sim {
     /// `enqueue_task_fair`.
     pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.enqueue_pelt_fair(cpu, p, flags);
-        let now = self.now;
+        let now = self.rq_clock_task(cpu);
         self.rqs[cpu.idx()].cfs.enqueue_entity(&mut self.ses, p, now, flags, &self.features);
     }
 
@@ -94,7 +94,7 @@ impl Sim {
     /// `dequeue_task_fair`; `false` when DELAY_DEQUEUE keeps it queued.
     pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
         self.dequeue_pelt_fair(cpu, p, flags);
-        let now = self.now;
+        let now = self.rq_clock_task(cpu);
         self.rqs[cpu.idx()].cfs.dequeue_entity(&mut self.ses, p, now, flags, &self.features)
     }
 
@@ -155,7 +155,7 @@ impl Sim {
     /// `check_preempt_wakeup_fair`: whether waking fair task `p` preempts
     /// `cpu`'s running fair task.
     pub(crate) fn wakeup_preempt_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
-        let now = self.now;
+        let now = self.rq_clock_task(cpu);
         let fork = self.tasks[p.idx()].avg.last_update_time != 0 && !self.tasks[p.idx()].has_run;
         let rq = &mut self.rqs[cpu.idx()];
         rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, fork, &self.features)
@@ -163,7 +163,7 @@ impl Sim {
 
     /// `update_curr_fair`; returns whether the slice ran out.
     pub(crate) fn update_curr_fair(&mut self, cpu: CpuId) -> bool {
-        let now = self.now;
+        let now = self.rq_clock_task(cpu);
         self.rqs[cpu.idx()].cfs.update_curr(&mut self.ses, now).resched
     }
 
@@ -181,7 +181,7 @@ impl Sim {
     pub(crate) fn put_prev_task_fair(&mut self, cpu: CpuId, prev: TaskId) {
         self.update_load_avg(cpu, Some(prev));
         if self.rqs[cpu.idx()].cfs.curr == Some(prev) {
-            let now = self.now;
+            let now = self.rq_clock_task(cpu);
             self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now);
         }
     }
@@ -216,7 +216,7 @@ impl Sim {
 
     /// `set_next_task_fair`: PELT of the incoming task and `set_next_entity`.
     pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId) {
-        let now = self.now;
+        let now = self.rq_clock_task(cpu);
         self.update_load_avg(cpu, Some(next));
         self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, next, now, &self.features);
     }

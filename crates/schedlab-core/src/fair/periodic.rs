@@ -89,6 +89,7 @@ impl Sim {
     /// `sched_balance_update_blocked_averages(cpu)`: decay the blocked load
     /// and utilisation of `cpu`'s fair runqueue to now.
     pub fn update_blocked_averages(&mut self, cpu: CpuId) {
+        self.update_other_load_avgs(cpu);
         self.update_load_avg(cpu, None);
         self.nohz.last_blocked_update[cpu.idx()] = self.now;
     }

@@ -106,6 +106,11 @@ pub struct Collector {
     /// Sum of |avg_idle - reference| over counted `AvgIdle` events, ns.
     avg_idle_err_sum: u128,
     avg_idle_samples: u64,
+    /// Per CPU, handlers running (hard and soft) and since when the
+    /// outermost began.
+    irq_depth: Vec<(u8, Ns)>,
+    /// Interrupt handler time (hard and inline soft) in the window, ns.
+    irq_ns: u128,
 }
 
 impl Collector {
@@ -133,6 +138,8 @@ impl Collector {
             pulls: [0; 4],
             requests: 0,
             nr_exited: 0,
+            irq_depth: vec![(0, 0); ctx.nr_cpus],
+            irq_ns: 0,
             last_exit: 0,
             idle_ref: vec![IdleRef::NEW; ctx.nr_cpus],
             avg_idle_err_sum: 0,
@@ -231,6 +238,7 @@ impl Collector {
         let counted = t >= self.ctx.warmup_ns;
         match te.ev {
             Event::Switch { cpu, prev, prev_state, next } => self.on_switch(t, counted, cpu, prev, prev_state, next),
+            Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
             Event::Waking { task, .. } => {
                 self.ensure_task(task);
                 let rec = &mut self.tasks[task.idx()];
@@ -421,6 +429,24 @@ impl Collector {
         }
     }
 
+    /// A handler starts (`entry`) or ends on `cpu`: time inside the
+    /// outermost handler counts as IRQ time, from the window's start.
+    fn on_irq(&mut self, t: Ns, cpu: CpuId, entry: bool) {
+        let Some(d) = self.irq_depth.get_mut(cpu.idx()) else { return };
+        if entry {
+            if d.0 == 0 {
+                d.1 = t;
+            }
+            d.0 = d.0.saturating_add(1);
+        } else if d.0 > 0 {
+            d.0 -= 1;
+            if d.0 == 0 {
+                let from = d.1.max(self.window_start);
+                self.irq_ns += t.saturating_sub(from) as u128;
+            }
+        }
+    }
+
     fn pct(&self, part: u128) -> f64 {
         if self.occ.total_ns == 0 {
             0.0
@@ -491,6 +517,7 @@ impl Collector {
                 }
             }
             "idle_pct" => self.pct(self.occ.idle_ns),
+            "irq_pct" => self.pct(self.irq_ns),
             "wasted_idle_pct" => self.pct(self.occ.wasted_ns),
             "cpu_util_pct" => {
                 if self.occ.total_ns == 0 {

@@ -79,6 +79,8 @@ pub const METRICS: &[MetricDef] = &[
     m("wasted_idle_pct", "pct", Lower,
       "CPU time during which a CPU is idle while a task allowed on it waits on another CPU's runqueue, over total CPU time (the 'wasted cores' invariant)."),
     m("cpu_util_pct", "pct", Neither, "Busy CPU time over total CPU time (100 - idle_pct)."),
+    m("irq_pct", "pct", Neither,
+      "Time in interrupt handlers (irq_handler_entry..exit and inline softirq_entry..exit; not ksoftirqd) over total CPU time."),
 ];
 
 /// Look a metric up by name.

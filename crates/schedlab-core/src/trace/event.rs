@@ -194,6 +194,22 @@ pub enum Event {
         /// Value.
         value: u64,
     },
+    /// `irq_handler_entry` / `irq_handler_exit`.
+    Irq {
+        /// CPU.
+        cpu: CpuId,
+        /// Interrupt number (schedlab: the source's index in the workload).
+        irq: u16,
+        /// Entry (`true`) or exit.
+        entry: bool,
+    },
+    /// `softirq_entry` / `softirq_exit` (run inline at interrupt exit).
+    Softirq {
+        /// CPU.
+        cpu: CpuId,
+        /// Entry (`true`) or exit.
+        entry: bool,
+    },
     /// `sched_process_exit`.
     Exit {
         /// Task.

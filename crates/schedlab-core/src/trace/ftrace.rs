@@ -255,6 +255,23 @@ impl FtraceWriter {
                 self.comm_pid(out, "", task)?;
                 write!(out, " kind={} value={value}", mark_kind_name(kind))?;
             }
+            Event::Irq { cpu, irq, entry } => {
+                self.ensure(cpu, None);
+                self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
+                if entry {
+                    write!(out, "irq_handler_entry: irq={irq} name=irq{irq}")?;
+                } else {
+                    write!(out, "irq_handler_exit: irq={irq} ret=handled")?;
+                }
+            }
+            Event::Softirq { cpu, entry } => {
+                // schedlab's interrupt sources raise the network receive
+                // softirq (NET_RX_SOFTIRQ, vector 3).
+                self.ensure(cpu, None);
+                self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
+                let what = if entry { "softirq_entry" } else { "softirq_exit" };
+                write!(out, "{what}: vec=3 [action=NET_RX]")?;
+            }
             Event::Exit { task } => {
                 self.ensure(CpuId(0), Some(task));
                 let cpu = self.task_cpu[task.idx()];

@@ -353,6 +353,13 @@ impl Reader {
                 let cpu = self.cpu(num(p, "cpu")?);
                 Event::AvgIdle { cpu, avg_idle_ns: num(p, "avg_idle_ns")?, max_ns: num(p, "max_ns")? }
             }
+            "irq_handler_entry" | "irq_handler_exit" => {
+                let irq = num::<u32>(p, "irq")?.min(u16::MAX as u32) as u16;
+                Event::Irq { cpu: self.cpu(h.cpu), irq, entry: h.event == "irq_handler_entry" }
+            }
+            "softirq_entry" | "softirq_exit" => {
+                Event::Softirq { cpu: self.cpu(h.cpu), entry: h.event == "softirq_entry" }
+            }
             "schedlab_mark" => {
                 let (c, _) = comm(p, "comm", "pid")?;
                 let task = self.task(num(p, "pid")?, c)?;
@@ -546,6 +553,7 @@ cpus=2
           <idle>-0     [001]   100.001100: sched_switch:         prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=2001 next_prio=120
              app-2001  [001]   100.002000: sched_process_exit:   comm=app pid=2001 prio=120
           <idle>-0     [001]   100.002000: irq_handler_entry:    irq=24 name=eth0
+          <idle>-0     [001]   100.002010: hrtimer_expire_entry: hrtimer=000000001 function=tick_sched_timer now=100002010
 ";
         let t = read_ftrace(text, "report.txt").unwrap();
         assert_eq!(t.names, vec!["app", "kworker/0:1", "my worker"]);
@@ -573,6 +581,8 @@ cpus=2
             Event::Switch { cpu: CpuId(1), prev: None, prev_state: PrevState::Runnable, next: Some(app) }
         );
         assert_eq!(t.events[6], ev(s + 2_000_000, Event::Exit { task: app }));
+        // Interrupt handlers are read (IRQ time); other events are counted and skipped.
+        assert_eq!(t.events[7], ev(s + 2_000_000, Event::Irq { cpu: CpuId(1), irq: 24, entry: true }));
     }
 
     #[test]

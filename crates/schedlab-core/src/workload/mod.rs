@@ -7,6 +7,7 @@
 
 pub mod dist;
 pub mod hackbench;
+pub mod ksoftirqd;
 pub mod program;
 pub mod schbench;
 pub mod sieve;
@@ -41,6 +42,8 @@ pub enum Program {
     WorkqueueWorker(workqueue::Worker),
     /// A sieve thread.
     Sieve(sieve::Sieve),
+    /// `ksoftirqd/N`, created by the engine for CPUs that take interrupts.
+    Ksoftirqd(ksoftirqd::Ksoftirqd),
 }
 
 impl Program {
@@ -56,6 +59,7 @@ impl Program {
             Program::WorkqueueManager(p) => p.step(ctx, rng),
             Program::WorkqueueWorker(p) => p.step(ctx, rng),
             Program::Sieve(p) => p.step(ctx, rng),
+            Program::Ksoftirqd(p) => p.step(ctx, rng),
         }
     }
 }

@@ -1,0 +1,204 @@
+//! Interrupts and softirqs: time stolen from whatever a CPU runs, accounted
+//! as IRQ time (CONFIG_IRQ_TIME_ACCOUNTING), and softirq work past the
+//! kernel's limits deferred to the CPU's `ksoftirqd` (kernel/softirq.c).
+//!
+//! Each interrupt source of the workload ([`crate::workload::IrqSpec`]) fires
+//! on each of its CPUs as an independent stream. One interrupt:
+//!
+//! ```text
+//!   Ev::Irq ─► irq_handler_entry ─ hardirq ─► irq_handler_exit
+//!              ─► softirq_entry ─ softirq (inline, at most MAX_SOFTIRQ_TIME) ─► softirq_exit
+//!              ─► the rest, if any, queued to ksoftirqd/N (a fair per-CPU kthread)
+//! ```
+//!
+//! While the handlers run, the CPU's current task makes no progress (its run
+//! segment is pushed back by the handler time) and the CPU's task clock
+//! (`clock_task`) does not advance: the IRQ time is added to `rq.irq_time`
+//! at each handler exit, as `irqtime_account_irq` does, and
+//! `update_rq_clock` moves it out of `clock_task` into `avg_irq`
+//! (`update_irq_load_avg`), which `scale_rt_capacity` subtracts from the
+//! CPU's capacity. An interrupt that arrives while a handler runs waits for
+//! it (handlers do not nest).
+//!
+//! Durations in an `IrqSpec` are times on a capacity-1024 CPU at its highest
+//! frequency, like task work: a slower CPU takes longer.
+
+use super::{Ev, Sim};
+use crate::ids::{CpuId, Ns, TaskId};
+use crate::sim::Rng;
+use crate::trace::Event;
+use crate::workload::IrqSpec;
+
+/// `MAX_SOFTIRQ_TIME` (kernel/softirq.c): `__do_softirq` runs softirqs for
+/// at most 2 ms (`msecs_to_jiffies(2)`, rounded up to a jiffy in the kernel;
+/// schedlab keeps the 2 ms) before it defers the rest to ksoftirqd.
+pub const MAX_SOFTIRQ_TIME_NS: Ns = 2_000_000;
+
+/// The IRQ state of one CPU.
+#[derive(Clone, Debug, Default)]
+pub struct CpuIrq {
+    /// A handler (hard or soft) runs until this time.
+    pub busy_until: Ns,
+    /// Softirq work deferred to ksoftirqd and not yet handed over, ns.
+    pub deferred_ns: Ns,
+    /// This CPU's ksoftirqd task, when it has interrupt sources.
+    pub ksoftirqd: Option<TaskId>,
+    /// The channel ksoftirqd reads its work from.
+    pub ksoftirqd_chan: u32,
+}
+
+/// One stream of interrupts: a source on one CPU.
+#[derive(Clone, Debug)]
+pub struct IrqStream {
+    /// Index of the source in the workload's `irqs` (the irq number in traces).
+    pub source: u16,
+    /// The CPU it fires on.
+    pub cpu: CpuId,
+    /// Its random stream.
+    pub rng: Rng,
+}
+
+/// `workload` with a `ksoftirqd/N` task (and its work channel) for every
+/// CPU that takes interrupts, and the streams of its interrupt sources.
+/// Fails when a source names no CPU of the machine.
+pub(super) fn with_ksoftirqd(
+    workload: &crate::workload::Workload,
+    nr_cpus: usize,
+    seed: u64,
+) -> crate::Result<(crate::workload::Workload, Vec<CpuIrq>, Vec<IrqStream>)> {
+    use crate::workload::{ksoftirqd::Ksoftirqd, ChanId, ChanSpec, Program, SchedPolicy, StartKind, TaskSpec};
+    let mut w = workload.clone();
+    let mut irq = vec![CpuIrq::default(); nr_cpus];
+    let mut streams = Vec::new();
+    for (i, spec) in workload.irqs.iter().enumerate() {
+        let mut any = false;
+        for cpu in spec.cpus.iter().filter(|c| c.idx() < nr_cpus) {
+            any = true;
+            let n = streams.len() as u64;
+            streams.push(IrqStream { source: i as u16, cpu, rng: Rng::named(seed, "irq", n) });
+        }
+        if !any {
+            return Err(crate::SchedlabError::spec(
+                &workload.name,
+                format!("irqs[{i}].cpus"),
+                format!("at least one CPU below {nr_cpus}"),
+            ));
+        }
+    }
+    for s in &streams {
+        let c = s.cpu.idx();
+        if irq[c].ksoftirqd.is_some() {
+            continue;
+        }
+        let chan = w.chans.len() as u32;
+        w.chans.push(ChanSpec { capacity: u32::MAX });
+        irq[c].ksoftirqd = Some(TaskId(w.tasks.len() as u32));
+        irq[c].ksoftirqd_chan = chan;
+        w.tasks.push(TaskSpec {
+            name: format!("ksoftirqd/{c}"),
+            program: Program::Ksoftirqd(Ksoftirqd::new(ChanId(chan))),
+            nice: 0,
+            allowed: Some(crate::cpumask::CpuMask::from_cpus([s.cpu])),
+            preferred: None,
+            // Softirq work touches packet buffers, not a working set that
+            // follows the thread: no cache footprint of its own.
+            footprint_kib: 0,
+            start_ns: 0,
+            start: StartKind::Wake { prev_cpu: c as u32 },
+            kthread: true,
+            policy: SchedPolicy::Normal,
+            rt_priority: 0,
+            noise: true,
+        });
+    }
+    Ok((w, irq, streams))
+}
+
+impl Sim {
+    /// The first interrupt of every stream.
+    pub(super) fn irq_start(&mut self) {
+        for i in 0..self.irq_streams.len() {
+            let s = self.irq_streams[i].source as usize;
+            let first = self.irq_specs[s].interval.sample(&mut self.irq_streams[i].rng);
+            self.at(first, Ev::Irq { stream: i as u32 });
+        }
+    }
+
+    /// `Ev::Irq`: stream `i` raises an interrupt now.
+    pub(super) fn irq_raise(&mut self, i: u32) -> crate::Result<()> {
+        let (cpu, source) = (self.irq_streams[i as usize].cpu, self.irq_streams[i as usize].source);
+        let busy_until = self.irq[cpu.idx()].busy_until;
+        if busy_until > self.now {
+            // A handler runs: this interrupt is taken when it returns.
+            self.at(busy_until, Ev::Irq { stream: i });
+            return Ok(());
+        }
+        let spec: &IrqSpec = &self.irq_specs[source as usize];
+        let rng = &mut self.irq_streams[i as usize].rng;
+        let (hard, soft, next) = (spec.hardirq.sample(rng), spec.softirq.sample(rng), spec.interval.sample(rng));
+        self.at(self.now + next.max(1), Ev::Irq { stream: i });
+        let hard = self.irq_wall_ns(cpu, hard);
+        self.emit(Event::Irq { cpu, irq: source, entry: true });
+        self.irq_steal(cpu, hard);
+        self.at(self.now + hard, Ev::IrqExit { cpu, irq: source, hardirq_ns: hard, softirq_ns: soft });
+        Ok(())
+    }
+
+    /// `Ev::IrqExit`: the hard handler returns; softirqs run inline up to
+    /// `MAX_SOFTIRQ_TIME`, the rest goes to ksoftirqd.
+    pub(super) fn irq_exit(&mut self, cpu: CpuId, irq: u16, hardirq_ns: Ns, softirq_ns: Ns) -> crate::Result<()> {
+        self.emit(Event::Irq { cpu, irq, entry: false });
+        self.rqs[cpu.idx()].irq_time += hardirq_ns;
+        if softirq_ns == 0 {
+            return Ok(());
+        }
+        let inline = softirq_ns.min(MAX_SOFTIRQ_TIME_NS);
+        self.irq[cpu.idx()].deferred_ns += softirq_ns - inline;
+        let wall = self.irq_wall_ns(cpu, inline);
+        self.emit(Event::Softirq { cpu, entry: true });
+        self.irq_steal(cpu, wall);
+        self.at(self.now + wall, Ev::SoftirqExit { cpu, softirq_ns: wall });
+        Ok(())
+    }
+
+    /// `Ev::SoftirqExit`: the inline softirqs are done; wake ksoftirqd with
+    /// what was left over (`wakeup_softirqd`).
+    pub(super) fn softirq_exit(&mut self, cpu: CpuId, softirq_ns: Ns) -> crate::Result<()> {
+        self.emit(Event::Softirq { cpu, entry: false });
+        self.rqs[cpu.idx()].irq_time += softirq_ns;
+        let left = std::mem::take(&mut self.irq[cpu.idx()].deferred_ns);
+        if left == 0 {
+            return Ok(());
+        }
+        let Some(k) = self.irq[cpu.idx()].ksoftirqd else { return Ok(()) };
+        let chan = self.irq[cpu.idx()].ksoftirqd_chan as usize;
+        self.chans[chan].buf.push_back(left);
+        if let Some(r) = self.chans[chan].readers.pop_front() {
+            debug_assert_eq!(r, k);
+            self.try_to_wake_up(r, 0, cpu, None)?;
+        }
+        Ok(())
+    }
+
+    /// Handler time of `work_ns` (at full speed) on `cpu` now.
+    fn irq_wall_ns(&self, cpu: CpuId, work_ns: Ns) -> Ns {
+        let speed = self.cpu_speed(cpu);
+        (work_ns * super::cost::WU_PER_NS).div_ceil(speed).max(1)
+    }
+
+    /// A handler occupies `cpu` for `ns` from now: the running task's work
+    /// (and anything else waiting for the CPU) is pushed back.
+    fn irq_steal(&mut self, cpu: CpuId, ns: Ns) {
+        let now = self.now;
+        self.irq[cpu.idx()].busy_until = now + ns;
+        let running = self.rqs[cpu.idx()].seg_active;
+        if running {
+            self.sync_segment(cpu);
+        }
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.ready_at = rq.ready_at.max(now) + ns;
+        if running {
+            self.restart_segment(cpu);
+        }
+    }
+}

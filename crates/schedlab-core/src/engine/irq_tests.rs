@@ -1,0 +1,125 @@
+//! IRQ time: stolen from the running task, out of `clock_task`, into
+//! `avg_irq` and `capacity_of`; softirq work past the limit runs in ksoftirqd.
+
+use crate::cpumask::CpuMask;
+use crate::features::Features;
+use crate::ids::{CpuId, NSEC_PER_MSEC};
+use crate::testkit::{script_tasks, script_workload, sim_config, sim_with, TWO_LLC};
+use crate::workload::{Action, Dist, IrqSpec};
+
+/// A workload of `tasks` tasks computing `work_ns` once each, plus one
+/// interrupt source on CPU 0 every `interval_ns` with the given handlers.
+fn with_irq(tasks: usize, work_ns: u64, interval_ns: u64, hard_ns: u64, soft_ns: u64) -> crate::workload::Workload {
+    let mut ts = script_tasks(tasks, &[Action::Compute(work_ns)], 1);
+    for t in &mut ts {
+        t.allowed = Some(CpuMask::from_cpus([CpuId(0)]));
+    }
+    let mut w = script_workload(ts);
+    w.irqs.push(IrqSpec {
+        name: "test".into(),
+        cpus: CpuMask::from_cpus([CpuId(0)]),
+        interval: Dist::Fixed(interval_ns),
+        hardirq: Dist::Fixed(hard_ns),
+        softirq: Dist::Fixed(soft_ns),
+    });
+    w
+}
+
+#[test]
+fn handler_time_delays_the_task_by_exactly_the_irq_share() {
+    // 20% of CPU 0 in hard handlers: 100 ms of work takes 125 ms (+ costs).
+    let w = with_irq(1, 100 * NSEC_PER_MSEC, 1_000_000, 200_000, 0);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    sim.run(u64::MAX).unwrap();
+    let end = sim.now;
+    assert!((124 * NSEC_PER_MSEC..127 * NSEC_PER_MSEC).contains(&end), "ended at {end}");
+}
+
+#[test]
+fn no_irq_source_no_irq_time() {
+    let w = script_workload(script_tasks(1, &[Action::Compute(10 * NSEC_PER_MSEC)], 1));
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(u64::MAX).unwrap();
+    assert!(sim.now < 11 * NSEC_PER_MSEC);
+    assert_eq!(sim.rqs[0].irq_time, 0);
+}
+
+#[test]
+fn capacity_of_under_a_known_irq_share() {
+    // 20% IRQ on CPU 0, then 400 ms for avg_irq to settle (PELT half-life
+    // 32 ms): capacity_of within 2% of 80% of 1024.
+    let w = with_irq(1, 400 * NSEC_PER_MSEC, 1_000_000, 200_000, 0);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(400 * NSEC_PER_MSEC).unwrap();
+    sim.update_rq_clock(CpuId(0));
+    sim.update_cpu_capacity(CpuId(0));
+    let cap = sim.capacity_of(CpuId(0)) as f64;
+    let want = 0.8 * 1024.0;
+    assert!((cap - want).abs() <= 0.02 * want, "capacity_of {cap}, want {want}");
+    // The other CPUs keep their whole capacity.
+    sim.update_cpu_capacity(CpuId(1));
+    assert_eq!(sim.capacity_of(CpuId(1)), 1024);
+}
+
+#[test]
+fn nontask_capacity_off_keeps_the_original_capacity() {
+    let w = with_irq(1, 400 * NSEC_PER_MSEC, 1_000_000, 200_000, 0);
+    let mut f = Features::mainline();
+    f.set(crate::features::Feat::NONTASK_CAPACITY, false);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(f));
+    sim.run(400 * NSEC_PER_MSEC).unwrap();
+    sim.update_cpu_capacity(CpuId(0));
+    assert_eq!(sim.capacity_of(CpuId(0)), 1024);
+}
+
+#[test]
+fn clock_task_excludes_irq_time() {
+    let w = with_irq(1, 100 * NSEC_PER_MSEC, 1_000_000, 200_000, 0);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(50 * NSEC_PER_MSEC).unwrap();
+    let task_clock = sim.rq_clock_task(CpuId(0));
+    let irq = sim.rqs[0].irq_time;
+    assert!(irq >= 9 * 200_000, "irq time {irq}");
+    assert!(task_clock + irq <= sim.now + 200_000, "clock_task {task_clock} + irq {irq} vs {}", sim.now);
+    assert!(task_clock + irq + 200_000 >= sim.now);
+}
+
+#[test]
+fn softirq_past_the_limit_runs_in_ksoftirqd() {
+    // Each interrupt raises 3 ms of softirq work: 2 ms inline, 1 ms deferred.
+    let w = with_irq(1, 20 * NSEC_PER_MSEC, 10 * NSEC_PER_MSEC, 10_000, 3 * NSEC_PER_MSEC);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.trace = Some(Vec::new());
+    sim.check_invariants = true;
+    sim.run(u64::MAX).unwrap();
+    let k = sim.irq[0].ksoftirqd.expect("CPU 0 has a ksoftirqd");
+    assert_eq!(sim.tasks[k.idx()].name, "ksoftirqd/0");
+    let ran = sim
+        .trace
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e.ev, crate::trace::Event::Switch { next: Some(n), .. } if n == k))
+        .count();
+    assert!(ran >= 2, "ksoftirqd ran {ran} times");
+    // CPU 1 takes no interrupts: no ksoftirqd there.
+    assert!(sim.irq[1].ksoftirqd.is_none());
+}
+
+#[test]
+fn irq_events_round_trip_through_ftrace_text() {
+    let w = with_irq(1, 5 * NSEC_PER_MSEC, 1_000_000, 200_000, 50_000);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.trace = Some(Vec::new());
+    sim.run(u64::MAX).unwrap();
+    let events = sim.trace.take().unwrap();
+    let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
+    let text = crate::trace::write_ftrace(names, 8, &events);
+    assert!(text.contains("irq_handler_entry: irq=0"));
+    assert!(text.contains("softirq_exit: vec=3 [action=NET_RX]"));
+    let parsed = crate::trace::read_ftrace(&text, "test").unwrap();
+    let irqs = parsed.events.iter().filter(|e| matches!(e.ev, crate::trace::Event::Irq { .. })).count();
+    let want = events.iter().filter(|e| matches!(e.ev, crate::trace::Event::Irq { .. })).count();
+    assert_eq!(irqs, want);
+}
