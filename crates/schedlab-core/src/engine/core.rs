@@ -155,7 +155,8 @@ impl Sim {
         self.class_task_fork(p);
         self.tasks[p.idx()].cpu = parent_cpu;
         let (cpu, path, scanned) = self.select_task_rq(p, parent_cpu, WF_FORK, parent_cpu);
-        self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned });
+        let capacity = self.capacity_of(cpu) as u16;
+        self.emit(Event::Place { task: p, prev: parent_cpu, waker_cpu: parent_cpu, cpu, path, scanned, capacity });
         self.tasks[p.idx()].cpu = cpu;
         if cpu != parent_cpu {
             self.emit(Event::Migrate { task: p, orig: parent_cpu, dest: cpu, reason: MigrateReason::Fork });
@@ -205,7 +206,8 @@ impl Sim {
         }
         let prev = self.tasks[p.idx()].cpu;
         let (cpu, path, scanned) = self.select_task_rq(p, prev, wake_flags | WF_TTWU, waker_cpu);
-        self.emit(Event::Place { task: p, prev, waker_cpu, cpu, path, scanned });
+        let capacity = self.capacity_of(cpu) as u16;
+        self.emit(Event::Place { task: p, prev, waker_cpu, cpu, path, scanned, capacity });
         if scanned > 0 {
             self.charge(waker_cpu, scanned as Ns * self.machine.cost.scan_ns_per_cpu);
         }

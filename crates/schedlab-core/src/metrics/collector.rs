@@ -111,6 +111,9 @@ pub struct Collector {
     irq_depth: Vec<(u8, Ns)>,
     /// Interrupt handler time (hard and inline soft) in the window, ns.
     irq_ns: u128,
+    /// `capacity_of` of chosen CPUs over counted placements that recorded
+    /// it: minimum, sum and count.
+    placed_cap: (u16, u64, u64),
 }
 
 impl Collector {
@@ -140,6 +143,7 @@ impl Collector {
             nr_exited: 0,
             irq_depth: vec![(0, 0); ctx.nr_cpus],
             irq_ns: 0,
+            placed_cap: (u16::MAX, 0, 0),
             last_exit: 0,
             idle_ref: vec![IdleRef::NEW; ctx.nr_cpus],
             avg_idle_err_sum: 0,
@@ -269,7 +273,13 @@ impl Collector {
                     }
                 }
             }
-            Event::Place { path, scanned, .. } => {
+            Event::Place { path, scanned, capacity, .. } => {
+                if counted && capacity > 0 {
+                    let pc = &mut self.placed_cap;
+                    pc.0 = pc.0.min(capacity);
+                    pc.1 += capacity as u64;
+                    pc.2 += 1;
+                }
                 if counted {
                     self.place[path as usize] += 1;
                     self.scanned_sum += scanned as u64;
@@ -518,6 +528,18 @@ impl Collector {
             }
             "idle_pct" => self.pct(self.occ.idle_ns),
             "irq_pct" => self.pct(self.irq_ns),
+            "placed_capacity_min" => {
+                if self.placed_cap.2 == 0 {
+                    return None;
+                }
+                self.placed_cap.0 as f64
+            }
+            "placed_capacity_mean" => {
+                if self.placed_cap.2 == 0 {
+                    return None;
+                }
+                self.placed_cap.1 as f64 / self.placed_cap.2 as f64
+            }
             "wasted_idle_pct" => self.pct(self.occ.wasted_ns),
             "cpu_util_pct" => {
                 if self.occ.total_ns == 0 {

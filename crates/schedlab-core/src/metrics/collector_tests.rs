@@ -60,7 +60,9 @@ fn every_registry_metric_has_a_value_in_order() {
     assert_eq!(m.len(), METRICS.len());
     for (v, d) in m.iter().zip(METRICS) {
         assert_eq!(v.name, d.name);
-        assert!(v.value.is_finite(), "{} = {}", v.name, v.value);
+        // A metric that does not apply to a stream is absent (NaN), and its
+        // description says when.
+        assert!(v.value.is_finite() || d.description.contains("Absent"), "{} = {}", v.name, v.value);
     }
 }
 
@@ -162,8 +164,15 @@ fn migration_moves_the_wait() {
 
 #[test]
 fn place_and_balance_counts() {
-    let place =
-        |path, scanned| Event::Place { task: A, prev: CpuId(0), waker_cpu: CpuId(1), cpu: CpuId(1), path, scanned };
+    let place = |path, scanned| Event::Place {
+        task: A,
+        prev: CpuId(0),
+        waker_cpu: CpuId(1),
+        cpu: CpuId(1),
+        path,
+        scanned,
+        capacity: 0,
+    };
     let bal = |kind, pulled| Event::Balance { cpu: CpuId(0), depth: 0, kind, pulled };
     let evs = [
         (1, place(PlacePath::IdleCore, 4)),
@@ -301,4 +310,36 @@ fn avg_idle_error_against_the_true_idle_periods() {
     assert_eq!(get(&m, "avg_idle_error_us"), 50.0);
     // No schedlab_avg_idle events (a kernel trace): 0.
     assert_eq!(get(&run(ctx(2, 2), &two_task_script(), 50_000), "avg_idle_error_us"), 0.0);
+}
+
+#[test]
+fn placement_capacity_min_and_mean_skip_unrecorded() {
+    let place = |capacity| Event::Place {
+        task: A,
+        prev: CpuId(0),
+        waker_cpu: CpuId(1),
+        cpu: CpuId(1),
+        path: PlacePath::Target,
+        scanned: 0,
+        capacity,
+    };
+    let m = run(ctx(2, 1), &[(1, place(800)), (2, place(1024)), (3, place(0))], 10);
+    assert_eq!(get(&m, "placed_capacity_min"), 800.0);
+    assert_eq!(get(&m, "placed_capacity_mean"), 912.0);
+}
+
+#[test]
+fn placement_capacity_is_absent_without_records() {
+    let m = run(ctx(2, 1), &[], 10);
+    assert!(get(&m, "placed_capacity_min").is_nan());
+}
+
+#[test]
+fn irq_time_counts_the_outermost_handler() {
+    let irq = |entry| Event::Irq { cpu: CpuId(0), irq: 0, entry };
+    let soft = |entry| Event::Softirq { cpu: CpuId(0), entry };
+    // 0..10 hard, 10..30 soft on CPU 0 of 2 CPUs over 100 ns: 30 of 200.
+    let evs = [(0, irq(true)), (10, irq(false)), (10, soft(true)), (30, soft(false))];
+    let m = run(ctx(2, 0), &evs, 100);
+    assert_eq!(get(&m, "irq_pct"), 15.0);
 }

@@ -79,6 +79,10 @@ pub const METRICS: &[MetricDef] = &[
     m("wasted_idle_pct", "pct", Lower,
       "CPU time during which a CPU is idle while a task allowed on it waits on another CPU's runqueue, over total CPU time (the 'wasted cores' invariant)."),
     m("cpu_util_pct", "pct", Neither, "Busy CPU time over total CPU time (100 - idle_pct)."),
+    m("placed_capacity_min", "capacity", Higher,
+      "Lowest capacity_of (capacity left to fair tasks after RT and IRQ pressure, SCHED_CAPACITY_SCALE units) of a CPU chosen by a placement decision (schedlab_place capacity=). Absent for traces without it."),
+    m("placed_capacity_mean", "capacity", Higher,
+      "Mean capacity_of of the CPUs chosen by placement decisions. Absent for traces without it."),
     m("irq_pct", "pct", Neither,
       "Time in interrupt handlers (irq_handler_entry..exit and inline softirq_entry..exit; not ksoftirqd) over total CPU time."),
 ];

@@ -162,6 +162,9 @@ pub enum Event {
         path: PlacePath,
         /// CPUs examined by the idle search.
         scanned: u32,
+        /// `capacity_of(cpu)` of the chosen CPU when it was chosen (0 = not
+        /// recorded, as in traces written before this field existed).
+        capacity: u16,
     },
     /// schedlab: a load-balance pass finished.
     Balance {

@@ -17,7 +17,7 @@
 //! schedlab's own events have no kernel tracepoint; they use the same
 //! `key=value` style under a `schedlab_` prefix:
 //!
-//! * `schedlab_place: comm= pid= prev_cpu= waker_cpu= cpu= path=idle_core scanned=5`;
+//! * `schedlab_place: comm= pid= prev_cpu= waker_cpu= cpu= path=idle_core scanned=5 capacity=1024`;
 //! * `schedlab_balance: cpu= depth= kind=newidle|periodic|nohz_idle|active pulled=`;
 //! * `schedlab_avg_idle: cpu= avg_idle_ns= max_ns=`;
 //! * `schedlab_mark: comm= pid= kind=request_start|request_done|work_done value=`.
@@ -217,14 +217,14 @@ impl FtraceWriter {
                 write!(out, " prio={PRIO_NICE_0} orig_cpu={} dest_cpu={}", orig.0, dest.0)?;
                 self.task_cpu[task.idx()] = dest;
             }
-            Event::Place { task, prev, waker_cpu, cpu, path, scanned } => {
+            Event::Place { task, prev, waker_cpu, cpu, path, scanned, capacity } => {
                 self.ensure(waker_cpu, Some(task));
                 self.prefix(out, self.curr[waker_cpu.idx()], waker_cpu, time)?;
                 out.write_str("schedlab_place: ")?;
                 self.comm_pid(out, "", task)?;
                 write!(
                     out,
-                    " prev_cpu={} waker_cpu={} cpu={} path={} scanned={scanned}",
+                    " prev_cpu={} waker_cpu={} cpu={} path={} scanned={scanned} capacity={capacity}",
                     prev.0,
                     waker_cpu.0,
                     cpu.0,
@@ -379,11 +379,12 @@ mod tests {
                 cpu: CpuId(2),
                 path: PlacePath::IdleCore,
                 scanned: 5,
+                capacity: 1024,
             },
         );
         assert!(l.starts_with("               b-1001    [003]"), "{l}");
         assert!(l.ends_with(
-            "schedlab_place: comm=a-very-long-tas pid=1000 prev_cpu=1 waker_cpu=3 cpu=2 path=idle_core scanned=5\n"
+            "schedlab_place: comm=a-very-long-tas pid=1000 prev_cpu=1 waker_cpu=3 cpu=2 path=idle_core scanned=5 capacity=1024\n"
         ));
         let l = one(&mut w, 7_000_000_000, Event::Exit { task: b });
         assert!(l.starts_with("               b-1001    [003]"), "{l}");

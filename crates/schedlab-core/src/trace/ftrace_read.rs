@@ -336,6 +336,7 @@ impl Reader {
                     cpu: self.cpu(num(p, "cpu")?),
                     path,
                     scanned: num(p, "scanned")?,
+                    capacity: num(p, "capacity").unwrap_or(0),
                 }
             }
             "schedlab_balance" => {
@@ -491,6 +492,7 @@ mod tests {
                     cpu: CpuId(2),
                     path: PlacePath::IdleCpu,
                     scanned: 3,
+                    capacity: 1024,
                 },
             ),
             ev(9_000, mig(b, 1, 2, MigrateReason::Wakeup)),
@@ -527,8 +529,8 @@ mod tests {
                     Event::Migrate { task, orig, dest, reason } => {
                         Event::Migrate { task: back(task), orig, dest, reason }
                     }
-                    Event::Place { task, prev, waker_cpu, cpu, path, scanned } => {
-                        Event::Place { task: back(task), prev, waker_cpu, cpu, path, scanned }
+                    Event::Place { task, prev, waker_cpu, cpu, path, scanned, capacity } => {
+                        Event::Place { task: back(task), prev, waker_cpu, cpu, path, scanned, capacity }
                     }
                     Event::Mark { task, kind, value } => Event::Mark { task: back(task), kind, value },
                     Event::Exit { task } => Event::Exit { task: back(task) },
