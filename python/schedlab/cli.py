@@ -566,15 +566,24 @@ def topo_show_cmd(
 @policy_app.command("list")
 @_cli_errors
 def policy_list_cmd(json_out: JsonOpt = False) -> None:
-    """List policies, kernel profiles and sched features with their defaults."""
+    """List policies, kernel profiles and sched features with their defaults and the metric
+    that shows each feature acting."""
     entries = json.loads(_native.policy_list())
     if json_out:
         _echo_json(entries)
         return
-    table = _new_table("policies, profiles and features", "name", "kind", "default", "summary")
+    table = _new_table(
+        "policies, profiles and features", "name", "kind", "default", "summary", "shown by"
+    )
     for e in entries:
         default = ("on" if e["default_on"] else "off") if e["kind"] == "feature" else ""
-        table.add_row(escape(str(e["name"])), str(e["kind"]), default, escape(str(e["summary"])))
+        table.add_row(
+            escape(str(e["name"])),
+            str(e["kind"]),
+            default,
+            escape(str(e["summary"])),
+            escape(str(e.get("shown_by", ""))),
+        )
     _out().print(table)
 
 

@@ -171,13 +171,21 @@ pub struct PolicyEntry {
     pub default_on: bool,
     /// One line.
     pub summary: String,
+    /// For features: the metric that shows it acting (empty for policies).
+    pub shown_by: String,
 }
 
 /// Policies, kernel profiles and features.
 pub fn policy_list() -> Vec<PolicyEntry> {
     let mut v: Vec<PolicyEntry> = crate::policy::BASES
         .iter()
-        .map(|b| PolicyEntry { name: b.name.into(), kind: b.kind.into(), default_on: false, summary: b.summary.into() })
+        .map(|b| PolicyEntry {
+            name: b.name.into(),
+            kind: b.kind.into(),
+            default_on: false,
+            summary: b.summary.into(),
+            shown_by: String::new(),
+        })
         .collect();
     for &f in crate::features::Feat::ALL {
         v.push(PolicyEntry {
@@ -185,6 +193,7 @@ pub fn policy_list() -> Vec<PolicyEntry> {
             kind: "feature".into(),
             default_on: f.default_on(),
             summary: f.summary().into(),
+            shown_by: crate::feature_metrics::shown_by(f).into(),
         });
     }
     v

@@ -14,6 +14,7 @@ pub mod cpumask;
 pub mod engine;
 pub mod error;
 pub mod fair;
+pub mod feature_metrics;
 pub mod features;
 pub mod ids;
 pub mod metrics;

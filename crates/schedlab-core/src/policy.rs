@@ -217,6 +217,14 @@ pub fn parse_policy(s: &str) -> Result<Policy> {
         seen.push((f, on));
         features.set(f, on);
     }
+    if features.on(Feat::remote_cpufreq_update) {
+        return Err(SchedlabError::spec(
+            "policy",
+            s,
+            "no remote_cpufreq_update yet: it changes when a CPU's frequency request is updated, and schedlab has no \
+             frequency model (every CPU runs at its nominal frequency), so it could change nothing",
+        ));
+    }
     if features.on(Feat::SIS_UTIL) && features.on(Feat::SIS_PROP) {
         return Err(SchedlabError::spec(
             "policy",
@@ -274,6 +282,12 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_feature_that_needs_a_missing_model_is_refused() {
+        let e = parse_policy("eevdf+remote_cpufreq_update").unwrap_err().to_string();
+        assert!(e.contains("frequency model"), "{e}");
+    }
 
     #[test]
     fn parses_bases_and_features() {

@@ -103,7 +103,7 @@ fn every_seed_feature_at_once_keeps_the_invariants() {
     // and an old-kernel base, on machines with SMT+LLCs, clusters, NUMA and
     // big.LITTLE, with the invariant checker on.
     let all = "+prefer_prev_idle_core+avg_idle_on_enqueue+llc_idle_mask+sis_cluster_first+idler_llc\
-               +sis_time_limit+cas+remote_cpufreq_update+eas+sd_overutilized+eas_cluster_candidates+soft_affinity";
+               +sis_time_limit+cas+eas+sd_overutilized+eas_cluster_candidates+soft_affinity";
     let cases = [
         ("threadripper-3970x", "hackbench:groups=2,loops=10"),
         ("hikey960", "schbench:runtime=50ms"),

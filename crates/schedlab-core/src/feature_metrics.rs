@@ -1,0 +1,50 @@
+//! Which metric shows each feature acting: `schedlab policy list` prints it,
+//! and `tests/features_act.rs` shows every feature changing a run. The match
+//! is exhaustive, so a new feature cannot be added without saying where it
+//! shows.
+
+use crate::features::Feat;
+
+/// The metric(s) in which switching `f` shows, with the situation it needs.
+pub fn shown_by(f: Feat) -> &'static str {
+    use Feat::*;
+    match f {
+        PLACE_DEADLINE_INITIAL => "wakeup_latency_p99_us, context_switches (forking workloads)",
+        PLACE_LAG => "wakeup_latency_p99_us, runqueue_delay_p99_us (sleepers on a busy CPU)",
+        PLACE_REL_DEADLINE => "runqueue_delay_p99_us (queued tasks moved by load balancing)",
+        RUN_TO_PARITY => "context_switches, wakeup_latency_p99_us",
+        PREEMPT_SHORT => "wakeup_latency_p99_us (tasks with shorter slices)",
+        WAKEUP_PREEMPTION => "context_switches, wakeup_latency_p99_us",
+        PICK_BUDDY => "context_switches (with NEXT_BUDDY on)",
+        NEXT_BUDDY => "context_switches, wakeup_latency_p99_us",
+        DELAY_DEQUEUE => "context_switches, place_* (woken tasks still queued skip select_task_rq)",
+        DELAY_ZERO => "runqueue_delay_p99_us (with DELAY_DEQUEUE)",
+        UTIL_EST => "place_* on asymmetric machines, scanned_per_wakeup_mean (SIS_UTIL)",
+        NONTASK_CAPACITY => "placed_capacity_min, migrations (RT or IRQ pressure)",
+        TTWU_QUEUE => "wakeup_latency_p50_us (remote wakeups pay an IPI)",
+        SIS_UTIL => "scanned_per_wakeup_mean, place_idle_cpu",
+        SIS_PROP => "scanned_per_wakeup_mean, place_idle_cpu (with SIS_UTIL off)",
+        WA_IDLE => "migrations_llc, place_*",
+        WA_WEIGHT => "migrations_llc (busy waker and prev)",
+        WA_BIAS => "migrations_llc (with WA_WEIGHT)",
+        CACHE_HOT_BUDDY => "periodic_balance_pulls (with NEXT_BUDDY on)",
+        NI_RANDOM => "newidle_balance_calls, newidle_balance_pulls",
+        NI_RATE => "newidle_balance_calls",
+        wa_idle_prev => "migrations_llc, place_prev (idle prev, loaded waker)",
+        prefer_prev_idle_core => "place_prev, completion_time_s (limited saturation with SMT)",
+        avg_idle_on_enqueue => "avg_idle_error_us",
+        llc_idle_mask => "scanned_per_wakeup_mean",
+        sis_cluster_first => "migrations_cluster, place_idle_cpu (cluster machines)",
+        idler_llc => "migrations_llc (waker and prev in different LLCs)",
+        sis_time_limit => "scanned_per_wakeup_mean",
+        capacity_spare_wake_current => "place_slow_path targets, placed_capacity_min (fork under RT/IRQ pressure)",
+        cas => "placed_capacity_min, placed_capacity_mean (IRQ or RT pressure)",
+        nohz_blocked_load_update => "nohz_balance_pulls, place_slow_path",
+        remote_cpufreq_update => "refused until the frequency model exists",
+        eas => "place_policy-free EAS placements: migrations, placed_capacity_mean (asymmetric machine with an energy model)",
+        sd_overutilized => "periodic_balance_pulls (with eas)",
+        eas_cluster_candidates => "placed_capacity_mean (with eas)",
+        soft_affinity => "place_* (workloads with preferred=)",
+        ni_half_idle_retry => "newidle_balance_calls, newidle_balance_pulls",
+    }
+}
