@@ -94,6 +94,7 @@ impl Sim {
                 // A preference outside the hard mask means nothing; none left = no preference.
                 preferred: ts.preferred.map(|m| m.and(&allowed)).filter(|m| !m.is_empty()),
                 nr_cpus_allowed: allowed.weight(),
+                max_allowed_capacity: allowed.iter().map(|c| machine.capacity_orig(c)).max().unwrap_or(0),
                 kthread: ts.kthread,
                 nice: ts.nice,
                 policy: ts.policy,

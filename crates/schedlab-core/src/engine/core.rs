@@ -451,18 +451,29 @@ impl Sim {
 }
 
 impl Sim {
-    /// Load balancing's `detach_task` + `attach_task`: move the queued, not
-    /// running task `p` from `src` to `dst` (`DEQUEUE_MIGRATING`: the entity
-    /// keeps its lag and relative deadline), then let it preempt on `dst`.
+    /// `detach_task` + `attach_task`: move the queued, not running task `p`
+    /// from `src` to `dst`, the move done by a CPU of `src` (active balance's
+    /// stopper, an RT push).
     pub fn move_queued_task(&mut self, p: TaskId, src: CpuId, dst: CpuId) {
+        self.detach_task(p, src, dst);
+        self.attach_task(p, dst, src);
+    }
+
+    /// `detach_task`: take the queued, not running task `p` off `src` (a
+    /// migration dequeue: lag and relative deadline stay) and give it `dst`.
+    pub fn detach_task(&mut self, p: TaskId, src: CpuId, dst: CpuId) {
         debug_assert_ne!(self.rqs[src.idx()].curr, Some(p), "cannot move a running task");
         debug_assert_eq!(self.tasks[p.idx()].cpu, src);
-        // A migration dequeue is not a sleep: lag and relative deadline stay.
         let ok = self.dequeue_task(src, p, DequeueFlags::default());
         debug_assert!(ok);
         self.set_task_cpu(p, dst, MigrateReason::Balance);
+    }
+
+    /// `attach_task`: enqueue a detached task on `dst` and let it preempt;
+    /// `by_cpu` is the CPU doing it (a remote preemption costs an IPI).
+    pub fn attach_task(&mut self, p: TaskId, dst: CpuId, by_cpu: CpuId) {
         self.enqueue_task(dst, p, EnqueueFlags::MIGRATED);
-        self.wakeup_preempt(dst, p, src);
+        self.wakeup_preempt(dst, p, by_cpu);
     }
 
     /// Active balance (`active_load_balance_cpu_stop`): stop the task running

@@ -81,6 +81,8 @@ pub struct Rq {
     pub nr_running: u32,
     /// `rq->ttwu_pending`: queued remote wakeups not yet enqueued.
     pub ttwu_pending: u32,
+    /// `rq->misfit_task_load`, set by `update_misfit_status`.
+    pub misfit_task_load: u64,
     /// `rq->cpu_capacity` (`capacity_of`), refreshed by `update_cpu_capacity`.
     pub cpu_capacity: u32,
     /// `rq->idle_stamp`: when the CPU went newly idle (0 = not idle).
@@ -139,6 +141,7 @@ impl Rq {
             curr: None,
             nr_running: 0,
             ttwu_pending: 0,
+            misfit_task_load: 0,
             cpu_capacity: capacity,
             idle_stamp: 0,
             // The kernel starts avg_idle at 2 * sysctl_sched_migration_cost.

@@ -44,6 +44,9 @@ pub struct Task {
     pub preferred: Option<CpuMask>,
     /// `p->nr_cpus_allowed`.
     pub nr_cpus_allowed: u32,
+    /// `p->max_allowed_capacity`: the largest original capacity among the
+    /// allowed CPUs.
+    pub max_allowed_capacity: u32,
     /// `is_per_cpu_kthread(p)`.
     pub kthread: bool,
     /// Nice value.

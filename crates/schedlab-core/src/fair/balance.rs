@@ -211,6 +211,8 @@ impl Sim {
         }
         let nr_balance_failed = self.rqs[env.dst_cpu.idx()].sd[env.level].nr_balance_failed;
         let mut detached = 0;
+        // env->tasks: detached tasks, attached as one batch after the loop.
+        let mut batch: Vec<TaskId> = Vec::new();
         for p in self.cfs_tasks_tail_first(env.src_cpu) {
             if env.idle != CpuIdleType::NotIdle && self.rqs[env.src_cpu.idx()].nr_running <= 1 {
                 break; // never steal the last task
@@ -252,9 +254,8 @@ impl Sim {
                     env.imbalance = 0;
                 }
             }
-            // DEVIATION(kernel): detach and attach happen per task here, not
-            // as two batches; nothing observes the difference in one event.
-            self.move_queued_task(p, env.src_cpu, env.dst_cpu);
+            self.detach_task(p, env.src_cpu, env.dst_cpu);
+            batch.push(p);
             detached += 1;
             if CONFIG_PREEMPTION && env.idle == CpuIdleType::NewlyIdle {
                 break;
@@ -263,7 +264,20 @@ impl Sim {
                 break;
             }
         }
+        self.attach_tasks(env.dst_cpu, &batch);
         detached
+    }
+
+    /// `attach_tasks`: put the detached batch on `dst`. `detach_tasks`
+    /// adds each task at the head of `env->tasks` and `attach_tasks` takes
+    /// from the head, so the last task detached is attached first. The
+    /// balancing CPU is `dst` itself (a preemption there needs no IPI), or
+    /// the idle-load-balancer working for it.
+    pub fn attach_tasks(&mut self, dst: CpuId, batch: &[TaskId]) {
+        let by_cpu = self.nohz.ilb_cpu.unwrap_or(dst);
+        for &p in batch.iter().rev() {
+            self.attach_task(p, dst, by_cpu);
+        }
     }
 
     /// `should_we_balance`: only one CPU of the local group balances a

@@ -178,18 +178,34 @@ impl Sim {
         crate::fair::wakeup::fits_capacity(self.task_util_est(p), self.capacity_of(cpu))
     }
 
-    /// `rq->misfit_task_load`: on asymmetric-capacity machines, the load of
-    /// the running task when it does not fit its CPU (at least 1), else 0.
-    // DEVIATION(kernel): the kernel caches this in the rq at pick and tick
-    // (`update_misfit_status`); schedlab computes it when read, which gives
-    // the same value between those points.
+    /// `rq->misfit_task_load`, as `update_misfit_status` last set it.
+    #[inline]
     pub fn misfit_task_load(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu.idx()].misfit_task_load
+    }
+
+    /// `update_misfit_status(p, rq)`, at pick (`p` = the picked fair task,
+    /// `None` when the CPU goes idle) and at the tick: on asymmetric-capacity
+    /// machines, the load of a task that could run on a bigger CPU and does
+    /// not fit this one (at least 1); else 0. Kept, not computed on read:
+    /// between pick and tick the task's util grows and `capacity_of` moves,
+    /// and the balancer sees what was recorded, as in the kernel.
+    pub fn update_misfit_status(&mut self, p: Option<TaskId>, cpu: CpuId) {
         if self.domains.sd_asym_cpucapacity[cpu.idx()].is_none() {
-            return 0;
+            return;
         }
-        match self.rqs[cpu.idx()].curr {
-            Some(p) if !self.task_fits_cpu(p, cpu) => self.tasks[p.idx()].avg.load_avg.max(1),
-            _ => 0,
-        }
+        let load = match p {
+            Some(p) => {
+                let t = &self.tasks[p.idx()];
+                let on_biggest = self.machine.capacity_orig(cpu) >= t.max_allowed_capacity;
+                if t.nr_cpus_allowed == 1 || on_biggest || self.task_fits_cpu(p, cpu) {
+                    0
+                } else {
+                    t.avg.load_avg.max(1)
+                }
+            }
+            None => 0,
+        };
+        self.rqs[cpu.idx()].misfit_task_load = load;
     }
 }

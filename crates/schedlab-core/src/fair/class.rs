@@ -171,6 +171,7 @@ impl Sim {
     /// slice ran out and another fair task waits.
     pub(crate) fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, resched: bool) -> bool {
         self.update_load_avg(cpu, Some(curr));
+        self.update_misfit_status(Some(curr), cpu);
         self.check_update_overutilized_status(cpu);
         resched && self.rqs[cpu.idx()].cfs.h_nr_runnable > 1
     }
@@ -196,6 +197,7 @@ impl Sim {
                     if self.sched_balance_newidle(cpu) > 0 {
                         continue;
                     }
+                    self.update_misfit_status(None, cpu);
                     return None;
                 }
             }
@@ -219,5 +221,6 @@ impl Sim {
         let now = self.rq_clock_task(cpu);
         self.update_load_avg(cpu, Some(next));
         self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, next, now, &self.features);
+        self.update_misfit_status(Some(next), cpu);
     }
 }

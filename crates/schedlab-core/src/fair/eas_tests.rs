@@ -174,6 +174,9 @@ fn sd_overutilized_misfit_marks_the_parent() {
     busy(&mut s, 2, 1);
     s.tasks[1].avg.util_avg = 400;
     set_util(&mut s, 2, 400);
+    // Nothing recorded yet: the status is taken at pick and tick.
+    assert_eq!(s.misfit_task_load(CpuId(2)), 0);
+    s.update_misfit_status(Some(TaskId(1)), CpuId(2)); // task_tick_fair
     assert!(s.misfit_task_load(CpuId(2)) > 0);
     s.check_update_overutilized_status(CpuId(2));
     let chain = s.domains.chain(CpuId(2)).to_vec();
@@ -216,4 +219,32 @@ fn sd_overutilized_half_the_system_marks_the_root() {
     }
     assert!(s.eas_balance_skip(CpuId(4), 1));
     assert!(!s.eas_overutilized(CpuId(4), CpuId(4)));
+}
+
+#[test]
+fn misfit_status_is_what_pick_or_tick_recorded() {
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    busy(&mut s, 2, 1);
+    s.tasks[1].avg.util_avg = 100;
+    s.update_misfit_status(Some(TaskId(1)), CpuId(2));
+    assert_eq!(s.misfit_task_load(CpuId(2)), 0);
+    // The task grows past the little CPU: the balancer does not see it
+    // until the next tick records it.
+    s.tasks[1].avg.util_avg = 400;
+    assert_eq!(s.misfit_task_load(CpuId(2)), 0);
+    s.update_misfit_status(Some(TaskId(1)), CpuId(2));
+    assert!(s.misfit_task_load(CpuId(2)) > 0);
+    // Idle: cleared.
+    s.update_misfit_status(None, CpuId(2));
+    assert_eq!(s.misfit_task_load(CpuId(2)), 0);
+}
+
+#[test]
+fn a_task_on_the_biggest_cpu_it_may_use_is_not_misfit() {
+    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    busy(&mut s, 2, 1);
+    s.tasks[1].avg.util_avg = 400;
+    s.tasks[1].max_allowed_capacity = s.machine.capacity_orig(CpuId(2));
+    s.update_misfit_status(Some(TaskId(1)), CpuId(2));
+    assert_eq!(s.misfit_task_load(CpuId(2)), 0);
 }

@@ -33,6 +33,9 @@ pub struct NohzState {
     pub last_blocked_update: Vec<Ns>,
     /// ILB kicks issued.
     pub kicks: u64,
+    /// The idle-load-balancer CPU while it balances on behalf of others
+    /// (what it pulls it attaches remotely: a preemption there costs an IPI).
+    pub ilb_cpu: Option<CpuId>,
     /// `sgc->imbalance`, indexed by `depth * nr_cpus + first CPU of the group`:
     /// the level below failed to balance because of affinity.
     sgc_imbalance: Vec<bool>,
@@ -47,6 +50,7 @@ impl NohzState {
             next_blocked: 0,
             last_blocked_update: vec![0; nr_cpus],
             kicks: 0,
+            ilb_cpu: None,
             sgc_imbalance: vec![false; nr_cpus * (nr_levels + 1)],
             nr_cpus,
         }
@@ -181,7 +185,9 @@ impl Sim {
                 self.update_nohz_stats(balance_cpu);
             }
             if now >= self.rqs[balance_cpu.idx()].next_balance && flags & NOHZ_BALANCE_KICK != 0 {
+                self.nohz.ilb_cpu = Some(ilb);
                 cost += self.sched_balance_domains(balance_cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
+                self.nohz.ilb_cpu = None;
             }
             let nb = self.rqs[balance_cpu.idx()].next_balance;
             if next_balance > nb {
