@@ -343,4 +343,9 @@ fn e2e_v5_9_runs_cfs_and_differs_from_eevdf_with_v5_9_placement() {
     let cs = |r: &crate::api::RunResult| metric(r, "context_switches");
     assert!(cs(&cfs) > 0.0 && cs(&eevdf) > 0.0 && cs(&v414) > 0.0);
     assert_ne!(cs(&cfs), cs(&eevdf), "CFS and EEVDF schedule the same run differently");
+    // Every workload of the peer e2e suite runs under CFS with invariants checked.
+    for w in ["schbench:message_threads=1,threads=4,runtime=1s,warmup=0s", "workqueue:threads=6,chunks=200,jitter=50"] {
+        let r = run(&run_spec(inline_source(SMT_2LLC), w, "v5.9", 3, false)).unwrap_or_else(|e| panic!("{w}: {e}"));
+        assert!(metric(&r, "completion_time_s") > 0.0, "{w}");
+    }
 }
