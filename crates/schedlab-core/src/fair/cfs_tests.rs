@@ -349,3 +349,61 @@ fn e2e_v5_9_runs_cfs_and_differs_from_eevdf_with_v5_9_placement() {
         assert!(metric(&r, "completion_time_s") > 0.0, "{w}");
     }
 }
+
+proptest::proptest! {
+    /// Random enqueues, sleeps, migrations out and back, schedules and
+    /// ticks: `min_vruntime` never goes back, the load matches the queued
+    /// entities, buddies are queued, and the pick is queued.
+    #[test]
+    fn cfs_runqueue_invariants(
+        ops in proptest::collection::vec((0u8..5, 0usize..6, -20i32..20), 1..80)
+    ) {
+        let f = cfs_f();
+        let mut cfs = rq(4);
+        let mut ses: Vec<SchedEntity> = ents(&[0; 6]);
+        let mut now = 0;
+        for (op, i, nice) in ops {
+            let id = t(i as u32);
+            now += 250_000;
+            let before = cfs.min_vruntime;
+            match op {
+                0 if !ses[i].on_rq && cfs.curr != Some(id) => {
+                    let w = nice_to_weight(nice);
+                    (ses[i].weight, ses[i].inv_weight) = (w, super::weight::inv_weight(w));
+                    cfs.enqueue_entity(&mut ses, id, now, EnqueueFlags::WAKEUP, &f);
+                }
+                1 if ses[i].on_rq => {
+                    cfs.dequeue_entity(&mut ses, id, now, DequeueFlags::SLEEP, &f);
+                    if cfs.curr == Some(id) {
+                        cfs.put_prev_entity(&mut ses, now);
+                    }
+                }
+                2 if ses[i].on_rq && cfs.curr != Some(id) => {
+                    cfs.dequeue_entity(&mut ses, id, now, DequeueFlags::default(), &f);
+                    proptest::prop_assert!(ses[i].vruntime_normalized);
+                    cfs.enqueue_entity(&mut ses, id, now, EnqueueFlags::MIGRATED, &f);
+                }
+                3 => {
+                    cfs.put_prev_entity(&mut ses, now);
+                    if let Pick::Task(p) = cfs.pick_next_entity(&ses, &f) {
+                        proptest::prop_assert!(ses[p.idx()].on_rq);
+                        cfs.set_next_entity(&mut ses, p, now, &f);
+                    }
+                }
+                _ => {
+                    let other_curr = cfs.curr.is_some_and(|c| c != id);
+                    if cfs.wakeup_preempt_fair(&mut ses, id, now, false, &f) && other_curr && ses[i].on_rq {
+                        proptest::prop_assert!(cfs.next == Some(id));
+                    }
+                }
+            }
+            proptest::prop_assert!(cfs.min_vruntime.wrapping_sub(before) as i64 >= 0);
+            let load: u64 = ses.iter().filter(|s| s.on_rq).map(|s| s.weight).sum();
+            proptest::prop_assert_eq!(cfs.load_weight, load);
+            proptest::prop_assert_eq!(cfs.nr_queued as usize, ses.iter().filter(|s| s.on_rq).count());
+            for b in [cfs.next, cfs.last].into_iter().flatten() {
+                proptest::prop_assert!(ses[b.idx()].on_rq);
+            }
+        }
+    }
+}

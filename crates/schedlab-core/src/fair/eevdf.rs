@@ -507,7 +507,8 @@ impl CfsRq {
     }
 
     /// `enqueue_entity` (+ the h_nr_runnable count of `enqueue_task_fair`).
-    /// `now` is the task clock, for `update_curr`.
+    /// `now` is the task clock, for `update_curr`. NO_EEVDF: CFS
+    /// (`enqueue_entity_cfs`: min_vruntime re-basing, `place_entity` CFS).
     pub fn enqueue_entity(
         &mut self,
         ses: &mut [SchedEntity],
@@ -549,6 +550,7 @@ impl CfsRq {
     /// picked ([`Pick::Delayed`]) or woken ([`Self::requeue_delayed_entity`]).
     /// Without SLEEP (a migration) the relative deadline is kept
     /// (PLACE_REL_DEADLINE) and vlag carries the lag to the new queue.
+    /// NO_EEVDF: CFS, always completes (`dequeue_entity_cfs`).
     pub fn dequeue_entity(
         &mut self,
         ses: &mut [SchedEntity],
@@ -630,6 +632,7 @@ impl CfsRq {
 
     /// `pick_next_entity`: the next buddy if eligible (PICK_BUDDY), else
     /// `pick_eevdf`. Call [`Self::update_curr`] first when curr ran.
+    /// NO_EEVDF: the leftmost vruntime with CFS buddies (`pick_next_entity_cfs`).
     pub fn pick_next_entity(&self, ses: &[SchedEntity], f: &Features) -> Pick {
         if !sched_feat!(f, EEVDF) {
             return self.pick_next_entity_cfs(ses);
@@ -650,7 +653,7 @@ impl CfsRq {
     }
 
     /// `set_next_entity`: make `id` curr (out of the tree), start its
-    /// accounting at task clock `now` and protect its slice.
+    /// accounting at task clock `now` and protect its slice (EEVDF only).
     pub fn set_next_entity(&mut self, ses: &mut [SchedEntity], id: TaskId, now: Ns, f: &Features) {
         self.features = *f;
         if !sched_feat!(f, EEVDF) {
@@ -690,7 +693,8 @@ impl CfsRq {
     /// enqueued, should curr be preempted? True when the woken entity is now
     /// the EEVDF pick (curr's slice protection counts unless PREEMPT_SHORT
     /// lets a shorter slice through), or when updating curr used up its
-    /// slice. `fork` is WF_FORK (no next buddy for new tasks).
+    /// slice. `fork` is WF_FORK (no next buddy for new tasks). NO_EEVDF:
+    /// CFS `check_preempt_wakeup` (vruntime gap against `wakeup_gran`).
     pub fn wakeup_preempt_fair(
         &mut self,
         ses: &mut [SchedEntity],
