@@ -210,7 +210,8 @@ impl CfsRq {
 
     /// `update_curr` (CFS): charge curr, advance `min_vruntime`, and report
     /// `check_preempt_tick` in `resched` when others are queued
-    /// (`entity_tick` checks only with `nr_running > 1`).
+    /// (`entity_tick` checks only with `nr_running > 1`). Only the tick acts
+    /// on `resched`, so the check has no side effect here.
     pub(super) fn update_curr_cfs(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
         let Some(c) = self.curr else {
             return CurrUpdate::default();
@@ -232,12 +233,16 @@ impl CfsRq {
     /// after `min_granularity`, is more than a slice of vruntime ahead of
     /// the leftmost. (The kernel compares that vruntime distance with the
     /// wall-time slice; so does this.)
-    fn check_preempt_tick(&mut self, ses: &[SchedEntity], c: TaskId) -> bool {
+    // DEVIATION(kernel): no `clear_buddies(curr)` when the slice ran out.
+    // This runs in every update_curr (the engine's tick cannot be told
+    // apart), and clearing there would drop the last buddy that a wakeup
+    // preemption has just set to curr before the switch picks. The kernel's
+    // tick only finds curr a buddy in that same window, so nothing else is lost.
+    fn check_preempt_tick(&self, ses: &[SchedEntity], c: TaskId) -> bool {
         let ideal_runtime = self.sched_slice(ses, c);
         let curr = &ses[c.idx()];
         let delta_exec = curr.sum_exec_runtime - curr.prev_sum_exec_runtime;
         if delta_exec > ideal_runtime {
-            self.clear_buddies(c);
             return true;
         }
         if delta_exec < self.params.cfs.sched_min_granularity_ns {

@@ -407,3 +407,28 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn last_buddy_survives_until_the_switch_picks() {
+    let f = cfs_f();
+    let (mut cfs, mut ses) = running_curr(&[0; 8], 20 * MS, &f);
+    for i in 2..8 {
+        queue_raw(&mut cfs, &mut ses, t(i), 20 * MS + 500_000, 0);
+    }
+    // curr ran 20 ms since its pick, far beyond its 0.75 ms slice of 8;
+    // a wakeup 2 ms behind preempts it with 8 queued: both buddies set.
+    wake(&mut cfs, &mut ses, t(1), 18 * MS, 20 * MS, &f);
+    assert!(cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, false, &f));
+    assert_eq!((cfs.next, cfs.last), (Some(t(1)), Some(t(0))));
+    // The switch's update_curr must not drop the last buddy.
+    cfs.put_prev_entity(&mut ses, 20 * MS + 10_000);
+    assert_eq!(cfs.last, Some(t(0)));
+    assert_eq!(cfs.pick_next_entity(&ses, &f), Pick::Task(t(1)));
+    cfs.set_next_entity(&mut ses, t(1), 20 * MS + 10_000, &f);
+    // The woken task runs 1.5 ms; the preempted one is back within 1 ms of
+    // it and gets the CPU back ahead of the leftmost.
+    cfs.update_curr(&mut ses, 21 * MS + 510_000);
+    cfs.put_prev_entity(&mut ses, 21 * MS + 510_000);
+    assert_eq!(cfs.pick_first_entity(&ses), Some(t(1)));
+    assert_eq!(cfs.pick_next_entity(&ses, &f), Pick::Task(t(0)));
+}
