@@ -9,6 +9,10 @@ use crate::features::Feat;
 pub fn shown_by(f: Feat) -> &'static str {
     use Feat::*;
     match f {
+        EEVDF => "context_switches, wakeup_latency_p99_us (off = CFS, as v5.9 and v4.14 run)",
+        GENTLE_FAIR_SLEEPERS => "wakeup_latency_p99_us (CFS: sleepers on a busy CPU)",
+        START_DEBIT => "context_switches (CFS: forking workloads)",
+        LAST_BUDDY => "context_switches (CFS: 8 or more queued tasks)",
         PLACE_DEADLINE_INITIAL => "wakeup_latency_p99_us, context_switches (forking workloads)",
         PLACE_LAG => "wakeup_latency_p99_us, runqueue_delay_p99_us (sleepers on a busy CPU)",
         PLACE_REL_DEADLINE => "runqueue_delay_p99_us (queued tasks moved by load balancing)",

@@ -39,7 +39,17 @@ macro_rules! sched_features {
 }
 
 sched_features! {
-    // ---- EEVDF runqueue (kernel/sched/features.h) ----
+    // ---- Runqueue discipline ----
+    /// Order the fair runqueue by EEVDF (v6.6+); off = CFS (v2.6.23 .. v6.5: leftmost vruntime, buddies, sched_latency slices). EEVDF-only features below act only when on.
+    EEVDF = true;
+    // ---- CFS runqueue (kernel/sched/features.h, v2.6.23 .. v6.5); act only under NO_EEVDF ----
+    /// CFS: only give sleepers 50% of their service deficit (sched_latency / 2), so waking sleepers run soon without ripping the vruntime spread apart.
+    GENTLE_FAIR_SLEEPERS = true;
+    /// CFS: place new tasks one vslice after min_vruntime so they do not starve the already running ones.
+    START_DEBIT = true;
+    /// CFS: after a wakeup preemption prefer the preempted task (last buddy) at the next pick, for cache locality.
+    LAST_BUDDY = true;
+    // ---- EEVDF runqueue (kernel/sched/features.h); act only under EEVDF ----
     /// Give new tasks half a slice of virtual deadline so they do not starve running ones.
     PLACE_DEADLINE_INITIAL = true;
     /// Keep a waking task's lag (PLACE_LAG) so sleeping does not gain or lose service.
@@ -50,11 +60,11 @@ sched_features! {
     RUN_TO_PARITY = true;
     /// Let a task with a shorter slice preempt despite RUN_TO_PARITY.
     PREEMPT_SHORT = true;
-    /// Allow wakeup-time preemption of the current task.
+    /// Allow wakeup-time preemption of the current task (both disciplines).
     WAKEUP_PREEMPTION = true;
-    /// Prefer the buddy the scheduler set (next buddy) when it is eligible.
+    /// Prefer the buddy the scheduler set (next buddy) when it is eligible (EEVDF; CFS always honours its buddies within wakeup_gran).
     PICK_BUDDY = true;
-    /// Set the next buddy to the woken task on wakeup preemption (off by default).
+    /// Set the next buddy to the woken task on every wakeup (off by default; CFS: only with at least sched_nr_latency queued).
     NEXT_BUDDY = false;
     /// Keep a sleeping task with negative lag queued until it is eligible (DELAY_DEQUEUE).
     DELAY_DEQUEUE = true;

@@ -16,7 +16,7 @@ use crate::topology::Machine;
 /// Which scheduling class runs the workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClassKind {
-    /// The fair class (EEVDF with the feature set of the policy).
+    /// The fair class (EEVDF, or CFS under NO_EEVDF, with the feature set of the policy).
     Fair,
     /// scx_cosmos (sched_ext) replacing the fair class.
     Cosmos(CosmosParams),
@@ -83,12 +83,16 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     (ClassKind::Fair, f, Confine::None)
 }
 
-/// v5.9: CFS era placement: SIS_PROP, not SIS_UTIL (v5.20), and
-/// `wake_affine_idle` without the idle-prev check (v5.10, seed idea 1).
-// DEVIATION(kernel): the runqueue order stays EEVDF in every profile; CFS's
-// vruntime/min_granularity wakeup preemption is not modelled.
+/// v5.9: the CFS runqueue (NO_EEVDF: leftmost vruntime, sched_latency
+/// slices, buddies, GENTLE_FAIR_SLEEPERS / START_DEBIT placement), SIS_PROP
+/// instead of SIS_UTIL (v5.20), and `wake_affine_idle` without the idle-prev
+/// check (v5.10, seed idea 1). The EEVDF-only features (PLACE_LAG,
+/// RUN_TO_PARITY, ...) are inert under CFS; DELAY_DEQUEUE and PREEMPT_SHORT
+/// are off so that `v5.9+EEVDF` is EEVDF as first merged (v6.6) with v5.9
+/// placement.
 fn v5_9() -> (ClassKind, Features, Confine) {
     let (c, mut f, k) = v6_12();
+    f.set(Feat::EEVDF, false);
     f.set(Feat::SIS_UTIL, false);
     f.set(Feat::SIS_PROP, true);
     f.set(Feat::wa_idle_prev, false);
@@ -153,13 +157,13 @@ pub const BASES: &[BaseDef] = &[
     BaseDef {
         name: "v5.9",
         kind: "profile",
-        summary: "v5.9 placement: SIS_PROP instead of SIS_UTIL, no wa_idle_prev (runqueue order stays EEVDF)",
+        summary: "v5.9: CFS runqueue (NO_EEVDF), SIS_PROP instead of SIS_UTIL, no wa_idle_prev",
         build: v5_9,
     },
     BaseDef {
         name: "v4.14",
         kind: "profile",
-        summary: "v4.14 placement: v5.9 plus capacity_spare_wake on original capacity",
+        summary: "v4.14: v5.9 (CFS) plus capacity_spare_wake on original capacity",
         build: v4_14,
     },
 ];
@@ -310,6 +314,13 @@ mod tests {
         assert!(!v59.on(Feat::wa_idle_prev) && !v59.on(Feat::SIS_UTIL));
         assert!(v59.on(Feat::capacity_spare_wake_current) && !v414.on(Feat::capacity_spare_wake_current));
         assert!(!parse_policy("v6.12").unwrap().features.on(Feat::NI_RANDOM));
+        // v5.9 and v4.14 run CFS with the CFS-era placement features of their time.
+        for f in [v59, v414] {
+            assert!(!f.on(Feat::EEVDF) && f.on(Feat::GENTLE_FAIR_SLEEPERS) && f.on(Feat::START_DEBIT));
+            assert!(f.on(Feat::LAST_BUDDY) && !f.on(Feat::NEXT_BUDDY) && f.on(Feat::WAKEUP_PREEMPTION));
+        }
+        assert!(parse_policy("v6.12").unwrap().features.on(Feat::EEVDF));
+        assert!(parse_policy("v5.9+EEVDF").unwrap().features.on(Feat::EEVDF));
         assert!(parse_policy("v7.1").unwrap().features.on(Feat::NI_RANDOM));
     }
 

@@ -217,9 +217,9 @@ impl Sim {
         if sched_feat!(self.features, TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
             self.rqs[cpu.idx()].ttwu_pending += 1;
             let t = self.now + self.machine.cost.ipi_ns;
-            self.at(t, Ev::TtwuArrive { task: p, cpu });
+            self.at(t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
         } else {
-            self.ttwu_do_activate(p, cpu, waker_cpu);
+            self.ttwu_do_activate(p, cpu, waker_cpu, cpu != prev);
         }
         Ok(())
     }
@@ -239,17 +239,18 @@ impl Sim {
 
     /// `sched_ttwu_pending`: the target CPU handles its wake list (the IPI
     /// arrived) and activates the queued task.
-    pub(super) fn sched_ttwu_pending(&mut self, p: TaskId, cpu: CpuId) -> crate::Result<()> {
+    pub(super) fn sched_ttwu_pending(&mut self, p: TaskId, cpu: CpuId, migrated: bool) -> crate::Result<()> {
         let rq = &mut self.rqs[cpu.idx()];
         rq.ttwu_pending -= 1;
-        self.ttwu_do_activate(p, cpu, cpu);
+        self.ttwu_do_activate(p, cpu, cpu, migrated);
         Ok(())
     }
 
     /// `ttwu_do_activate`: enqueue the woken task, account the idle period
     /// that ends (`avg_idle`), and preempt or wake the CPU.
-    fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId) {
-        self.enqueue_task(cpu, p, EnqueueFlags::WAKEUP);
+    fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId, migrated: bool) {
+        let flags = if migrated { EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED } else { EnqueueFlags::WAKEUP };
+        self.enqueue_task(cpu, p, flags);
         self.emit(Event::Wakeup { task: p, cpu, new: false });
         self.update_avg_idle_on_wakeup(cpu);
         self.wakeup_preempt(cpu, p, waker_cpu);

@@ -73,6 +73,8 @@ pub enum Ev {
         task: TaskId,
         /// Target CPU.
         cpu: CpuId,
+        /// The wakeup moved it to `cpu` (`p->sched_remote_wakeup`: WF_MIGRATED).
+        migrated: bool,
     },
     /// A reschedule IPI reaches `cpu`.
     Resched(CpuId),
@@ -268,9 +270,9 @@ impl Sim {
                 let cpu = self.tasks[task.idx()].cpu;
                 self.try_to_wake_up(task, 0, cpu, None)
             }
-            Ev::TtwuArrive { task, cpu } => {
+            Ev::TtwuArrive { task, cpu, migrated } => {
                 self.stats.handled += 1;
-                self.sched_ttwu_pending(task, cpu)
+                self.sched_ttwu_pending(task, cpu, migrated)
             }
             Ev::Resched(cpu) => {
                 self.stats.handled += 1;

@@ -140,6 +140,8 @@ impl Sim {
     /// `migrate_task_rq_fair`: the task's load leaves the old runqueue
     /// (`remove_entity_load_avg`, folded in at that runqueue's next update).
     pub(crate) fn migrate_task_rq_fair(&mut self, p: TaskId, old: CpuId) {
+        // CFS: a waking task's vruntime leaves relative to the old min_vruntime.
+        self.rqs[old.idx()].cfs.migrate_task_rq_fair(&mut self.ses, p, &self.features);
         let w = self.ses[p.idx()].weight;
         let rq = &mut self.rqs[old.idx()];
         let t = &mut self.tasks[p.idx()];

@@ -26,30 +26,19 @@
 //! The scan returns what the tree search returns: the eligible entity with
 //! the earliest deadline, ties to the earliest queued.
 //!
+//! The CFS discipline (v2.6.23 .. v6.5) shares this runqueue and entity
+//! and lives in `cfs.rs`: each public method below hands over to it when the
+//! `EEVDF` feature is off.
+//!
 //! PELT is not updated here: the engine calls `pelt::update_load_avg_*`
 //! around these calls, as `update_load_avg()` does in the kernel.
 
+use super::cfs::CfsParams;
 use crate::features::Features;
 use crate::ids::{Ns, TaskId};
-use crate::pelt::NICE_0_LOAD;
 use crate::sched_feat;
 
-/// Nice -20..19 to load weight (kernel `sched_prio_to_weight[]`): each nice
-/// step is ~10% of CPU, a ratio of ~1.25. These are fixed ABI numbers.
-pub const SCHED_PRIO_TO_WEIGHT: [u32; 40] = [
-    88761, 71755, 56483, 46273, 36291, // -20 .. -16
-    29154, 23254, 18705, 14949, 11916, // -15 .. -11
-    9548, 7620, 6100, 4904, 3906, // -10 .. -6
-    3121, 2501, 1991, 1586, 1277, // -5 .. -1
-    1024, 820, 655, 526, 423, // 0 .. 4
-    335, 272, 215, 172, 137, // 5 .. 9
-    110, 87, 70, 56, 45, // 10 .. 14
-    36, 29, 23, 18, 15, // 15 .. 19
-];
-
-/// `WMULT_CONST`: inverse weights are `WMULT_CONST / w` (2^32 fixed point).
-pub const WMULT_CONST: u64 = 0xffff_ffff;
-const WMULT_SHIFT: u32 = 32;
+pub use super::weight::{calc_delta, calc_delta_fair, inv_weight, nice_to_weight, SCHED_PRIO_TO_WEIGHT, WMULT_CONST};
 
 /// `normalized_sysctl_sched_base_slice`: 0.70 ms in the linux-next fair.c
 /// read for this model (v6.6 .. v6.1x shipped 0.75 ms), before CPU scaling.
@@ -77,6 +66,8 @@ pub struct EevdfParams {
     pub normalized_base_slice_ns: Ns,
     /// `TICK_NSEC` (ns): lower bound of the lag clamp; 4 ms at HZ=250.
     pub tick_ns: Ns,
+    /// The CFS tunables (`sched_latency` and granularities), used under NO_EEVDF.
+    pub cfs: CfsParams,
 }
 
 impl EevdfParams {
@@ -86,55 +77,8 @@ impl EevdfParams {
             base_slice_ns: base_slice_ns(nr_cpus),
             normalized_base_slice_ns: NORMALIZED_SYSCTL_SCHED_BASE_SLICE_NS,
             tick_ns: crate::ids::NSEC_PER_SEC / hz.max(1),
+            cfs: CfsParams::new(nr_cpus),
         }
-    }
-}
-
-/// Weight of a nice value (clamped to -20..=19).
-pub fn nice_to_weight(nice: i32) -> u64 {
-    SCHED_PRIO_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize] as u64
-}
-
-/// `__update_inv_weight`: `WMULT_CONST / w`.
-///
-/// DEVIATION(kernel): task weights set from nice use the precomputed
-/// `sched_prio_to_wmult[]`, which differs from this by at most one unit in
-/// 2^32 (a 1e-5 relative difference for nice 19 at most).
-pub fn inv_weight(weight: u64) -> u32 {
-    if weight >= WMULT_CONST {
-        1
-    } else {
-        WMULT_CONST.checked_div(weight).unwrap_or(WMULT_CONST) as u32
-    }
-}
-
-/// `__calc_delta`: `delta * weight / lw_weight` with `lw_inv = 2^32 / lw_weight`,
-/// keeping the kernel's shifts so results match it bit for bit.
-pub fn calc_delta(delta: u64, weight: u64, lw_inv: u32) -> u64 {
-    let fls = |x: u64| 64 - x.leading_zeros();
-    let mut fact = weight;
-    let mut shift = WMULT_SHIFT;
-    if fact >> 32 != 0 {
-        let fs = fls(fact >> 32);
-        shift -= fs;
-        fact >>= fs;
-    }
-    fact = (fact & 0xffff_ffff) * lw_inv as u64;
-    if fact >> 32 != 0 {
-        let fs = fls(fact >> 32);
-        shift -= fs;
-        fact >>= fs;
-    }
-    ((delta as u128 * fact as u128) >> shift) as u64
-}
-
-/// `calc_delta_fair`: real time to virtual time for `se` (`delta * 1024 / w`).
-#[inline]
-pub fn calc_delta_fair(delta: u64, se: &SchedEntity) -> u64 {
-    if se.weight != NICE_0_LOAD {
-        calc_delta(delta, NICE_0_LOAD, se.inv_weight)
-    } else {
-        delta
     }
 }
 
@@ -169,6 +113,11 @@ pub struct SchedEntity {
     pub sum_exec_runtime: u64,
     /// `sum_exec_runtime` when the entity was last picked.
     pub prev_sum_exec_runtime: u64,
+    /// CFS: `vruntime` holds `vruntime - min_vruntime` of the runqueue it
+    /// left (a migration, or a new task), to be re-based on the next enqueue.
+    pub vruntime_normalized: bool,
+    /// CFS: `min_vruntime` of its runqueue when it last went to sleep.
+    pub sleep_min_vruntime: u64,
 }
 
 impl SchedEntity {
@@ -190,6 +139,8 @@ impl SchedEntity {
             exec_start: 0,
             sum_exec_runtime: 0,
             prev_sum_exec_runtime: 0,
+            vruntime_normalized: false,
+            sleep_min_vruntime: 0,
         }
     }
 
@@ -304,8 +255,20 @@ pub struct CfsRq {
     pub nr_queued: u32,
     /// Runnable tasks (delayed ones excluded).
     pub h_nr_runnable: u32,
-    /// Next buddy: preferred at the next pick while eligible.
+    /// Next buddy: preferred at the next pick while eligible (EEVDF), or
+    /// while within `wakeup_gran` of the leftmost (CFS).
     pub next: Option<TaskId>,
+    /// CFS last buddy: the task a wakeup preempted, preferred at the next
+    /// pick while within `wakeup_gran` of the leftmost (LAST_BUDDY).
+    pub last: Option<TaskId>,
+    /// CFS `min_vruntime`: monotonic floor of the queue's vruntimes, the
+    /// base of placement and of migration normalisation.
+    pub min_vruntime: u64,
+    /// The run's features, latched from the last call that carried them:
+    /// [`Self::update_curr`] has no features argument (the engine's tick
+    /// calls it bare) but must know the discipline. curr can only be set by
+    /// [`Self::set_next_entity`], which latches them.
+    pub features: Features,
 }
 
 impl CfsRq {
@@ -322,15 +285,18 @@ impl CfsRq {
             nr_queued: 0,
             h_nr_runnable: 0,
             next: None,
+            last: None,
+            min_vruntime: super::cfs::INIT_MIN_VRUNTIME,
+            features: Features::mainline(),
         }
     }
 
-    fn entity_key(&self, se: &SchedEntity) -> i64 {
+    pub(super) fn entity_key(&self, se: &SchedEntity) -> i64 {
         se.vruntime.wrapping_sub(self.zero_vruntime) as i64
     }
 
     /// curr, when it is still queued (it may be mid-dequeue).
-    fn curr_on_rq<'a>(&self, ses: &'a [SchedEntity]) -> Option<&'a SchedEntity> {
+    pub(super) fn curr_on_rq<'a>(&self, ses: &'a [SchedEntity]) -> Option<&'a SchedEntity> {
         self.curr.map(|c| &ses[c.idx()]).filter(|se| se.on_rq)
     }
 
@@ -368,7 +334,7 @@ impl CfsRq {
     }
 
     /// `update_zero_vruntime`: move the reference point to V.
-    fn update_zero_vruntime(&mut self, ses: &[SchedEntity]) {
+    pub(super) fn update_zero_vruntime(&mut self, ses: &[SchedEntity]) {
         let v = self.avg_vruntime(ses);
         let delta = v.wrapping_sub(self.zero_vruntime) as i64;
         // v' = v - d for every key: the sum moves by -d * W.
@@ -377,7 +343,7 @@ impl CfsRq {
     }
 
     /// `__enqueue_entity`: into the "tree" and the sums.
-    fn enqueue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
+    pub(super) fn enqueue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
         let se = &ses[id.idx()];
         self.sum_w_vruntime += self.entity_key(se) * se.weight as i64;
         self.sum_weight += se.weight;
@@ -386,7 +352,7 @@ impl CfsRq {
     }
 
     /// `__dequeue_entity`: out of the "tree" and the sums.
-    fn dequeue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
+    pub(super) fn dequeue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
         if let Some(pos) = self.queue.iter().position(|&t| t == id) {
             self.queue.remove(pos); // keeps enqueue order for tie-breaks
             let se = &ses[id.idx()];
@@ -480,7 +446,12 @@ impl CfsRq {
     }
 
     /// `update_curr`: charge curr the task-clock time since `exec_start`.
+    /// Under CFS `resched` is `check_preempt_tick`'s verdict (the engine's
+    /// tick acts on it; other callers ignore it).
     pub fn update_curr(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
+        if !sched_feat!(self.features, EEVDF) {
+            return self.update_curr_cfs(ses, now);
+        }
         let Some(c) = self.curr else {
             return CurrUpdate::default();
         };
@@ -536,7 +507,8 @@ impl CfsRq {
     }
 
     /// `enqueue_entity` (+ the h_nr_runnable count of `enqueue_task_fair`).
-    /// `now` is the task clock, for `update_curr`.
+    /// `now` is the task clock, for `update_curr`. NO_EEVDF: CFS
+    /// (`enqueue_entity_cfs`: min_vruntime re-basing, `place_entity` CFS).
     pub fn enqueue_entity(
         &mut self,
         ses: &mut [SchedEntity],
@@ -545,6 +517,10 @@ impl CfsRq {
         flags: EnqueueFlags,
         f: &Features,
     ) -> CurrUpdate {
+        self.features = *f;
+        if !sched_feat!(f, EEVDF) {
+            return self.enqueue_entity_cfs(ses, id, now, flags, f);
+        }
         let is_curr = self.curr == Some(id);
         // curr is renormalised before update_curr, others after.
         if is_curr {
@@ -574,6 +550,7 @@ impl CfsRq {
     /// picked ([`Pick::Delayed`]) or woken ([`Self::requeue_delayed_entity`]).
     /// Without SLEEP (a migration) the relative deadline is kept
     /// (PLACE_REL_DEADLINE) and vlag carries the lag to the new queue.
+    /// NO_EEVDF: CFS, always completes (`dequeue_entity_cfs`).
     pub fn dequeue_entity(
         &mut self,
         ses: &mut [SchedEntity],
@@ -582,6 +559,10 @@ impl CfsRq {
         flags: DequeueFlags,
         f: &Features,
     ) -> bool {
+        self.features = *f;
+        if !sched_feat!(f, EEVDF) {
+            return self.dequeue_entity_cfs(ses, id, now, flags);
+        }
         let sleep = flags.has(DequeueFlags::SLEEP);
         self.update_curr(ses, now);
         if self.next == Some(id) {
@@ -651,7 +632,11 @@ impl CfsRq {
 
     /// `pick_next_entity`: the next buddy if eligible (PICK_BUDDY), else
     /// `pick_eevdf`. Call [`Self::update_curr`] first when curr ran.
+    /// NO_EEVDF: the leftmost vruntime with CFS buddies (`pick_next_entity_cfs`).
     pub fn pick_next_entity(&self, ses: &[SchedEntity], f: &Features) -> Pick {
+        if !sched_feat!(f, EEVDF) {
+            return self.pick_next_entity_cfs(ses);
+        }
         if self.nr_queued == 0 {
             return Pick::Idle;
         }
@@ -668,8 +653,12 @@ impl CfsRq {
     }
 
     /// `set_next_entity`: make `id` curr (out of the tree), start its
-    /// accounting at task clock `now` and protect its slice.
+    /// accounting at task clock `now` and protect its slice (EEVDF only).
     pub fn set_next_entity(&mut self, ses: &mut [SchedEntity], id: TaskId, now: Ns, f: &Features) {
+        self.features = *f;
+        if !sched_feat!(f, EEVDF) {
+            return self.set_next_entity_cfs(ses, id, now);
+        }
         if self.next == Some(id) {
             self.next = None;
         }
@@ -704,7 +693,8 @@ impl CfsRq {
     /// enqueued, should curr be preempted? True when the woken entity is now
     /// the EEVDF pick (curr's slice protection counts unless PREEMPT_SHORT
     /// lets a shorter slice through), or when updating curr used up its
-    /// slice. `fork` is WF_FORK (no next buddy for new tasks).
+    /// slice. `fork` is WF_FORK (no next buddy for new tasks). NO_EEVDF:
+    /// CFS `check_preempt_wakeup` (vruntime gap against `wakeup_gran`).
     pub fn wakeup_preempt_fair(
         &mut self,
         ses: &mut [SchedEntity],
@@ -713,6 +703,10 @@ impl CfsRq {
         fork: bool,
         f: &Features,
     ) -> bool {
+        self.features = *f;
+        if !sched_feat!(f, EEVDF) {
+            return self.check_preempt_wakeup(ses, woken, now, fork, f);
+        }
         let Some(c) = self.curr else { return true };
         if c == woken {
             return false;

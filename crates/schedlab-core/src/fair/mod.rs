@@ -1,5 +1,5 @@
-//! The fair class (kernel/sched/fair.c), split by area: the EEVDF runqueue
-//! (`eevdf`), wakeup placement (`wakeup`), the fork/exec slow path
+//! The fair class (kernel/sched/fair.c), split by area: the runqueue
+//! (`eevdf`, its CFS discipline `cfs`, load weights `weight`), wakeup placement (`wakeup`), the fork/exec slow path
 //! (`slowpath`), capacity and utilisation (`capacity`), load balancing
 //! (`lb_stats`, `busiest`, `balance`, `periodic`, `newidle`, `nohz`).
 
@@ -7,6 +7,7 @@ pub mod balance;
 pub mod busiest;
 pub mod capacity;
 pub mod cas;
+pub mod cfs;
 pub mod class;
 pub mod eas;
 pub mod eevdf;
@@ -18,11 +19,14 @@ pub mod periodic;
 pub mod slowpath;
 pub mod wakeup;
 pub mod wakeup_seeds;
+pub mod weight;
 
 #[cfg(test)]
 mod balance_tests;
 #[cfg(test)]
 mod cas_tests;
+#[cfg(test)]
+mod cfs_tests;
 #[cfg(test)]
 mod eas_tests;
 #[cfg(test)]

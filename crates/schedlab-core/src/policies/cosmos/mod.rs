@@ -294,7 +294,7 @@ impl Sim {
         let (now, nice, single) = (self.now, self.tasks[p.idx()].nice, self.tasks[p.idx()].nr_cpus_allowed == 1);
         let Sim { peer, machine, .. } = self;
         let super::PeerState::Cosmos(st) = peer else { return };
-        if flags.has(EnqueueFlags::MIGRATED) {
+        if flags.has(EnqueueFlags::MIGRATED) && !flags.has(EnqueueFlags::WAKEUP) {
             return; // pulled by a dispatch: the caller runs it
         }
         let t = &mut st.tasks[p.idx()];
