@@ -64,11 +64,13 @@
 //! `RT_MAX_TRIES` retry loop of `find_lock_lowest_rq` runs once, as nothing
 //! can change between the search and the move in a sequential simulation).
 
+mod bandwidth;
 mod cpupri;
 mod prio;
 mod prio_array;
 mod rt_rq;
 
+pub use bandwidth::{hrtimer_forward, PeriodTimerOutcome, RtBandwidth, RtThrottle, RUNTIME_INF};
 pub use cpupri::{
     convert_prio, CpuPri, RtRootDomain, CPUPRI_HIGHER, CPUPRI_INVALID, CPUPRI_NORMAL, CPUPRI_NR_PRIORITIES,
 };
