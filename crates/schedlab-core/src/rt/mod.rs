@@ -66,6 +66,7 @@
 
 mod bandwidth;
 mod cpupri;
+mod lowest;
 mod prio;
 mod prio_array;
 mod rt_rq;
@@ -73,6 +74,9 @@ mod rt_rq;
 pub use bandwidth::{hrtimer_forward, PeriodTimerOutcome, RtBandwidth, RtThrottle, RUNTIME_INF};
 pub use cpupri::{
     convert_prio, CpuPri, RtRootDomain, CPUPRI_HIGHER, CPUPRI_INVALID, CPUPRI_NORMAL, CPUPRI_NR_PRIORITIES,
+};
+pub use lowest::{
+    cpumask_any_and_distribute, find_lock_lowest_rq, find_lowest_rq, lowest_mask_for_task, AnyDistribute,
 };
 pub use prio::{
     prio_to_rt_priority, rt_prio, rt_priority_to_prio, RtParams, RtPolicy, DEFAULT_PRIO, MAX_PRIO, MAX_RT_PRIO,
