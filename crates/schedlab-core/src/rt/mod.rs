@@ -66,6 +66,7 @@
 
 mod bandwidth;
 mod cpupri;
+mod decide;
 mod lowest;
 mod prio;
 mod prio_array;
@@ -74,6 +75,10 @@ mod rt_rq;
 pub use bandwidth::{hrtimer_forward, PeriodTimerOutcome, RtBandwidth, RtThrottle, RUNTIME_INF};
 pub use cpupri::{
     convert_prio, CpuPri, RtRootDomain, CPUPRI_HIGHER, CPUPRI_INVALID, CPUPRI_NORMAL, CPUPRI_NR_PRIORITIES,
+};
+pub use decide::{
+    need_pull_rt_task, pull_rt_task, push_rt_task, select_task_rq_rt, task_woken_rt, wakeup_preempt_rt, Pull,
+    PullOutcome, PushDecision, RtCurr, RtEnv, WakeupPreempt,
 };
 pub use lowest::{
     cpumask_any_and_distribute, find_lock_lowest_rq, find_lowest_rq, lowest_mask_for_task, AnyDistribute,
@@ -84,3 +89,6 @@ pub use prio::{
 };
 pub use prio_array::PrioArray;
 pub use rt_rq::{RtRq, RtRqChange, TaskAffinity};
+
+#[cfg(test)]
+mod decide_tests;
