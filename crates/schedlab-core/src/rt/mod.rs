@@ -38,6 +38,10 @@
 //! - `decide.rs`: `select_task_rq_rt`, `push_rt_task`, `pull_rt_task`,
 //!   `need_pull_rt_task`, `task_woken_rt`, `wakeup_preempt_rt`
 //!   (with `check_preempt_equal_prio`).
+//! - `hooks.rs`: `prio_changed_rt`, `switched_from_rt`, `switched_to_rt`
+//!   (which queue a push or a pull).
+//! - `push_ipi.rs`: the RT_PUSH_IPI chain (`tell_cpu_to_push`,
+//!   `rto_next_cpu`).
 //!
 //! # Kernel read
 //!
@@ -67,9 +71,11 @@
 mod bandwidth;
 mod cpupri;
 mod decide;
+mod hooks;
 mod lowest;
 mod prio;
 mod prio_array;
+mod push_ipi;
 mod rt_rq;
 
 pub use bandwidth::{hrtimer_forward, PeriodTimerOutcome, RtBandwidth, RtThrottle, RUNTIME_INF};
@@ -80,6 +86,7 @@ pub use decide::{
     need_pull_rt_task, pull_rt_task, push_rt_task, select_task_rq_rt, task_woken_rt, wakeup_preempt_rt, Pull,
     PullOutcome, PushDecision, RtCurr, RtEnv, WakeupPreempt,
 };
+pub use hooks::{prio_changed_rt, switched_from_rt, switched_to_rt, HookAction};
 pub use lowest::{
     cpumask_any_and_distribute, find_lock_lowest_rq, find_lowest_rq, lowest_mask_for_task, AnyDistribute,
 };
@@ -88,6 +95,7 @@ pub use prio::{
     RT_MAX_TRIES,
 };
 pub use prio_array::PrioArray;
+pub use push_ipi::RtoPushState;
 pub use rt_rq::{RtRq, RtRqChange, TaskAffinity};
 
 #[cfg(test)]
