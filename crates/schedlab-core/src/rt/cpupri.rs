@@ -336,4 +336,31 @@ mod tests {
         assert_eq!(rd.rt_overloaded(), 0);
         assert!(rd.rto_mask.is_empty());
     }
+    /// The slow reference for `cpupri_find`: scan every allowed CPU for the
+    /// lowest valid level below the task's, then collect the CPUs at it.
+    fn find_reference(levels: &[i32], task_prio: i32, allowed: &CpuMask) -> Option<CpuMask> {
+        let task_pri = convert_prio(task_prio);
+        let lowest = allowed.iter().map(|c| levels[c.idx()]).filter(|&l| l >= 0 && l < task_pri).min()?;
+        Some(CpuMask::from_cpus(allowed.iter().filter(|c| levels[c.idx()] == lowest)))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn find_matches_slow_reference(
+            prios in proptest::collection::vec(-1i32..=100, 1..24),
+            task_prio in 0i32..=98,
+            allowed_bits in proptest::num::u32::ANY,
+        ) {
+            let n = prios.len();
+            let mut cp = CpuPri::new(n);
+            for (c, &p) in prios.iter().enumerate() {
+                cp.cpupri_set(CpuId(c as u32), p);
+            }
+            let levels: Vec<i32> = (0..n).map(|c| cp.cpu_level(CpuId(c as u32))).collect();
+            let allowed = CpuMask::from_cpus((0..n).filter(|c| allowed_bits & (1 << c) != 0).map(|c| CpuId(c as u32)));
+            proptest::prop_assert_eq!(cp.cpupri_find(task_prio, &allowed), find_reference(&levels, task_prio, &allowed));
+            let total: u32 = (0..CPUPRI_NR_PRIORITIES as i32).map(|l| cp.level_count(l)).sum();
+            proptest::prop_assert_eq!(total as usize, prios.iter().filter(|&&p| p != CPUPRI_INVALID).count());
+        }
+    }
 }

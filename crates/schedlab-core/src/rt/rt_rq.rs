@@ -509,4 +509,45 @@ mod tests {
         let b = RtRqChange { cpupri: None, overload: Some(false) };
         assert_eq!(a.then(b), RtRqChange { cpupri: Some(3), overload: Some(false) });
     }
+    proptest::proptest! {
+        /// Random enqueue/dequeue/requeue sequences against a plain list
+        /// model: pick order, highest_prio.curr and the counts agree.
+        #[test]
+        fn matches_list_model(ops in proptest::collection::vec((0u32..6, 0i32..4, 0u8..4), 1..80)) {
+            let mut r = rq();
+            // Model: (task, prio) in queue order; pick = min prio, first in order.
+            let mut model: Vec<(TaskId, i32)> = Vec::new();
+            for (t, level, op) in ops {
+                let p = TaskId(t);
+                let prio = 10 * level;
+                let queued = model.iter().position(|&(q, _)| q == p);
+                match (op, queued) {
+                    (0 | 1, None) => {
+                        let _ = r.enqueue_rt_entity(p, prio, FIFO, op == 1);
+                        if op == 1 {
+                            let at = model.iter().position(|&(_, qp)| qp == prio).unwrap_or(model.len());
+                            model.insert(at, (p, prio));
+                        } else {
+                            model.push((p, prio));
+                        }
+                    }
+                    (2, Some(i)) => {
+                        let (_, qp) = model.remove(i);
+                        let _ = r.dequeue_rt_entity(p, qp, FIFO);
+                    }
+                    (3, Some(i)) => {
+                        let e = model.remove(i);
+                        model.push(e);
+                        proptest::prop_assert!(r.requeue_task_rt(p, e.1, false));
+                    }
+                    _ => {}
+                }
+                let best = model.iter().map(|&(_, qp)| qp).min();
+                let expect = best.map(|b| *model.iter().find(|&&(_, qp)| qp == b).unwrap());
+                proptest::prop_assert_eq!(r.pick_next_rt_entity(), expect);
+                proptest::prop_assert_eq!(r.highest_prio_curr(), best.unwrap_or(MAX_RT_PRIO - 1));
+                proptest::prop_assert_eq!(r.rt_nr_running() as usize, model.len());
+            }
+        }
+    }
 }
