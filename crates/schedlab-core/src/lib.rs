@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod pelt;
 pub mod policies;
 pub mod policy;
+pub mod rt;
 pub mod sim;
 #[doc(hidden)]
 pub mod testkit;
