@@ -88,6 +88,13 @@ sched_features! {
     WA_WEIGHT = true;
     /// wake_affine: bias the load comparison towards prev by half the imbalance (WA_BIAS).
     WA_BIAS = true;
+    // ---- RT class ----
+    /// Pull RT work by asking overloaded CPUs to push it (an IPI chain) instead of taking their runqueues (RT_PUSH_IPI).
+    RT_PUSH_IPI = true;
+    /// Root RT throttling: RT tasks get at most sched_rt_runtime_us per sched_rt_period_us of a CPU (kernels before v6.12).
+    rt_bandwidth = false;
+    /// Fair deadline server (v6.12+): fair tasks starved by RT still get 5% of a CPU.
+    fair_server = true;
     // ---- Load balancing ----
     /// Treat a recently run task as cache hot unless it is the buddy (CACHE_HOT_BUDDY).
     CACHE_HOT_BUDDY = true;

@@ -85,7 +85,8 @@ fn v6_12() -> (ClassKind, Features, Confine) {
 
 /// v5.9: the CFS runqueue (NO_EEVDF: leftmost vruntime, sched_latency
 /// slices, buddies, GENTLE_FAIR_SLEEPERS / START_DEBIT placement), SIS_PROP
-/// instead of SIS_UTIL (v5.20), and `wake_affine_idle` without the idle-prev
+/// instead of SIS_UTIL (v5.20), RT throttling instead of the fair deadline
+/// server (v6.12), and `wake_affine_idle` without the idle-prev
 /// check (v5.10, seed idea 1). The EEVDF-only features (PLACE_LAG,
 /// RUN_TO_PARITY, ...) are inert under CFS; DELAY_DEQUEUE and PREEMPT_SHORT
 /// are off so that `v5.9+EEVDF` is EEVDF as first merged (v6.6) with v5.9
@@ -98,6 +99,9 @@ fn v5_9() -> (ClassKind, Features, Confine) {
     f.set(Feat::wa_idle_prev, false);
     f.set(Feat::DELAY_DEQUEUE, false);
     f.set(Feat::PREEMPT_SHORT, false);
+    // Before v6.12 RT time was limited by root throttling, not the fair server.
+    f.set(Feat::rt_bandwidth, true);
+    f.set(Feat::fair_server, false);
     (c, f, k)
 }
 

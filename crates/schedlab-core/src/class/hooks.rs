@@ -179,8 +179,8 @@ impl Sim {
             self.class_put_prev_task(cpu, pp);
         }
         // balance_rt: a CPU whose RT priority dropped pulls waiting RT tasks.
-        if prev_class == Some(SchedClass::Rt) {
-            self.balance_rt(cpu);
+        if let (Some(pp), Some(SchedClass::Rt)) = (prev, prev_class) {
+            self.balance_rt(cpu, pp);
         }
         if self.rt_runnable(cpu) {
             if let (Some(pp), Some(pc)) = (prev, prev_class) {
@@ -190,7 +190,7 @@ impl Sim {
             }
             let next = self.pick_task_rt(cpu);
             if let Some(n) = next {
-                self.set_next_task_rt(cpu, n);
+                self.set_next_task_rt(cpu, n, prev_class != Some(SchedClass::Rt));
                 return Some(n);
             }
         }
@@ -220,7 +220,7 @@ impl Sim {
     pub(crate) fn pick_next_task_after_stop(&mut self, cpu: CpuId) -> Option<TaskId> {
         if self.rt_runnable(cpu) {
             if let Some(n) = self.pick_task_rt(cpu) {
-                self.set_next_task_rt(cpu, n);
+                self.set_next_task_rt(cpu, n, true);
                 return Some(n);
             }
         }

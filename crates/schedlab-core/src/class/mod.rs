@@ -25,7 +25,6 @@
 //! Every hook and its one caller are listed in `README.md` beside this file.
 
 pub mod hooks;
-mod rt_stub;
 
 use crate::policy::ClassKind;
 use crate::workload::SchedPolicy;

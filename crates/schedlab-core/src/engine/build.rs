@@ -75,13 +75,6 @@ impl Sim {
                     format!("a CPU below {nr}, got {prev}"),
                 ));
             }
-            if ts.policy.is_rt() {
-                return Err(crate::SchedlabError::spec(
-                    &workload.name,
-                    format!("tasks[{i}].policy"),
-                    "SCHED_OTHER, SCHED_BATCH or SCHED_IDLE: the RT class is not wired into the engine yet",
-                ));
-            }
             allowed_masks.push(allowed);
             tasks.push(Task {
                 id: TaskId(i as u32),
@@ -99,6 +92,7 @@ impl Sim {
                 nice: ts.nice,
                 policy: ts.policy,
                 rt_priority: ts.rt_priority,
+                prio: crate::rt::class::task_prio(ts.policy, ts.rt_priority, ts.nice),
                 class: crate::class::SchedClass::of(ts.policy, crate::class::SchedClass::normal(&cfg.class)),
                 on_rq: false,
                 noise: ts.noise,
@@ -145,6 +139,7 @@ impl Sim {
             eas: crate::fair::eas::EasState::new(&machine, &domains),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
+            rt: crate::rt::class::RtState::new(nr, tasks.len(), machine.hz, crate::rt::RtParams::default()),
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,

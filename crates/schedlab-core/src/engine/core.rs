@@ -379,6 +379,7 @@ impl Sim {
             self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
         }
         self.rqs[cpu.idx()].curr = next;
+        self.rt_note_curr(cpu, next);
         self.rqs[cpu.idx()].seg_active = false;
         self.rqs[cpu.idx()].run_gen += 1;
         match next {

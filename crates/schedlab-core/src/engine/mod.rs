@@ -78,6 +78,8 @@ pub enum Ev {
     },
     /// A reschedule IPI reaches `cpu`.
     Resched(CpuId),
+    /// The RT bandwidth period timer (`sched_rt_period_timer`).
+    RtPeriodTimer,
     /// An interrupt of IRQ stream `stream` (`Sim::irq_streams`).
     Irq {
         /// Stream index.
@@ -179,6 +181,8 @@ pub struct Sim {
     pub eas: crate::fair::eas::EasState,
     /// Runtime state of a peer class (`policies`), `None` under the fair class.
     pub peer: crate::policies::PeerState,
+    /// The RT class's state (`rt::class`).
+    pub rt: crate::rt::class::RtState,
     /// Interrupt sources of the workload.
     pub irq_specs: Vec<crate::workload::IrqSpec>,
     /// One stream per (source, CPU).
@@ -277,6 +281,10 @@ impl Sim {
             Ev::Resched(cpu) => {
                 self.stats.handled += 1;
                 self.scheduler_ipi(cpu)
+            }
+            Ev::RtPeriodTimer => {
+                self.stats.handled += 1;
+                self.sched_rt_period_timer()
             }
             Ev::Irq { stream } => {
                 self.stats.handled += 1;

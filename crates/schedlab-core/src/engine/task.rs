@@ -55,6 +55,9 @@ pub struct Task {
     pub policy: crate::workload::SchedPolicy,
     /// `p->rt_priority` (1..=99 for RT policies, 0 otherwise).
     pub rt_priority: u32,
+    /// `p->prio`: 0..=98 for RT tasks (99 - rt_priority), 100..=139 for
+    /// the others (120 + nice).
+    pub prio: i32,
     /// `p->sched_class`.
     pub class: crate::class::SchedClass,
     /// `p->on_rq`: queued on a runqueue of its class (running included;

@@ -164,6 +164,8 @@ impl EnqueueFlags {
     pub const RESTORE: Self = Self(0x02);
     /// The task moved to this CPU.
     pub const MIGRATED: Self = Self(0x40);
+    /// `ENQUEUE_HEAD`: queue at the head of the task's level (RT).
+    pub const HEAD: Self = Self(0x10);
     /// A new task (fork): PLACE_DEADLINE_INITIAL applies.
     pub const INITIAL: Self = Self(0x80);
     /// Requeue of a delayed task (its wakeup).

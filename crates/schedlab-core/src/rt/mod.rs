@@ -69,6 +69,7 @@
 //! can change between the search and the move in a sequential simulation).
 
 mod bandwidth;
+pub mod class;
 mod cpupri;
 mod decide;
 mod hooks;
