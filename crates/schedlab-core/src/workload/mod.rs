@@ -5,10 +5,14 @@
 //! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
 //! Each family (see README.md in this directory) is a file of task programs.
 
+pub mod compose;
 pub mod dist;
 pub mod hackbench;
+pub mod irq;
+pub mod noise;
 pub mod program;
 pub mod schbench;
+pub(crate) mod sched_keys;
 pub mod sieve;
 pub mod spec;
 #[cfg(test)]
@@ -18,6 +22,7 @@ pub mod workqueue;
 use crate::cpumask::CpuMask;
 use crate::ids::Ns;
 use crate::sim::Rng;
+pub use compose::{build_workloads, compose, Composed, IdOffset, WorkloadPart};
 pub use dist::Dist;
 pub use program::{Action, BarrierId, ChanId, MarkKind, ProgCtx};
 pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
@@ -41,6 +46,8 @@ pub enum Program {
     WorkqueueWorker(workqueue::Worker),
     /// A sieve thread.
     Sieve(sieve::Sieve),
+    /// A periodic noise task (rt-periodic, kworkers).
+    Periodic(noise::Periodic),
 }
 
 impl Program {
@@ -56,6 +63,7 @@ impl Program {
             Program::WorkqueueManager(p) => p.step(ctx, rng),
             Program::WorkqueueWorker(p) => p.step(ctx, rng),
             Program::Sieve(p) => p.step(ctx, rng),
+            Program::Periodic(p) => p.step(ctx, rng),
         }
     }
 }

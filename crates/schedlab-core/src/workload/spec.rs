@@ -6,7 +6,9 @@
 //! normalised name and `schedlab workload list` all come from that table, so
 //! a parameter cannot be documented one way and parsed another.
 
-use super::{hackbench, schbench, sieve, workqueue, Workload};
+use super::dist::{format_dist, parse_dist};
+use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
+use super::{hackbench, irq, noise, schbench, sieve, workqueue, Dist, Workload};
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
 use crate::ids::Ns;
@@ -67,6 +69,14 @@ pub(crate) enum Kind {
     },
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// A duration distribution (`2us`, `exp:25us`, `uniform:1us-3us`; see
+    /// [`super::dist::parse_dist`]) whose values lie in `[0, max_ns]`.
+    Dist {
+        /// Nanoseconds per unit of a bare number.
+        default_unit_ns: Ns,
+        /// Largest accepted value (the mean for `exp`), ns.
+        max_ns: Ns,
+    },
 }
 
 /// A parameter declaration of a family.
@@ -96,14 +106,53 @@ struct Family {
     summary: &'static str,
     params: &'static [ParamDef],
     build: fn(&mut Params) -> Result<Workload>,
+    /// What `policy`/`priority`/`nice` default to (or whether they are accepted).
+    policy: PolicyDefault,
 }
 
-const FAMILIES: [Family; 4] = [
-    Family { name: "hackbench", summary: hackbench::SUMMARY, params: hackbench::PARAMS, build: hackbench::build },
-    Family { name: "schbench", summary: schbench::SUMMARY, params: schbench::PARAMS, build: schbench::build },
-    Family { name: "workqueue", summary: workqueue::SUMMARY, params: workqueue::PARAMS, build: workqueue::build },
-    Family { name: "sieve", summary: sieve::SUMMARY, params: sieve::PARAMS, build: sieve::build },
+const FAIR: PolicyDefault = PolicyDefault::Fair;
+
+#[rustfmt::skip]
+const FAMILIES: [Family; 7] = [
+    Family { name: "hackbench", summary: hackbench::SUMMARY, params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
+    Family { name: "schbench", summary: schbench::SUMMARY, params: schbench::PARAMS, build: schbench::build, policy: FAIR },
+    Family { name: "workqueue", summary: workqueue::SUMMARY, params: workqueue::PARAMS, build: workqueue::build, policy: FAIR },
+    Family { name: "sieve", summary: sieve::SUMMARY, params: sieve::PARAMS, build: sieve::build, policy: FAIR },
+    Family { name: "rt-periodic", summary: noise::RT_SUMMARY, params: noise::RT_PARAMS, build: noise::build_rt_periodic,
+             policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },
+    Family { name: "kworkers", summary: noise::KW_SUMMARY, params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR },
+    Family { name: "irq", summary: irq::SUMMARY, params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks },
 ];
+
+/// The `cpus`/`preferred` and policy keys every family takes, as documented
+/// for `f` (its own defaults; none for a family without tasks).
+fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
+    let mut v = vec![
+        ParamDoc {
+            name: "cpus".into(),
+            unit: "cpu list".into(),
+            default: "all".into(),
+            doc: "CPUs every task may run on (taskset -c), the kernel's list format with ';' between ranges \
+                  (0-3;8). Noise families read it as the CPUs they act on (see their own doc)."
+                .into(),
+        },
+        ParamDoc {
+            name: "preferred".into(),
+            unit: "cpu list".into(),
+            default: "none".into(),
+            doc: "soft affinity (cpus_preferred) of every task; read only with the soft_affinity feature.".into(),
+        },
+    ];
+    let defaults = match f.policy {
+        PolicyDefault::NoTasks => return v,
+        PolicyDefault::Fair => ["other".to_string(), "none".into(), "0".into()],
+        PolicyDefault::Rt { priority } => ["fifo".to_string(), priority.to_string(), "none".into()],
+    };
+    for ((name, unit, doc), default) in SCHED_KEY_DOCS.iter().zip(defaults) {
+        v.push(ParamDoc { name: name.to_string(), unit: unit.to_string(), default, doc: doc.to_string() });
+    }
+    v
+}
 
 /// Every workload family with its parameters, for `schedlab workload list`.
 pub fn workload_families() -> Vec<FamilyDoc> {
@@ -121,6 +170,7 @@ pub fn workload_families() -> Vec<FamilyDoc> {
                     default: p.default.to_string(),
                     doc: p.doc.to_string(),
                 })
+                .chain(common_param_docs(f))
                 .collect(),
         })
         .collect()
@@ -164,7 +214,9 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
     };
     let (cpus, pairs) = take_cpus(pairs, "cpus", origin, machine)?;
     let (preferred, pairs) = take_cpus(pairs, "preferred", origin, machine)?;
+    let (sched, pairs) = take_sched_keys(pairs, origin, fam.name, fam.policy)?;
     let mut params = Params::new(origin, fam.name, fam.params, machine, pairs)?;
+    params.cpus = cpus;
     let mut w = (fam.build)(&mut params)?;
     w.name = params.normalised();
     if let Some(mask) = cpus {
@@ -182,6 +234,7 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
         }
         w.name.push_str(&format!(",preferred={}", mask.to_list_string().replace(',', ";")));
     }
+    sched.apply(&mut w);
     Ok(w)
 }
 
@@ -297,6 +350,9 @@ pub(crate) struct Params<'a> {
     resolved: Vec<Option<String>>,
     /// The machine `%` and machine-derived defaults resolve against.
     pub machine: &'a Machine,
+    /// The `cpus` key, when given (applied as every task's affinity after the
+    /// build; noise families also read it as the CPUs they act on).
+    pub cpus: Option<CpuMask>,
 }
 
 impl<'a> Params<'a> {
@@ -309,6 +365,11 @@ impl<'a> Params<'a> {
     ) -> Result<Self> {
         let mut given = vec![None; defs.len()];
         for (k, v) in pairs {
+            // `key=auto` for an `auto` parameter (as a normalised name shows
+            // one left to be derived) is the same as not giving it.
+            if v == AUTO && defs.iter().any(|d| d.name == k && d.default == AUTO) {
+                continue;
+            }
             let Some(i) = defs.iter().position(|d| d.name == k) else {
                 let valid: Vec<&str> = defs.iter().map(|d| d.name).collect();
                 return Err(SchedlabError::spec(
@@ -326,7 +387,7 @@ impl<'a> Params<'a> {
             }
             given[i] = Some(v);
         }
-        Ok(Params { origin, family, defs, given, resolved: vec![None; defs.len()], machine })
+        Ok(Params { origin, family, defs, given, resolved: vec![None; defs.len()], machine, cpus: None })
     }
 
     fn index(&self, name: &str) -> usize {
@@ -463,6 +524,39 @@ impl<'a> Params<'a> {
         })
     }
 
+    /// A duration distribution (see [`Kind::Dist`]); `auto` resolves to `derived`.
+    pub fn dist_or(&mut self, name: &str, derived: Option<Dist>) -> Result<Dist> {
+        if let (true, Some(d)) = (self.is_auto(name), derived) {
+            self.set_resolved(name, format_dist(&d));
+        }
+        self.value(name, derived, |p, i, t| {
+            let Kind::Dist { default_unit_ns, max_ns } = p.defs[i].kind else { panic!("{name} is not a dist") };
+            let expected = || {
+                format!(
+                    "a duration up to {} such as 2us, exp:25us (exponential, that mean) or uniform:1us-3us \
+                     (a bare number is in {})",
+                    format_duration(max_ns),
+                    p.defs[i].unit
+                )
+            };
+            let d = parse_dist(t, default_unit_ns).ok_or_else(|| p.error(i, expected(), t))?;
+            let top = match d {
+                Dist::Fixed(v) => v,
+                Dist::Exp { mean } => mean,
+                Dist::Uniform { hi, .. } => hi,
+            };
+            if top > max_ns {
+                return Err(p.error(i, expected(), t));
+            }
+            Ok((d, format_dist(&d)))
+        })
+    }
+
+    /// Whether the user gave `name` (rather than leaving its default).
+    pub fn is_given(&self, name: &str) -> bool {
+        self.given[self.index(name)].is_some()
+    }
+
     /// An error about parameter `name` (for checks spanning several parameters).
     pub fn invalid(&self, name: &str, expected: &str) -> SchedlabError {
         let i = self.index(name);
@@ -588,7 +682,7 @@ mod tests {
         match build("hackbenc:groups=1", 8) {
             Err(SchedlabError::UnknownName { kind, name, valid }) => {
                 assert_eq!((kind.as_str(), name.as_str()), ("workload", "hackbenc"));
-                assert_eq!(valid, "hackbench, schbench, workqueue, sieve");
+                assert_eq!(valid, "hackbench, schbench, workqueue, sieve, rt-periodic, kworkers, irq");
             }
             other => panic!("{other:?}"),
         }
@@ -639,7 +733,7 @@ mod tests {
     #[test]
     fn families_are_documented() {
         let fams = workload_families();
-        assert_eq!(fams.len(), 4);
+        assert_eq!(fams.len(), 7);
         for f in &fams {
             assert!(!f.summary.is_empty());
             for p in &f.params {
