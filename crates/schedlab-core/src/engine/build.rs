@@ -110,7 +110,7 @@ impl Sim {
         }
         let base_slice = base_slice_ns(nr);
         let ses = (0..tasks.len()).map(|i| SchedEntity::new(tasks[i].nice, base_slice)).collect();
-        let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload.warmup_ns, workload.primary);
+        let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload);
         let mut queue = EventQueue::new();
         let mut workload_start = Vec::with_capacity(tasks.len());
         for (i, ts) in workload.tasks.iter().enumerate() {
@@ -135,7 +135,8 @@ impl Sim {
             class: cfg.class,
             rqs,
             llc,
-            alive: tasks.len() as u32,
+            // Noise (kworkers, RT daemons) never ends by itself: it does not keep the run alive.
+            alive: workload.tasks.iter().filter(|t| !t.noise).count() as u32,
             tasks,
             ses,
             chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),

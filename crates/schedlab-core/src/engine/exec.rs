@@ -211,7 +211,9 @@ impl Sim {
             }
             Action::Exit => {
                 self.block_task(cpu, p, true);
-                self.alive -= 1;
+                if !self.collector.context().is_noise(p.idx()) {
+                    self.alive -= 1;
+                }
                 self.emit(Event::Exit { task: p });
                 Ok(Some(Stepped::Reschedule))
             }

@@ -79,6 +79,8 @@ pub const METRICS: &[MetricDef] = &[
     m("wasted_idle_pct", "pct", Lower,
       "CPU time during which a CPU is idle while a task allowed on it waits on another CPU's runqueue, over total CPU time (the 'wasted cores' invariant)."),
     m("cpu_util_pct", "pct", Neither, "Busy CPU time over total CPU time (100 - idle_pct)."),
+    m("rt_pct", "pct", Lower,
+      "CPU time spent running RT tasks (SCHED_FIFO/SCHED_RR: rt-periodic noise, or a workload given policy=fifo|rr), over total CPU time, from sched_switch. Lower leaves more to fair tasks. Absent for real traces, whose task policies are unknown."),
 ];
 
 /// Look a metric up by name.

@@ -504,6 +504,7 @@ mod tests {
                 machine: crate::api::MachineSource { text: M4.into(), format: "toml".into(), origin: "inline".into() },
                 workload: format!("schbench:threads={threads},sleep=0,operations=0,runtime=20ms"),
                 workload_format: "spec".into(),
+                extra_workloads: Vec::new(),
                 policy: "eevdf".into(),
                 seed: 1,
                 options: crate::api::RunOptions { trace: false, check_invariants: true, max_time_ns: 0 },
