@@ -135,3 +135,23 @@ fn cpus_key_sets_affinity_and_rejects_cpus_outside_the_machine() {
     assert!(e.contains("workload.cpus") && e.contains("CPU 8"), "{e}");
     assert!(build("sieve:threads=2,cpus=x", 8).is_err());
 }
+
+#[test]
+fn policy_keys_apply_to_every_task_and_round_trip() {
+    use crate::workload::SchedPolicy;
+    let w = build("hackbench:groups=1,fds=2,policy=batch,nice=5", 8).unwrap();
+    assert!(w.tasks.iter().all(|t| t.policy == SchedPolicy::Batch && t.nice == 5 && t.rt_priority == 0));
+    assert!(w.name.ends_with(",policy=batch,nice=5"), "{}", w.name);
+    assert_eq!(build(&w.name, 8).unwrap().name, w.name);
+    let w = build("sieve:threads=2,cpus=0-1,policy=rr,priority=7", 8).unwrap();
+    assert!(w.tasks.iter().all(|t| t.policy == SchedPolicy::Rr && t.rt_priority == 7));
+    assert!(w.name.ends_with(",cpus=0-1,policy=rr,priority=7"), "{}", w.name);
+    // Without policy keys the name is as before.
+    assert!(!build("sieve:threads=2", 8).unwrap().name.contains("policy"));
+    let t = "family = \"sieve\"\nthreads = 1\npolicy = \"fifo\"\npriority = 10\n";
+    let w = build_workload(t, "toml", "s.toml", &test_machine(4)).unwrap();
+    assert_eq!(w.tasks[0].rt_priority, 10);
+    let (file, key, exp) = spec_err("workqueue:threads=2,policy=fifo,priority=x");
+    assert_eq!((file.as_str(), key.as_str()), ("cli", "workload.priority"));
+    assert!(exp.contains("1 to 99"), "{exp}");
+}
