@@ -127,11 +127,13 @@ const FAMILIES: [Family; 7] = [
 /// The `cpus`/`preferred` and policy keys every family takes, as documented
 /// for `f` (its own defaults; none for a family without tasks).
 fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
+    // The one family without tasks (irq) fires on CPU 0 unless told otherwise.
+    let cpus_default = if f.policy == PolicyDefault::NoTasks { "0" } else { "all" };
     let mut v = vec![
         ParamDoc {
             name: "cpus".into(),
             unit: "cpu list".into(),
-            default: "all".into(),
+            default: cpus_default.into(),
             doc: "CPUs every task may run on (taskset -c), the kernel's list format with ';' between ranges \
                   (0-3;8). Noise families read it as the CPUs they act on (see their own doc)."
                 .into(),
@@ -149,6 +151,11 @@ fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
         PolicyDefault::Rt { priority } => ["fifo".to_string(), priority.to_string(), "none".into()],
     };
     for ((name, unit, doc), default) in SCHED_KEY_DOCS.iter().zip(defaults) {
+        // An RT family takes only the RT policies.
+        let unit = match (f.policy, *name) {
+            (PolicyDefault::Rt { .. }, "policy") => "fifo|rr",
+            _ => unit,
+        };
         v.push(ParamDoc { name: name.to_string(), unit: unit.to_string(), default, doc: doc.to_string() });
     }
     v
