@@ -9,6 +9,9 @@ Describe a machine and a workload, pick a policy, and get metrics::
     df = schedlab.compare("laptop-4c8t", "hackbench:groups=2", ["eevdf", "eevdf-WA_IDLE"], runs=5)
     schedlab.summarize(df)
 
+A list of workloads runs them together on one machine, e.g. a benchmark with
+noise: ``workload=["hackbench:groups=1", "rt-periodic:count=4,cpus=4-7"]``.
+
 Every error is a `SchedlabError`: `SpecError` (malformed input),
 `UnknownNameError` (a name that does not exist) or `SimulationError` (a run
 that failed).

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from ._native import UnknownNameError
-from ._resolve import MachineArg, Source, WorkloadArg, resolve_machine, resolve_workload
+from ._resolve import MachineArg, Source, WorkloadsArg, resolve_machine, resolve_workloads
 from ._result import RunResult, run_sources
 
 if TYPE_CHECKING:
@@ -31,7 +31,9 @@ ID_COLUMNS = ("policy", "run", "seed", "machine", "workload", "events_processed"
 Progress = Callable[[int, int], None]
 
 
-def _run_one(machine: Source, workload: Source, policy: str, seed: int, check: bool) -> RunResult:
+def _run_one(
+    machine: Source, workload: Source | Sequence[Source], policy: str, seed: int, check: bool
+) -> RunResult:
     """One run in a worker process (module level so that it pickles)."""
     return run_sources(machine, workload, policy, seed, check_invariants=check)
 
@@ -45,7 +47,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
 
 def run_matrix(
     machine: Source,
-    workload: Source,
+    workload: Source | Sequence[Source],
     policies: Sequence[str],
     seeds: Sequence[int],
     *,
@@ -116,7 +118,7 @@ def results_frame(results: list[list[RunResult]]) -> pd.DataFrame:
 
 def compare(
     machine: MachineArg,
-    workload: WorkloadArg,
+    workload: WorkloadsArg,
     policies: Sequence[str],
     runs: int = 5,
     seed: int = 0,
@@ -136,7 +138,7 @@ def compare(
     seeds = [seed + i for i in range(runs)]
     results = run_matrix(
         resolve_machine(machine),
-        resolve_workload(workload),
+        resolve_workloads(workload),
         list(policies),
         seeds,
         jobs=jobs,

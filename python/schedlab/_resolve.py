@@ -22,6 +22,9 @@ from ._native import SpecError, UnknownNameError
 MachineArg = str | os.PathLike[str] | dict[str, Any]
 #: A workload: spec string ``family:key=value,...``, path to a TOML/JSON file, or a dict.
 WorkloadArg = str | os.PathLike[str] | dict[str, Any]
+#: One workload, or a list of them run together on one machine (the first
+#: non-noise one is the main workload; see ``schedlab workload list``).
+WorkloadsArg = WorkloadArg | list[WorkloadArg] | tuple[WorkloadArg, ...]
 
 _FILE_SUFFIXES = (".toml", ".json")
 
@@ -117,6 +120,14 @@ def resolve_machine(arg: MachineArg) -> Source:
             f"unknown machine '{arg}'; valid: {valid} (or a path to a .toml file)"
         )
     return Source(entry.read_text(encoding="utf-8"), "toml", f"preset {arg}")
+
+
+def resolve_workloads(arg: WorkloadsArg) -> tuple[Source, ...]:
+    """The workload texts for one workload or a list of them (composed in order)."""
+    items = list(arg) if isinstance(arg, (list, tuple)) else [arg]
+    if not items:
+        raise SpecError("workload: expected at least one workload, got an empty list")
+    return tuple(resolve_workload(a) for a in items)
 
 
 def resolve_workload(arg: WorkloadArg) -> Source:

@@ -34,7 +34,7 @@ from ._compare import (
     summarize,
 )
 from ._native import SchedlabError, SimulationError
-from ._resolve import list_machines, resolve_machine, resolve_workload
+from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
 from ._result import BETTER_WORDS, RunResult, run_sources
 
 app = typer.Typer(
@@ -72,11 +72,14 @@ MachineOpt = Annotated[
     ),
 ]
 WorkloadOpt = Annotated[
-    str,
+    list[str],
     typer.Option(
         "--workload",
         "-w",
-        help="Workload spec 'family:key=value,...' (see 'schedlab workload list') or a TOML file.",
+        help="Workload spec 'family:key=value,...' (see 'schedlab workload list') or a TOML file. "
+        "Repeat it to run several at once (-w hackbench:groups=1 -w kworkers): the first "
+        "benchmark keeps its metric names, a further one's come as wN.<metric>, noise "
+        "(rt-periodic, kworkers, irq) adds none.",
     ),
 ]
 
@@ -219,7 +222,7 @@ def run_cmd(
     """Run one simulation and print its metrics."""
     result = run_sources(
         resolve_machine(machine),
-        resolve_workload(workload),
+        resolve_workloads(workload),
         policy,
         seed,
         trace=trace is not None,
@@ -261,7 +264,7 @@ def _compare_table(summary: Any, policies: list[str], title: str) -> Table:
 
 def _do_compare(
     machine: str,
-    workload: str,
+    workload: list[str],
     policies: list[str],
     runs: int,
     seed: int,
@@ -271,7 +274,7 @@ def _do_compare(
     csv: Path | None,
 ) -> None:
     machine_src = resolve_machine(machine)
-    workload_src = resolve_workload(workload)
+    workload_src = resolve_workloads(workload)
     seeds = [seed + i for i in range(runs)]
     total = len(policies) * runs
     err = _err()

@@ -16,6 +16,7 @@ fn main() {
         machine: MachineSource { text, format: "toml".into(), origin: path },
         workload: workload.into(),
         workload_format: "spec".into(),
+        extra_workloads: Vec::new(),
         policy: "eevdf".into(),
         seed: 0,
         options: RunOptions::default(),

@@ -26,16 +26,32 @@ pub struct RunOptions {
     pub max_time_ns: u64,
 }
 
+/// Where one further workload of a composed run comes from.
+#[derive(Clone, Debug)]
+pub struct WorkloadSource {
+    /// Spec string, or TOML / JSON text.
+    pub text: String,
+    /// `"spec"`, `"toml"` or `"json"`.
+    pub format: String,
+    /// File path, or `workload` for a spec string; used in error messages.
+    pub origin: String,
+}
+
 /// One run: machine, workload spec string or TOML, policy string, seed.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
     /// Machine.
     pub machine: MachineSource,
     /// Workload spec: `family:key=value,...`, or a TOML table text when
-    /// `workload_format` is `"toml"`/`"json"`.
+    /// `workload_format` is `"toml"`/`"json"` (which may also hold a list of
+    /// workloads: `[[workload]]` tables or `workloads = [...]`).
     pub workload: String,
     /// `"spec"`, `"toml"` or `"json"`.
     pub workload_format: String,
+    /// Further workloads run at the same time on the same machine (`-w A -w B`):
+    /// composed after `workload`, in order (see `workload/compose.rs` for how
+    /// ids, durations and metric names are merged). Empty for a plain run.
+    pub extra_workloads: Vec<WorkloadSource>,
     /// Policy string, e.g. `eevdf`, `pinned`, `eevdf-SIS_UTIL`.
     pub policy: String,
     /// Seed of every random stream of the run.
@@ -73,8 +89,10 @@ pub struct MetricValue {
 pub struct RunResult {
     /// Machine name.
     pub machine: String,
-    /// Normalised workload spec.
+    /// Normalised workload spec; for a composed run, the parts' specs joined by ` + `.
     pub workload: String,
+    /// Normalised spec of each part, in the order given (one for a plain run).
+    pub workloads: Vec<String>,
     /// Policy string as given.
     pub policy: String,
     /// Seed.
@@ -101,7 +119,16 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
     let origin = if wl_format == "spec" { "workload" } else { "workload file" };
-    let workload = crate::workload::build_workload(wl_text, wl_format, origin, &machine)?;
+    let mut parts = crate::workload::build_workloads(wl_text, wl_format, origin, &machine)?;
+    for (i, extra) in spec.extra_workloads.iter().enumerate() {
+        // Spec strings are told apart by position, as `-w` gave them.
+        let origin = if extra.format == "spec" { format!("workload {}", i + 2) } else { extra.origin.clone() };
+        parts.extend(crate::workload::build_workloads(&extra.text, &extra.format, &origin, &machine)?);
+    }
+    let composed = crate::workload::compose(parts)?;
+    let part_names: Vec<String> = composed.parts.iter().map(|p| p.name.clone()).collect();
+    let prefixes: Vec<Option<String>> = composed.parts.iter().map(|p| p.metric_prefix.clone()).collect();
+    let workload = composed.workload;
     let policy = crate::policy::parse_policy(&spec.policy)?;
     let cfg = crate::engine::build::SimConfig {
         features: policy.features,
@@ -114,6 +141,7 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
     let machine_name = machine.name.clone();
     let names: Vec<String> = workload.tasks.iter().map(|t| t.name.clone()).collect();
     let mut sim = crate::engine::Sim::build(machine, domains, &workload, cfg)?;
+    sim.collector.set_parts(&composed.task_part, &prefixes);
     let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
     sim.run(max)?;
     if spec.options.max_time_ns == 0 && workload.duration_ns.is_none() && sim.alive > 0 {
@@ -138,6 +166,7 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
     Ok(RunResult {
         machine: machine_name,
         workload: workload.name.clone(),
+        workloads: part_names,
         policy: spec.policy.clone(),
         seed: spec.seed,
         primary,
@@ -272,3 +301,7 @@ pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
     });
     Ok(doc.to_string())
 }
+
+#[cfg(test)]
+#[path = "api_tests.rs"]
+mod tests;

@@ -12,13 +12,17 @@
 mod errors;
 
 use pyo3::prelude::*;
-use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec};
+use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec, WorkloadSource};
 
 /// Runs one simulation. Returns the result as JSON and, when `trace` is set,
 /// the ftrace-format trace text.
+///
+/// `extra_workloads` are further workloads run at the same time, each as
+/// `(text, format, origin)` (see `RunSpec::extra_workloads`).
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
-                    policy, seed, trace=false, check_invariants=false, max_time_ns=0))]
+                    policy, seed, trace=false, check_invariants=false, max_time_ns=0,
+                    extra_workloads=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -32,11 +36,16 @@ fn run(
     trace: bool,
     check_invariants: bool,
     max_time_ns: u64,
+    extra_workloads: Vec<(String, String, String)>,
 ) -> PyResult<(String, Option<String>)> {
     let spec = RunSpec {
         machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
         workload,
         workload_format,
+        extra_workloads: extra_workloads
+            .into_iter()
+            .map(|(text, format, origin)| WorkloadSource { text, format, origin })
+            .collect(),
         policy,
         seed,
         options: RunOptions { trace, check_invariants, max_time_ns },

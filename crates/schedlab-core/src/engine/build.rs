@@ -119,7 +119,7 @@ impl Sim {
         }
         let base_slice = base_slice_ns(nr);
         let ses = (0..tasks.len()).map(|i| SchedEntity::new(tasks[i].nice, base_slice)).collect();
-        let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload.warmup_ns, workload.primary);
+        let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload);
         let mut queue = EventQueue::new();
         let mut workload_start = Vec::with_capacity(tasks.len());
         for (i, ts) in workload.tasks.iter().enumerate() {

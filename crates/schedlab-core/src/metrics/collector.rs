@@ -68,6 +68,40 @@ impl IdleRef {
     };
 }
 
+/// Workload metrics of one measured part (see [`MetricsContext::parts`]).
+#[derive(Clone, Debug)]
+struct PartStats {
+    request_lat: LatencyHist,
+    /// Benchmark-measured wakeup latency (`WakeDone` marks), whole microseconds.
+    app_wakeup_lat: LatencyHist,
+    requests: u64,
+    nr_exited: u64,
+    last_exit: Ns,
+}
+
+impl PartStats {
+    fn new() -> Self {
+        PartStats {
+            request_lat: LatencyHist::new(),
+            app_wakeup_lat: LatencyHist::new(),
+            requests: 0,
+            nr_exited: 0,
+            last_exit: 0,
+        }
+    }
+}
+
+/// The metrics each measured part reports on its own, in registry order:
+/// the main part under these names, others under `wN.` + name.
+pub const PART_METRICS: [&str; 6] = [
+    "completion_time_s",
+    "requests_per_s",
+    "request_latency_p50_us",
+    "request_latency_p99_us",
+    "app_wakeup_latency_p50_us",
+    "app_wakeup_latency_p99_us",
+];
+
 impl TaskRec {
     const NEW: TaskRec =
         TaskRec { state: TaskState::Unknown, wait_since: 0, waking: NO_WAKING, restricted: false, exited: false };
@@ -83,11 +117,16 @@ pub struct Collector {
     window_start: Ns,
     last_t: Ns,
     started: bool,
-    request_lat: LatencyHist,
+    /// Workload metrics, indexed like `ctx.parts`.
+    parts: Vec<PartStats>,
     wakeup_lat: LatencyHist,
-    /// Benchmark-measured wakeup latency (`WakeDone` marks), whole microseconds.
-    app_wakeup_lat: LatencyHist,
     rq_delay: LatencyHist,
+    /// Per CPU: whether an RT (fifo/rr) task runs there.
+    rt_running: Vec<bool>,
+    /// CPUs running an RT task now.
+    nr_rt_running: u64,
+    /// CPU time spent running RT tasks in the measured window, ns.
+    rt_ns: u128,
     context_switches: u64,
     /// Indexed by `Distance as usize - 1` (Smt..Node).
     migrations: [u64; 5],
@@ -98,9 +137,6 @@ pub struct Collector {
     newidle_calls: u64,
     /// Indexed by `BalanceKind as usize`.
     pulls: [u64; 4],
-    requests: u64,
-    nr_exited: u64,
-    last_exit: Ns,
     /// Per CPU, the `avg_idle_error_us` reference.
     idle_ref: Vec<IdleRef>,
     /// Sum of |avg_idle - reference| over counted `AvgIdle` events, ns.
@@ -127,10 +163,12 @@ impl Collector {
             window_start,
             last_t: 0,
             started: false,
-            request_lat: LatencyHist::new(),
+            parts: vec![PartStats::new(); ctx.parts.len().max(1)],
             wakeup_lat: LatencyHist::new(),
-            app_wakeup_lat: LatencyHist::new(),
             rq_delay: LatencyHist::new(),
+            rt_running: vec![false; ctx.nr_cpus],
+            nr_rt_running: 0,
+            rt_ns: 0,
             context_switches: 0,
             migrations: [0; 5],
             wakeups: 0,
@@ -139,12 +177,9 @@ impl Collector {
             placements: 0,
             newidle_calls: 0,
             pulls: [0; 4],
-            requests: 0,
-            nr_exited: 0,
             irq_depth: vec![(0, 0); ctx.nr_cpus],
             irq_ns: 0,
             placed_cap: (u16::MAX, 0, 0),
-            last_exit: 0,
             idle_ref: vec![IdleRef::NEW; ctx.nr_cpus],
             avg_idle_err_sum: 0,
             avg_idle_samples: 0,
@@ -156,6 +191,21 @@ impl Collector {
             c.tasks[t].restricted = !c.covers_all(&c.ctx.allowed[t]);
         }
         c
+    }
+
+    /// Attributes tasks to the parts of a composed workload (see
+    /// [`MetricsContext::set_parts`]). Call before the first event.
+    pub fn set_parts(&mut self, task_part: &[u32], part_prefixes: &[Option<String>]) {
+        debug_assert!(!self.started, "parts are set before the first event");
+        self.ctx.set_parts(task_part, part_prefixes);
+        self.parts = vec![PartStats::new(); self.ctx.parts.len().max(1)];
+    }
+
+    /// What the collector knows about the run (the engine reads which tasks
+    /// are noise from it).
+    #[inline]
+    pub fn context(&self) -> &MetricsContext {
+        &self.ctx
     }
 
     fn covers_all(&self, m: &CpuMask) -> bool {
@@ -231,6 +281,7 @@ impl Collector {
         let from = self.last_t.max(self.window_start);
         let to = t.max(self.window_start);
         self.occ.advance(to - from);
+        self.rt_ns += self.nr_rt_running as u128 * (to - from) as u128;
         self.last_t = t;
     }
 
@@ -303,21 +354,27 @@ impl Collector {
                     self.avg_idle_samples += 1;
                 }
             }
-            Event::Mark { kind, value, .. } => match kind {
-                MarkKind::RequestDone if counted => {
-                    self.requests += 1;
-                    self.request_lat.record(t.saturating_sub(value));
-                }
-                MarkKind::WakeDone if counted => {
-                    // As schbench's tvdelta: the difference of two
-                    // microsecond gettimeofday stamps; a zero is not recorded.
-                    let us = (t / NSEC_PER_USEC).saturating_sub(value / NSEC_PER_USEC);
-                    if us > 0 {
-                        self.app_wakeup_lat.record(us);
+            Event::Mark { task, kind, value } => {
+                // A mark counts for the workload of the task that made it.
+                let Some(part) = self.parts.get_mut(self.ctx.part_of(task.idx()) as usize) else {
+                    return;
+                };
+                match kind {
+                    MarkKind::RequestDone if counted => {
+                        part.requests += 1;
+                        part.request_lat.record(t.saturating_sub(value));
                     }
+                    MarkKind::WakeDone if counted => {
+                        // As schbench's tvdelta: the difference of two
+                        // microsecond gettimeofday stamps; a zero is not recorded.
+                        let us = (t / NSEC_PER_USEC).saturating_sub(value / NSEC_PER_USEC);
+                        if us > 0 {
+                            part.app_wakeup_lat.record(us);
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
             Event::Exit { task } => {
                 self.ensure_task(task);
                 self.stop_wait(task);
@@ -326,11 +383,14 @@ impl Collector {
                     rec.state = TaskState::Dead;
                 }
                 rec.waking = NO_WAKING;
-                if !rec.exited {
-                    rec.exited = true;
-                    self.nr_exited += 1;
+                let first_exit = !rec.exited;
+                rec.exited = true;
+                if let Some(part) = self.parts.get_mut(self.ctx.part_of(task.idx()) as usize) {
+                    if first_exit {
+                        part.nr_exited += 1;
+                    }
+                    part.last_exit = part.last_exit.max(t);
                 }
-                self.last_exit = self.last_exit.max(t);
             }
         }
     }
@@ -408,6 +468,12 @@ impl Collector {
             }
             rec.state = TaskState::Running { cpu };
         }
+        let rt = next.is_some_and(|n| self.ctx.is_rt(n.idx()));
+        if cpu.idx() >= self.rt_running.len() {
+            self.rt_running.resize(cpu.idx() + 1, false);
+        }
+        self.nr_rt_running = self.nr_rt_running + rt as u64 - self.rt_running[cpu.idx()] as u64;
+        self.rt_running[cpu.idx()] = rt;
         self.idle_boundary(t, cpu, prev.is_some(), next.is_some());
         self.occ.set_busy(cpu, prev.is_some(), next.is_some());
     }
@@ -469,22 +535,41 @@ impl Collector {
     pub fn finish(&mut self, end_ns: Ns) -> Vec<MetricValue> {
         self.advance_to(end_ns.max(self.last_t));
         self.occ.resolve_unknown_as_idle();
-        METRICS
+        let mut out: Vec<MetricValue> = METRICS
             .iter()
+            // rt_pct needs each task's policy: absent for a real trace.
+            .filter(|d| d.name != "rt_pct" || self.ctx.policy.is_some())
             .map(|d| MetricValue {
                 name: d.name.to_string(),
                 unit: d.unit.to_string(),
                 value: self.value(d.name, end_ns).unwrap_or(f64::NAN),
                 better: d.better,
             })
-            .collect()
+            .collect();
+        for (k, part) in self.ctx.parts.iter().enumerate().skip(1) {
+            for name in PART_METRICS {
+                let Some(d) = super::registry::metric_def(name) else { continue };
+                out.push(MetricValue {
+                    name: format!("{}{name}", part.prefix),
+                    unit: d.unit.to_string(),
+                    value: self.part_value(name, end_ns, k).unwrap_or(f64::NAN),
+                    better: d.better,
+                });
+            }
+        }
+        out
     }
 
-    /// Value of one registry metric now (`None` for a name not in it).
-    fn value(&self, name: &str, end_ns: Ns) -> Option<f64> {
+    /// Value of one of [`PART_METRICS`] for measured part `k` (`None` for another name).
+    fn part_value(&self, name: &str, end_ns: Ns, k: usize) -> Option<f64> {
         const US: f64 = 1000.0;
-        let known = self.tasks.len().max(self.ctx.allowed.len()) as u64;
-        let completion = if known > 0 && self.nr_exited == known { self.last_exit } else { end_ns };
+        let part = self.parts.get(k)?;
+        let known = if self.ctx.task_part.is_empty() {
+            self.tasks.len().max(self.ctx.allowed.len()) as u64
+        } else {
+            self.ctx.task_part.iter().filter(|&&p| p as usize == k).count() as u64
+        };
+        let completion = if known > 0 && part.nr_exited == known { part.last_exit } else { end_ns };
         let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
         let v = match name {
             "completion_time_s" => completion as f64 / NSEC_PER_SEC as f64,
@@ -492,16 +577,29 @@ impl Collector {
                 if window_ns == 0 {
                     0.0
                 } else {
-                    self.requests as f64 * NSEC_PER_SEC as f64 / window_ns as f64
+                    part.requests as f64 * NSEC_PER_SEC as f64 / window_ns as f64
                 }
             }
-            "request_latency_p50_us" => self.request_lat.percentile(50.0) / US,
-            "request_latency_p99_us" => self.request_lat.percentile(99.0) / US,
+            "request_latency_p50_us" => part.request_lat.percentile(50.0) / US,
+            "request_latency_p99_us" => part.request_lat.percentile(99.0) / US,
+            // Recorded in whole microseconds already.
+            "app_wakeup_latency_p50_us" => part.app_wakeup_lat.percentile(50.0),
+            "app_wakeup_latency_p99_us" => part.app_wakeup_lat.percentile(99.0),
+            _ => return None,
+        };
+        Some(v)
+    }
+
+    /// Value of one registry metric now (`None` for a name not in it).
+    fn value(&self, name: &str, end_ns: Ns) -> Option<f64> {
+        const US: f64 = 1000.0;
+        if let Some(v) = self.part_value(name, end_ns, 0) {
+            return Some(v);
+        }
+        let v = match name {
             "wakeup_latency_p50_us" => self.wakeup_lat.percentile(50.0) / US,
             "wakeup_latency_p99_us" => self.wakeup_lat.percentile(99.0) / US,
-            // Recorded in whole microseconds already.
-            "app_wakeup_latency_p50_us" => self.app_wakeup_lat.percentile(50.0),
-            "app_wakeup_latency_p99_us" => self.app_wakeup_lat.percentile(99.0),
+            "rt_pct" => self.pct(self.rt_ns),
             "runqueue_delay_mean_us" => self.rq_delay.mean() / US,
             "runqueue_delay_p99_us" => self.rq_delay.percentile(99.0) / US,
             "context_switches" => self.context_switches as f64,

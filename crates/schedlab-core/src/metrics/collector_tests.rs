@@ -56,7 +56,9 @@ fn two_task_script() -> Vec<(Ns, Event)> {
 
 #[test]
 fn every_registry_metric_has_a_value_in_order() {
-    let m = run(ctx(2, 2), &two_task_script(), 50_000);
+    let mut c = ctx(2, 2);
+    c.policy = Some(vec![crate::workload::SchedPolicy::Normal; 2]);
+    let m = run(c, &two_task_script(), 50_000);
     assert_eq!(m.len(), METRICS.len());
     for (v, d) in m.iter().zip(METRICS) {
         assert_eq!(v.name, d.name);
@@ -342,4 +344,64 @@ fn irq_time_counts_the_outermost_handler() {
     let evs = [(0, irq(true)), (10, irq(false)), (10, soft(true)), (30, soft(false))];
     let m = run(ctx(2, 0), &evs, 100);
     assert_eq!(get(&m, "irq_pct"), 15.0);
+}
+
+#[test]
+fn rt_pct_counts_cpu_time_of_fifo_and_rr_tasks() {
+    use crate::workload::SchedPolicy::{Fifo, Normal, Rr};
+    use PrevState::*;
+    const C: TaskId = TaskId(2);
+    let mut c = ctx(2, 3);
+    c.policy = Some(vec![Fifo, Normal, Rr]);
+    c.warmup_ns = 10_000;
+    let evs = [
+        (0, sw(0, None, Sleeping, Some(A))),         // RT from 0, counted from 10 us
+        (20_000, sw(0, Some(A), Runnable, Some(B))), // A: 10 us counted
+        (30_000, sw(1, None, Sleeping, Some(C))),    // RR on CPU 1 for 40 us
+        (50_000, sw(0, Some(B), Sleeping, Some(A))), // A again for 50 us
+        (70_000, sw(1, Some(C), Sleeping, None)),
+        (100_000, sw(0, Some(A), Sleeping, None)),
+    ];
+    let m = run(c.clone(), &evs, 110_000);
+    // Window 10-110 us on 2 CPUs = 200 us; RT ran 10 + 40 + 50 = 100 us.
+    assert!((get(&m, "rt_pct") - 50.0).abs() < 1e-9, "{}", get(&m, "rt_pct"));
+    // Without policies (a real trace), rt_pct is absent, not 0.
+    c.policy = None;
+    let m = run(c, &evs, 110_000);
+    assert!(m.iter().all(|v| v.name != "rt_pct"));
+}
+
+#[test]
+fn each_measured_part_keeps_its_own_workload_metrics() {
+    use PrevState::*;
+    const N: TaskId = TaskId(2); // noise
+    let mut c = ctx(2, 3);
+    c.task_part = vec![0, 0, crate::metrics::NO_PART];
+    // Parts as composed: A in part 0 (main), noise part 1, B in part 2 (`w3.`).
+    c.set_parts(&[0, 2, 1], &[Some(String::new()), None, Some("w3.".into())]);
+    assert_eq!(c.part_of(0), 0);
+    assert_eq!(c.part_of(1), 1);
+    assert!(c.is_noise(2));
+    let done = |task, start| Event::Mark { task, kind: MarkKind::RequestDone, value: start };
+    let evs = [
+        (0, sw(0, None, Sleeping, Some(A))),
+        (0, sw(1, None, Sleeping, Some(B))),
+        (100_000, done(A, 90_000)),  // 10 us, main
+        (200_000, done(B, 150_000)), // 50 us, w3
+        (300_000, done(N, 0)),       // noise: no metric
+        (400_000, Event::Exit { task: A }),
+        (400_000, sw(0, Some(A), Dead, Some(N))),
+        (600_000, Event::Exit { task: B }),
+        (600_000, sw(1, Some(B), Dead, None)),
+    ];
+    let m = run(c, &evs, 1_000_000);
+    assert_eq!(get(&m, "completion_time_s"), 0.0004, "the main part ends when A exits; noise N lives on");
+    assert_eq!(get(&m, "w3.completion_time_s"), 0.0006);
+    assert_eq!(get(&m, "request_latency_p99_us"), 10.0);
+    assert_eq!(get(&m, "w3.request_latency_p99_us"), 50.0);
+    assert_eq!(get(&m, "requests_per_s"), 1000.0);
+    assert_eq!(get(&m, "w3.requests_per_s"), 1000.0);
+    let w3: Vec<&str> = m.iter().filter(|v| v.name.starts_with("w3.")).map(|v| v.name.as_str()).collect();
+    assert_eq!(w3.len(), PART_METRICS.len());
+    assert!(m.iter().all(|v| !v.name.starts_with("w2.")));
 }

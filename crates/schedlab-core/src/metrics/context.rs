@@ -4,7 +4,18 @@
 use crate::cpumask::CpuMask;
 use crate::ids::{CpuId, Ns};
 use crate::topology::machine::{Distance, Machine};
-use crate::workload::PrimaryMetric;
+use crate::workload::{PrimaryMetric, SchedPolicy, Workload};
+
+/// `task_part` value of a task that belongs to no measured part (noise).
+pub const NO_PART: u32 = u32::MAX;
+
+/// A part of the workload whose workload metrics are reported on their own
+/// (see `workload/compose.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeasuredPart {
+    /// Prefix of its metric names: `""` for the main part, `wN.` for others.
+    pub prefix: String,
+}
 
 /// Where one CPU sits: the ids [`Machine::distance`] compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -41,11 +52,23 @@ pub struct MetricsContext {
     /// state before its first `sched_switch` is taken from that switch's
     /// previous task.
     pub cpus_start_idle: bool,
+    /// Scheduling policy of each task, indexed by `TaskId`; `None` when
+    /// unknown (a real trace), and then `rt_pct` is not reported.
+    pub policy: Option<Vec<SchedPolicy>>,
+    /// Measured part of each task, an index into `parts`, or [`NO_PART`]
+    /// (noise: its marks and exits count for no workload metric). Empty: every
+    /// task is in part 0 (a real trace, a single workload without noise).
+    pub task_part: Vec<u32>,
+    /// The measured parts; the first is the main one (unprefixed names).
+    /// Never empty.
+    pub parts: Vec<MeasuredPart>,
 }
 
 impl MetricsContext {
-    /// Context of a simulated run on `machine`.
-    pub fn from_machine(machine: &Machine, allowed: Vec<CpuMask>, warmup_ns: Ns, primary: PrimaryMetric) -> Self {
+    /// Context of a simulated run of `workload` on `machine`: each task's
+    /// policy, and one measured part holding every task that is not noise
+    /// (a composition refines the parts with [`MetricsContext::set_parts`]).
+    pub fn from_machine(machine: &Machine, allowed: Vec<CpuMask>, workload: &Workload) -> Self {
         let topo = machine
             .cpus
             .iter()
@@ -56,9 +79,12 @@ impl MetricsContext {
             topo,
             has_clusters: machine.has_clusters,
             allowed,
-            warmup_ns,
-            primary,
+            warmup_ns: workload.warmup_ns,
+            primary: workload.primary,
             cpus_start_idle: true,
+            policy: Some(workload.tasks.iter().map(|t| t.policy).collect()),
+            task_part: workload.tasks.iter().map(|t| if t.noise { NO_PART } else { 0 }).collect(),
+            parts: vec![MeasuredPart { prefix: String::new() }],
         }
     }
 
@@ -75,7 +101,51 @@ impl MetricsContext {
             warmup_ns: 0,
             primary: PrimaryMetric::CompletionTime,
             cpus_start_idle: false,
+            policy: None,
+            task_part: Vec::new(),
+            parts: vec![MeasuredPart { prefix: String::new() }],
         }
+    }
+
+    /// Attributes tasks to the parts of a composed workload: `task_part[t]`
+    /// indexes `part_prefixes` (`None` = a noise part, measured by no
+    /// workload metric). Tasks flagged noise stay unmeasured. The first
+    /// measured part must have the empty prefix.
+    pub fn set_parts(&mut self, task_part: &[u32], part_prefixes: &[Option<String>]) {
+        let mut index = vec![NO_PART; part_prefixes.len()];
+        self.parts.clear();
+        for (i, p) in part_prefixes.iter().enumerate() {
+            if let Some(prefix) = p {
+                index[i] = self.parts.len() as u32;
+                self.parts.push(MeasuredPart { prefix: prefix.clone() });
+            }
+        }
+        debug_assert!(self.parts.first().is_some_and(|p| p.prefix.is_empty()), "the main part comes first");
+        let noise: Vec<bool> = (0..task_part.len()).map(|t| self.task_part.get(t) == Some(&NO_PART)).collect();
+        self.task_part =
+            task_part.iter().zip(noise).map(|(&p, n)| if n { NO_PART } else { index[p as usize] }).collect();
+    }
+
+    /// Measured part of `task` ([`NO_PART`] for noise).
+    #[inline]
+    pub fn part_of(&self, task: usize) -> u32 {
+        if self.task_part.is_empty() {
+            0
+        } else {
+            self.task_part.get(task).copied().unwrap_or(NO_PART)
+        }
+    }
+
+    /// Whether `task` is noise (it does not keep a run alive).
+    #[inline]
+    pub fn is_noise(&self, task: usize) -> bool {
+        self.part_of(task) == NO_PART
+    }
+
+    /// Whether `task` runs in the RT class (`false` when policies are unknown).
+    #[inline]
+    pub fn is_rt(&self, task: usize) -> bool {
+        self.policy.as_ref().and_then(|p| p.get(task)).is_some_and(|p| p.is_rt())
     }
 
     /// How far apart `a` and `b` are, as [`Machine::distance`] decides.

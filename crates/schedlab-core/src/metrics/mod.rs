@@ -18,7 +18,7 @@ pub mod occupancy;
 pub mod registry;
 
 pub use collector::Collector;
-pub use context::{CpuTopo, MetricsContext};
+pub use context::{CpuTopo, MeasuredPart, MetricsContext, NO_PART};
 pub use hist::LatencyHist;
 pub use occupancy::CpuOccupancy;
 pub use registry::{help_metrics, metric_def, MetricDef, METRICS};

@@ -85,6 +85,8 @@ pub const METRICS: &[MetricDef] = &[
       "Mean capacity_of of the CPUs chosen by placement decisions. Absent for traces without it."),
     m("irq_pct", "pct", Neither,
       "Time in interrupt handlers (irq_handler_entry..exit and inline softirq_entry..exit; not ksoftirqd) over total CPU time."),
+    m("rt_pct", "pct", Lower,
+      "CPU time spent running RT tasks (SCHED_FIFO/SCHED_RR: rt-periodic noise, or a workload given policy=fifo|rr), over total CPU time, from sched_switch. Lower leaves more to fair tasks. Absent for real traces, whose task policies are unknown."),
 ];
 
 /// Look a metric up by name.

@@ -57,9 +57,55 @@ impl Dist {
     }
 }
 
+/// Text form of a [`Dist`] in a spec (`irq:hardirq=2us,softirq=exp:25us`):
+///
+/// * `D`: always `D` (`2us`; a bare number is in the parameter's unit);
+/// * `exp:D`: exponential with mean `D` (Poisson arrivals);
+/// * `uniform:LO-HI`: uniform in `[LO, HI]` (`uniform:1us-3us`).
+///
+/// `None` on anything else, or on `uniform` with `LO > HI`.
+pub(crate) fn parse_dist(text: &str, default_unit_ns: Ns) -> Option<Dist> {
+    let t = text.trim();
+    let dur = |s: &str| super::spec::parse_duration(s, default_unit_ns);
+    if let Some(m) = t.strip_prefix("exp:") {
+        return Some(Dist::Exp { mean: dur(m)? });
+    }
+    if let Some(r) = t.strip_prefix("uniform:") {
+        let (lo, hi) = r.split_once('-')?;
+        let (lo, hi) = (dur(lo)?, dur(hi)?);
+        return (lo <= hi).then_some(Dist::Uniform { lo, hi });
+    }
+    dur(t).map(Dist::Fixed)
+}
+
+/// The canonical text of a [`Dist`], which [`parse_dist`] reads back.
+pub(crate) fn format_dist(d: &Dist) -> String {
+    use super::spec::format_duration as f;
+    match *d {
+        Dist::Fixed(v) => f(v),
+        Dist::Exp { mean } => format!("exp:{}", f(mean)),
+        Dist::Uniform { lo, hi } => format!("uniform:{}-{}", f(lo), f(hi)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dist_text_round_trips() {
+        assert_eq!(parse_dist("2us", 1), Some(Dist::Fixed(2_000)));
+        assert_eq!(parse_dist("3", 1_000), Some(Dist::Fixed(3_000)));
+        assert_eq!(parse_dist("exp:25us", 1), Some(Dist::Exp { mean: 25_000 }));
+        assert_eq!(parse_dist("uniform:1us-3us", 1), Some(Dist::Uniform { lo: 1_000, hi: 3_000 }));
+        for bad in ["", "exp:", "exp:x", "uniform:3us", "uniform:3us-1us", "normal:2us", "-2us"] {
+            assert_eq!(parse_dist(bad, 1), None, "{bad}");
+        }
+        for d in [Dist::Fixed(1_500), Dist::Exp { mean: 100_000 }, Dist::Uniform { lo: 1_000, hi: 3_000 }] {
+            assert_eq!(parse_dist(&format_dist(&d), 1), Some(d));
+        }
+        assert_eq!(format_dist(&Dist::Uniform { lo: 1_000, hi: 3_000 }), "uniform:1us-3us");
+    }
 
     #[test]
     fn fixed_and_uniform_stay_in_range() {

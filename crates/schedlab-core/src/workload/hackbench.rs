@@ -206,6 +206,12 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// Shifts its channel and barrier ids (composition; see `compose.rs`).
+    pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
+        self.first_chan += off.chan;
+        self.gate = off.barrier(self.gate);
+    }
+
     pub(crate) fn step(&mut self, _ctx: &ProgCtx, _rng: &mut Rng) -> Action {
         loop {
             match self.phase {
@@ -260,6 +266,12 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// Shifts its channel and barrier ids (composition; see `compose.rs`).
+    pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
+        self.chan = off.chan(self.chan);
+        self.gate = off.barrier(self.gate);
+    }
+
     pub(crate) fn step(&mut self, _ctx: &ProgCtx, _rng: &mut Rng) -> Action {
         loop {
             match self.phase {

@@ -5,11 +5,15 @@
 //! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
 //! Each family (see README.md in this directory) is a file of task programs.
 
+pub mod compose;
 pub mod dist;
 pub mod hackbench;
+pub mod irq;
 pub mod ksoftirqd;
+pub mod noise;
 pub mod program;
 pub mod schbench;
+pub(crate) mod sched_keys;
 pub mod sieve;
 pub mod spec;
 #[cfg(test)]
@@ -19,6 +23,7 @@ pub mod workqueue;
 use crate::cpumask::CpuMask;
 use crate::ids::Ns;
 use crate::sim::Rng;
+pub use compose::{build_workloads, compose, Composed, IdOffset, WorkloadPart};
 pub use dist::Dist;
 pub use program::{Action, BarrierId, ChanId, MarkKind, ProgCtx};
 pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
@@ -44,6 +49,8 @@ pub enum Program {
     Sieve(sieve::Sieve),
     /// `ksoftirqd/N`, created by the engine for CPUs that take interrupts.
     Ksoftirqd(ksoftirqd::Ksoftirqd),
+    /// A periodic noise task (rt-periodic, kworkers).
+    Periodic(noise::Periodic),
 }
 
 impl Program {
@@ -60,6 +67,7 @@ impl Program {
             Program::WorkqueueWorker(p) => p.step(ctx, rng),
             Program::Sieve(p) => p.step(ctx, rng),
             Program::Ksoftirqd(p) => p.step(ctx, rng),
+            Program::Periodic(p) => p.step(ctx, rng),
         }
     }
 }

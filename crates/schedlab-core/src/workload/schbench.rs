@@ -254,6 +254,12 @@ pub struct Message {
 }
 
 impl Message {
+    /// Shifts its channel ids (composition; see `compose.rs`).
+    pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
+        self.list = off.chan(self.list);
+        self.first_wake += off.chan;
+    }
+
     pub(crate) fn step(&mut self, ctx: &ProgCtx, _rng: &mut Rng) -> Action {
         loop {
             match self.phase {
@@ -327,6 +333,12 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// Shifts its channel ids (composition; see `compose.rs`).
+    pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
+        self.list = off.chan(self.list);
+        self.wake = off.chan(self.wake);
+    }
+
     pub(crate) fn step(&mut self, ctx: &ProgCtx, _rng: &mut Rng) -> Action {
         loop {
             match self.phase {
@@ -492,6 +504,7 @@ mod tests {
                 machine: crate::api::MachineSource { text: M4.into(), format: "toml".into(), origin: "inline".into() },
                 workload: format!("schbench:threads={threads},sleep=0,operations=0,runtime=20ms"),
                 workload_format: "spec".into(),
+                extra_workloads: Vec::new(),
                 policy: "eevdf".into(),
                 seed: 1,
                 options: crate::api::RunOptions { trace: false, check_invariants: true, max_time_ns: 0 },

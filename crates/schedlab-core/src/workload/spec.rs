@@ -6,7 +6,9 @@
 //! normalised name and `schedlab workload list` all come from that table, so
 //! a parameter cannot be documented one way and parsed another.
 
-use super::{hackbench, schbench, sieve, workqueue, Workload};
+use super::dist::{format_dist, parse_dist};
+use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
+use super::{hackbench, irq, noise, schbench, sieve, workqueue, Dist, Workload};
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
 use crate::ids::Ns;
@@ -67,6 +69,14 @@ pub(crate) enum Kind {
     },
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// A duration distribution (`2us`, `exp:25us`, `uniform:1us-3us`; see
+    /// [`super::dist::parse_dist`]) whose values lie in `[0, max_ns]`.
+    Dist {
+        /// Nanoseconds per unit of a bare number.
+        default_unit_ns: Ns,
+        /// Largest accepted value (the mean for `exp`), ns.
+        max_ns: Ns,
+    },
 }
 
 /// A parameter declaration of a family.
@@ -96,14 +106,60 @@ struct Family {
     summary: &'static str,
     params: &'static [ParamDef],
     build: fn(&mut Params) -> Result<Workload>,
+    /// What `policy`/`priority`/`nice` default to (or whether they are accepted).
+    policy: PolicyDefault,
 }
 
-const FAMILIES: [Family; 4] = [
-    Family { name: "hackbench", summary: hackbench::SUMMARY, params: hackbench::PARAMS, build: hackbench::build },
-    Family { name: "schbench", summary: schbench::SUMMARY, params: schbench::PARAMS, build: schbench::build },
-    Family { name: "workqueue", summary: workqueue::SUMMARY, params: workqueue::PARAMS, build: workqueue::build },
-    Family { name: "sieve", summary: sieve::SUMMARY, params: sieve::PARAMS, build: sieve::build },
+const FAIR: PolicyDefault = PolicyDefault::Fair;
+
+#[rustfmt::skip]
+const FAMILIES: [Family; 7] = [
+    Family { name: "hackbench", summary: hackbench::SUMMARY, params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
+    Family { name: "schbench", summary: schbench::SUMMARY, params: schbench::PARAMS, build: schbench::build, policy: FAIR },
+    Family { name: "workqueue", summary: workqueue::SUMMARY, params: workqueue::PARAMS, build: workqueue::build, policy: FAIR },
+    Family { name: "sieve", summary: sieve::SUMMARY, params: sieve::PARAMS, build: sieve::build, policy: FAIR },
+    Family { name: "rt-periodic", summary: noise::RT_SUMMARY, params: noise::RT_PARAMS, build: noise::build_rt_periodic,
+             policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },
+    Family { name: "kworkers", summary: noise::KW_SUMMARY, params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR },
+    Family { name: "irq", summary: irq::SUMMARY, params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks },
 ];
+
+/// The `cpus`/`preferred` and policy keys every family takes, as documented
+/// for `f` (its own defaults; none for a family without tasks).
+fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
+    // The one family without tasks (irq) fires on CPU 0 unless told otherwise.
+    let cpus_default = if f.policy == PolicyDefault::NoTasks { "0" } else { "all" };
+    let mut v = vec![
+        ParamDoc {
+            name: "cpus".into(),
+            unit: "cpu list".into(),
+            default: cpus_default.into(),
+            doc: "CPUs every task may run on (taskset -c), the kernel's list format with ';' between ranges \
+                  (0-3;8). Noise families read it as the CPUs they act on (see their own doc)."
+                .into(),
+        },
+        ParamDoc {
+            name: "preferred".into(),
+            unit: "cpu list".into(),
+            default: "none".into(),
+            doc: "soft affinity (cpus_preferred) of every task; read only with the soft_affinity feature.".into(),
+        },
+    ];
+    let defaults = match f.policy {
+        PolicyDefault::NoTasks => return v,
+        PolicyDefault::Fair => ["other".to_string(), "none".into(), "0".into()],
+        PolicyDefault::Rt { priority } => ["fifo".to_string(), priority.to_string(), "none".into()],
+    };
+    for ((name, unit, doc), default) in SCHED_KEY_DOCS.iter().zip(defaults) {
+        // An RT family takes only the RT policies.
+        let unit = match (f.policy, *name) {
+            (PolicyDefault::Rt { .. }, "policy") => "fifo|rr",
+            _ => unit,
+        };
+        v.push(ParamDoc { name: name.to_string(), unit: unit.to_string(), default, doc: doc.to_string() });
+    }
+    v
+}
 
 /// Every workload family with its parameters, for `schedlab workload list`.
 pub fn workload_families() -> Vec<FamilyDoc> {
@@ -121,6 +177,7 @@ pub fn workload_families() -> Vec<FamilyDoc> {
                     default: p.default.to_string(),
                     doc: p.doc.to_string(),
                 })
+                .chain(common_param_docs(f))
                 .collect(),
         })
         .collect()
@@ -164,7 +221,9 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
     };
     let (cpus, pairs) = take_cpus(pairs, "cpus", origin, machine)?;
     let (preferred, pairs) = take_cpus(pairs, "preferred", origin, machine)?;
+    let (sched, pairs) = take_sched_keys(pairs, origin, fam.name, fam.policy)?;
     let mut params = Params::new(origin, fam.name, fam.params, machine, pairs)?;
+    params.cpus = cpus;
     let mut w = (fam.build)(&mut params)?;
     w.name = params.normalised();
     if let Some(mask) = cpus {
@@ -182,6 +241,7 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
         }
         w.name.push_str(&format!(",preferred={}", mask.to_list_string().replace(',', ";")));
     }
+    sched.apply(&mut w);
     Ok(w)
 }
 
@@ -297,6 +357,9 @@ pub(crate) struct Params<'a> {
     resolved: Vec<Option<String>>,
     /// The machine `%` and machine-derived defaults resolve against.
     pub machine: &'a Machine,
+    /// The `cpus` key, when given (applied as every task's affinity after the
+    /// build; noise families also read it as the CPUs they act on).
+    pub cpus: Option<CpuMask>,
 }
 
 impl<'a> Params<'a> {
@@ -309,6 +372,11 @@ impl<'a> Params<'a> {
     ) -> Result<Self> {
         let mut given = vec![None; defs.len()];
         for (k, v) in pairs {
+            // `key=auto` for an `auto` parameter (as a normalised name shows
+            // one left to be derived) is the same as not giving it.
+            if v == AUTO && defs.iter().any(|d| d.name == k && d.default == AUTO) {
+                continue;
+            }
             let Some(i) = defs.iter().position(|d| d.name == k) else {
                 let valid: Vec<&str> = defs.iter().map(|d| d.name).collect();
                 return Err(SchedlabError::spec(
@@ -326,7 +394,7 @@ impl<'a> Params<'a> {
             }
             given[i] = Some(v);
         }
-        Ok(Params { origin, family, defs, given, resolved: vec![None; defs.len()], machine })
+        Ok(Params { origin, family, defs, given, resolved: vec![None; defs.len()], machine, cpus: None })
     }
 
     fn index(&self, name: &str) -> usize {
@@ -463,6 +531,39 @@ impl<'a> Params<'a> {
         })
     }
 
+    /// A duration distribution (see [`Kind::Dist`]); `auto` resolves to `derived`.
+    pub fn dist_or(&mut self, name: &str, derived: Option<Dist>) -> Result<Dist> {
+        if let (true, Some(d)) = (self.is_auto(name), derived) {
+            self.set_resolved(name, format_dist(&d));
+        }
+        self.value(name, derived, |p, i, t| {
+            let Kind::Dist { default_unit_ns, max_ns } = p.defs[i].kind else { panic!("{name} is not a dist") };
+            let expected = || {
+                format!(
+                    "a duration up to {} such as 2us, exp:25us (exponential, that mean) or uniform:1us-3us \
+                     (a bare number is in {})",
+                    format_duration(max_ns),
+                    p.defs[i].unit
+                )
+            };
+            let d = parse_dist(t, default_unit_ns).ok_or_else(|| p.error(i, expected(), t))?;
+            let top = match d {
+                Dist::Fixed(v) => v,
+                Dist::Exp { mean } => mean,
+                Dist::Uniform { hi, .. } => hi,
+            };
+            if top > max_ns {
+                return Err(p.error(i, expected(), t));
+            }
+            Ok((d, format_dist(&d)))
+        })
+    }
+
+    /// Whether the user gave `name` (rather than leaving its default).
+    pub fn is_given(&self, name: &str) -> bool {
+        self.given[self.index(name)].is_some()
+    }
+
     /// An error about parameter `name` (for checks spanning several parameters).
     pub fn invalid(&self, name: &str, expected: &str) -> SchedlabError {
         let i = self.index(name);
@@ -520,142 +621,5 @@ pub(crate) fn format_duration(ns: Ns) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::workload::testdrv::test_machine;
-
-    fn build(spec: &str, cpus: usize) -> Result<Workload> {
-        build_workload(spec, "spec", "cli", &test_machine(cpus))
-    }
-
-    fn spec_err(spec: &str) -> (String, String, String) {
-        match build(spec, 64) {
-            Err(SchedlabError::Spec { file, key, expected }) => (file, key, expected),
-            other => panic!("{spec}: expected a spec error, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10ms", 1), Some(10_000_000));
-        assert_eq!(parse_duration("50us", 1), Some(50_000));
-        assert_eq!(parse_duration("2s", 1), Some(2_000_000_000));
-        assert_eq!(parse_duration("1.5ms", 1), Some(1_500_000));
-        assert_eq!(parse_duration("100", 1_000), Some(100_000));
-        assert_eq!(parse_duration("-5ms", 1), None);
-        assert_eq!(parse_duration("ms", 1), None);
-        assert_eq!(parse_duration("5 parsecs", 1), None);
-        assert_eq!(parse_duration("1.2.3s", 1), None);
-        assert_eq!(parse_duration("99999999999999999999s", 1), None);
-        assert_eq!(format_duration(2_000_000_000), "2s");
-        assert_eq!(format_duration(1_500_000), "1500us");
-        assert_eq!(format_duration(1_234), "1234ns");
-    }
-
-    #[test]
-    fn good_specs_normalise() {
-        let w = build("workqueue:threads=50%", 64).unwrap();
-        assert!(w.name.starts_with("workqueue:threads=32,"), "{}", w.name);
-        let w2 = build(&w.name, 64).unwrap();
-        assert_eq!(w2.name, w.name, "the normalised name rebuilds the same workload");
-        let w = build("hackbench:groups=4,fds=20,loops=100,ipc=pipe,mode=process", 8).unwrap();
-        assert!(w.name.contains("groups=4") && w.name.contains("ipc=pipe"), "{}", w.name);
-        assert_eq!(w.tasks.len(), 4 * 40);
-        let w = build("schbench", 8).unwrap();
-        assert!(w.name.contains("threads=8"), "{}", w.name);
-        let w = build(" sieve : threads=31.25% ", 64).unwrap();
-        assert_eq!(w.tasks.len(), 20);
-    }
-
-    #[test]
-    fn toml_and_json() {
-        let m = test_machine(16);
-        let t = "family = \"workqueue\"\nthreads = \"50%\"\nchunks = 100\nchunk = \"2ms\"\n";
-        let w = build_workload(t, "toml", "wq.toml", &m).unwrap();
-        assert!(w.name.starts_with("workqueue:threads=8,chunks=100,chunk=2ms"), "{}", w.name);
-        let j = r#"{"family": "hackbench", "groups": 2, "ipc": "socket"}"#;
-        let w = build_workload(j, "json", "hb.json", &m).unwrap();
-        assert_eq!(w.tasks.len(), 80);
-        let e = build_workload("groups = 2", "toml", "x.toml", &m).unwrap_err();
-        assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "workload.family"), "{e:?}");
-        let e = build_workload(r#"{"family":"sieve","threads":[1]}"#, "json", "x.json", &m).unwrap_err();
-        assert!(e.to_string().contains("workload.threads"), "{e}");
-        assert!(build_workload("sieve", "yaml", "x", &m).is_err());
-    }
-
-    #[test]
-    fn unknown_family_lists_valid() {
-        match build("hackbenc:groups=1", 8) {
-            Err(SchedlabError::UnknownName { kind, name, valid }) => {
-                assert_eq!((kind.as_str(), name.as_str()), ("workload", "hackbenc"));
-                assert_eq!(valid, "hackbench, schbench, workqueue, sieve");
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn bad_specs_name_origin_and_key() {
-        let (file, key, exp) = spec_err("hackbench:grups=3");
-        assert_eq!((file.as_str(), key.as_str()), ("cli", "workload.grups"));
-        assert!(exp.contains("groups, fds, loops"), "{exp}");
-        for (spec, key) in [
-            ("workqueue:threads=0", "workload.threads"),
-            ("workqueue:threads=150%", "workload.threads"),
-            ("workqueue:threads=0%", "workload.threads"),
-            ("workqueue:threads=abc%", "workload.threads"),
-            ("workqueue:threads=-3", "workload.threads"),
-            ("workqueue:chunk=-5ms", "workload.chunk"),
-            ("workqueue:chunk=5parsecs", "workload.chunk"),
-            ("schbench:runtime=-1s", "workload.runtime"),
-            ("schbench:sleep=garbage", "workload.sleep"),
-            ("hackbench:groups=0", "workload.groups"),
-            ("hackbench:ipc=carrier-pigeon", "workload.ipc"),
-            ("hackbench:groups", "workload.groups"),
-            ("hackbench:groups=1,groups=2", "workload.groups"),
-            ("sieve:threads=1,work=0", "workload.work"),
-        ] {
-            let (file, k, exp) = spec_err(spec);
-            assert_eq!((file.as_str(), k.as_str()), ("cli", key), "{spec}: {exp}");
-            assert!(exp.starts_with("expected"), "{spec}: {exp}");
-        }
-        let (_, _, exp) = spec_err("workqueue:threads=150%");
-        assert!(exp.contains("'150%'") && exp.contains("64 hardware threads"), "{exp}");
-    }
-
-    #[test]
-    fn percent_resolves_against_machine() {
-        let m = test_machine(64);
-        let mut p = Params::new("t", "sieve", sieve::PARAMS, &m, vec![("threads".into(), "50%".into())]).unwrap();
-        assert_eq!(p.threads("threads").unwrap(), 32);
-        let mut p = Params::new("t", "sieve", sieve::PARAMS, &m, vec![("threads".into(), "31.25%".into())]).unwrap();
-        assert_eq!(p.threads("threads").unwrap(), 20);
-        let m4 = test_machine(4);
-        // 10% of 4 CPUs rounds to 0: an error, not an empty workload.
-        let mut p = Params::new("t", "sieve", sieve::PARAMS, &m4, vec![("threads".into(), "10%".into())]).unwrap();
-        assert!(p.threads("threads").is_err());
-    }
-
-    #[test]
-    fn families_are_documented() {
-        let fams = workload_families();
-        assert_eq!(fams.len(), 4);
-        for f in &fams {
-            assert!(!f.summary.is_empty());
-            for p in &f.params {
-                assert!(!p.doc.is_empty() && !p.unit.is_empty() && !p.default.is_empty(), "{}.{}", f.name, p.name);
-            }
-        }
-        assert!(serde_json::to_string(&fams).unwrap().contains("\"message_threads\""));
-    }
-
-    #[test]
-    fn cpus_key_sets_affinity_and_rejects_cpus_outside_the_machine() {
-        let w = build("sieve:threads=2,cpus=0-1;3", 8).unwrap();
-        assert!(w.tasks.iter().all(|t| t.allowed.unwrap().to_list_string() == "0-1,3"));
-        assert!(w.name.ends_with(",cpus=0-1;3"), "{}", w.name);
-        let e = build("sieve:threads=2,cpus=0-9", 8).unwrap_err().to_string();
-        assert!(e.contains("workload.cpus") && e.contains("CPU 8"), "{e}");
-        assert!(build("sieve:threads=2,cpus=x", 8).is_err());
-    }
-}
+#[path = "spec_tests.rs"]
+mod tests;

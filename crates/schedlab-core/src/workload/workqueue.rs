@@ -91,8 +91,15 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let footprint_kib = u32::try_from(footprint).map_err(|_| p.invalid("footprint", "a smaller footprint"))?;
     // Task 0 is the manager; channel 0 its request queue, channel 1 + i worker i's replies.
     let req = ChanId(0);
-    let manager =
-        Manager { req, next_chunk: 0, chunks, live: threads, ipc_ns: read_ns + write_ns, phase: MgrPhase::Recv };
+    let manager = Manager {
+        req,
+        first_reply: 1,
+        next_chunk: 0,
+        chunks,
+        live: threads,
+        ipc_ns: read_ns + write_ns,
+        phase: MgrPhase::Recv,
+    };
     let mut tasks = vec![forked_task("wq-manager", Program::WorkqueueManager(manager), MANAGER_FOOTPRINT_KIB)];
     for i in 0..threads {
         let w = Worker {
@@ -134,6 +141,8 @@ enum MgrPhase {
 #[derive(Clone, Debug)]
 pub struct Manager {
     req: ChanId,
+    /// Reply channel of worker 0; worker i's is `first_reply + i`.
+    first_reply: u32,
     next_chunk: u64,
     chunks: u64,
     live: u32,
@@ -142,6 +151,12 @@ pub struct Manager {
 }
 
 impl Manager {
+    /// Shifts its channel ids (composition; see `compose.rs`).
+    pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
+        self.req = off.chan(self.req);
+        self.first_reply += off.chan;
+    }
+
     pub(crate) fn step(&mut self, ctx: &ProgCtx, _rng: &mut Rng) -> Action {
         loop {
             match self.phase {
@@ -173,7 +188,7 @@ impl Manager {
                     };
                     self.phase = MgrPhase::Recv;
                     // A pipe write wakes the reader with WF_SYNC.
-                    return Action::Send { chan: ChanId(1 + worker as u32), msg, sync: true };
+                    return Action::Send { chan: ChanId(self.first_reply + worker as u32), msg, sync: true };
                 }
             }
         }
@@ -204,6 +219,12 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// Shifts its channel ids (composition; see `compose.rs`).
+    pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
+        self.req = off.chan(self.req);
+        self.reply = off.chan(self.reply);
+    }
+
     fn chunk_work(&self, rng: &mut Rng) -> Ns {
         if self.jitter_pct == 0 {
             return self.chunk_ns;

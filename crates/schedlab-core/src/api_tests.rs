@@ -1,0 +1,59 @@
+//! Composed runs through `api::run`, invariants checked.
+
+use super::*;
+use crate::testkit::{inline_source, metric, run_spec, SMT_2LLC};
+
+fn composed(workloads: &[&str], seed: u64) -> RunSpec {
+    let mut spec = run_spec(inline_source(SMT_2LLC), workloads[0], "eevdf", seed, false);
+    spec.extra_workloads = workloads[1..]
+        .iter()
+        .map(|w| WorkloadSource { text: w.to_string(), format: "spec".into(), origin: "workload".into() })
+        .collect();
+    spec
+}
+
+fn names(r: &RunResult) -> Vec<&str> {
+    r.metrics.iter().map(|m| m.name.as_str()).collect()
+}
+
+#[test]
+fn hackbench_with_kworkers_ends_when_hackbench_ends() {
+    let r = run(&composed(&["hackbench:groups=1,fds=4,loops=20", "kworkers:period=4ms"], 1)).unwrap();
+    assert_eq!(r.workloads.len(), 2);
+    assert_eq!(r.workload, r.workloads.join(" + "));
+    let t = metric(&r, "completion_time_s");
+    assert!(t > 0.0 && r.sim_time_ns as f64 <= t * 1e9 + 1.0, "ended at {} for completion {t}", r.sim_time_ns);
+    // Fair kworkers: no RT time; noise adds no metric of its own.
+    assert_eq!(metric(&r, "rt_pct"), 0.0);
+    assert!(names(&r).iter().all(|n| !n.contains('.')), "{:?}", names(&r));
+}
+
+#[test]
+fn a_second_benchmark_reports_under_its_prefix_and_rt_noise_shows_in_rt_pct() {
+    let r = run(&composed(
+        &["sieve:threads=2,work=20ms", "rt-periodic:count=2,period=10ms,runtime=2ms", "workqueue:threads=2,chunks=20"],
+        2,
+    ))
+    .unwrap();
+    assert!(metric(&r, "w3.completion_time_s") > 0.0);
+    assert!(!names(&r).iter().any(|n| n.starts_with("w2.")));
+    // Two RT tasks at 20% each on 8 CPUs: about 5% while they run.
+    let rt = metric(&r, "rt_pct");
+    assert!(rt > 1.0 && rt < 10.0, "rt_pct {rt}");
+    let again = run(&composed(
+        &["sieve:threads=2,work=20ms", "rt-periodic:count=2,period=10ms,runtime=2ms", "workqueue:threads=2,chunks=20"],
+        2,
+    ))
+    .unwrap();
+    assert_eq!(format!("{:?}", r.metrics), format!("{:?}", again.metrics), "same spec and seed, same result");
+}
+
+#[test]
+fn irq_source_reaches_the_engine_and_noise_alone_is_an_error() {
+    let r = run(&composed(&["sieve:threads=1,work=1ms", "irq:preset=pingflood,cpus=0-2"], 1)).unwrap();
+    assert!(r.workloads[1].starts_with("irq:preset=pingflood"), "{}", r.workloads[1]);
+    let e = run(&composed(&["kworkers", "irq"], 1)).unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("only noise"), "{e}");
+    let e = run(&composed(&["sieve:threads=1", "rt-periodic:priority=100"], 1)).unwrap_err();
+    assert!(e.to_string().contains("workload.priority"), "{e}");
+}
