@@ -569,7 +569,9 @@ impl Collector {
         } else {
             self.ctx.task_part.iter().filter(|&&p| p as usize == k).count() as u64
         };
-        let completion = if known > 0 && part.nr_exited == known { part.last_exit } else { end_ns };
+        let end = if known > 0 && part.nr_exited == known { part.last_exit } else { end_ns };
+        // Completion time counts from the part's start (`start=`).
+        let completion = end.saturating_sub(self.ctx.part_start_ns(k));
         let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
         let v = match name {
             "completion_time_s" => completion as f64 / NSEC_PER_SEC as f64,

@@ -62,6 +62,8 @@ pub struct MetricsContext {
     /// The measured parts; the first is the main one (unprefixed names).
     /// Never empty.
     pub parts: Vec<MeasuredPart>,
+    /// When each task starts, ns (empty for real traces: all at 0).
+    pub task_start_ns: Vec<Ns>,
 }
 
 impl MetricsContext {
@@ -85,6 +87,7 @@ impl MetricsContext {
             policy: Some(workload.tasks.iter().map(|t| t.policy).collect()),
             task_part: workload.tasks.iter().map(|t| if t.noise { NO_PART } else { 0 }).collect(),
             parts: vec![MeasuredPart { prefix: String::new() }],
+            task_start_ns: workload.tasks.iter().map(|t| t.start_ns).collect(),
         }
     }
 
@@ -104,6 +107,7 @@ impl MetricsContext {
             policy: None,
             task_part: Vec::new(),
             parts: vec![MeasuredPart { prefix: String::new() }],
+            task_start_ns: Vec::new(),
         }
     }
 
@@ -134,6 +138,16 @@ impl MetricsContext {
         } else {
             self.task_part.get(task).copied().unwrap_or(NO_PART)
         }
+    }
+
+    /// When measured part `k` starts: its earliest task start (0 when
+    /// unknown, as for a real trace).
+    pub fn part_start_ns(&self, k: usize) -> Ns {
+        (0..self.task_start_ns.len())
+            .filter(|&t| self.part_of(t) as usize == k)
+            .map(|t| self.task_start_ns[t])
+            .min()
+            .unwrap_or(0)
     }
 
     /// Whether `task` is noise (it does not keep a run alive).

@@ -101,3 +101,6 @@ pub use rt_rq::{RtRq, RtRqChange, TaskAffinity};
 
 #[cfg(test)]
 mod decide_tests;
+
+#[cfg(test)]
+mod class_tests;

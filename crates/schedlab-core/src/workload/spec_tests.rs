@@ -155,3 +155,16 @@ fn policy_keys_apply_to_every_task_and_round_trip() {
     assert_eq!((file.as_str(), key.as_str()), ("cli", "workload.priority"));
     assert!(exp.contains("1 to 99"), "{exp}");
 }
+
+#[test]
+fn start_key_delays_every_task_and_the_metrics_window() {
+    let w = build("hackbench:groups=1,fds=2,start=500ms", 4).unwrap();
+    assert!(w.tasks.iter().all(|t| t.start_ns == 500_000_000));
+    assert_eq!(w.warmup_ns, 500_000_000);
+    assert!(w.name.ends_with(",start=500ms"), "{}", w.name);
+    let again = build(&w.name, 4).unwrap();
+    assert_eq!(again.name, w.name);
+    let (_, key, what) = spec_err("hackbench:start=soon");
+    assert_eq!(key, "workload.start");
+    assert!(what.contains("duration"), "{what}");
+}
