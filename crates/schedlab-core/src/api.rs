@@ -139,7 +139,6 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
         cpuset: policy.cpuset(&machine),
     };
     let machine_name = machine.name.clone();
-    let names: Vec<String> = workload.tasks.iter().map(|t| t.name.clone()).collect();
     let mut sim = crate::engine::Sim::build(machine, domains, &workload, cfg)?;
     sim.collector.set_parts(&composed.task_part, &prefixes);
     let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
@@ -162,7 +161,10 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
     }
     .to_string();
     let nr_cpus = sim.machine.nr_cpus();
-    let trace = sim.trace.take().map(|events| crate::trace::ftrace::write_ftrace(names, nr_cpus, &events));
+    // The engine's tasks: the workload's plus the kernel threads it adds (ksoftirqd/N).
+    let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
+    let prios: Vec<i32> = sim.tasks.iter().map(|t| t.prio).collect();
+    let trace = sim.trace.take().map(|events| crate::trace::ftrace::write_ftrace_tasks(names, prios, nr_cpus, &events));
     Ok(RunResult {
         machine: machine_name,
         workload: workload.name.clone(),

@@ -25,7 +25,8 @@
 //! Conventions: the pid of task `t` is `t + PID_BASE` (1000, so no simulated
 //! task collides with the idle task 0 or with low kernel-thread pids); the idle
 //! task is `<idle>-0` in the line prefix and `swapper/N` in `sched_switch`
-//! fields, as the kernel prints it; every task has prio 120 (nice 0); comms are
+//! fields, as the kernel prints it; `prio` is the task's `p->prio` (0..=98 for
+//! RT tasks, 120 + nice for the others; 120 when not given); comms are
 //! cut to 15 bytes (`TASK_COMM_LEN - 1`). Timestamps are `secs.usecs`, rounded
 //! to the nearest microsecond as the kernel's `ns2usecs` does.
 //!
@@ -97,6 +98,8 @@ fn kernel_comm(name: &str) -> String {
 #[derive(Clone, Debug)]
 pub struct FtraceWriter {
     comms: Vec<String>,
+    /// `p->prio` per task (120 when not given: nice 0).
+    prios: Vec<i32>,
     curr: Vec<Option<TaskId>>,
     task_cpu: Vec<CpuId>,
     nr_cpus: usize,
@@ -108,7 +111,20 @@ impl FtraceWriter {
     pub fn new(names: Vec<String>, nr_cpus: usize) -> Self {
         let comms: Vec<String> = names.iter().map(|n| kernel_comm(n)).collect();
         let n = comms.len();
-        Self { comms, curr: vec![None; nr_cpus], task_cpu: vec![CpuId(0); n], nr_cpus }
+        Self { comms, prios: Vec::new(), curr: vec![None; nr_cpus], task_cpu: vec![CpuId(0); n], nr_cpus }
+    }
+
+    /// Write `prios[t]` as task `t`'s `prio` (0..=98 for RT tasks, 100..=139
+    /// for the others) instead of nice 0's 120.
+    pub fn with_prios(mut self, prios: Vec<i32>) -> Self {
+        self.prios = prios;
+        self
+    }
+
+    /// The `prio` written for `task`.
+    #[inline]
+    fn prio(&self, task: TaskId) -> i32 {
+        self.prios.get(task.idx()).copied().unwrap_or(PRIO_NICE_0 as i32)
     }
 
     /// pid written for `task`.
@@ -169,11 +185,17 @@ impl FtraceWriter {
     }
 
     fn switch_side<W: Write>(&self, out: &mut W, key: &str, t: Option<TaskId>, cpu: CpuId) -> fmt::Result {
-        match t {
-            Some(t) => self.comm_pid(out, key, t)?,
-            None => write!(out, "{key}comm=swapper/{} {key}pid=0", cpu.0)?,
-        }
-        write!(out, " {key}prio={PRIO_NICE_0}")
+        let prio = match t {
+            Some(t) => {
+                self.comm_pid(out, key, t)?;
+                self.prio(t)
+            }
+            None => {
+                write!(out, "{key}comm=swapper/{} {key}pid=0", cpu.0)?;
+                PRIO_NICE_0 as i32
+            }
+        };
+        write!(out, " {key}prio={prio}")
     }
 
     /// Write one event as one line.
@@ -199,14 +221,14 @@ impl FtraceWriter {
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 out.write_str("sched_waking: ")?;
                 self.comm_pid(out, "", task)?;
-                write!(out, " prio={PRIO_NICE_0} target_cpu={:03}", self.task_cpu[task.idx()].0)?;
+                write!(out, " prio={} target_cpu={:03}", self.prio(task), self.task_cpu[task.idx()].0)?;
             }
             Event::Wakeup { task, cpu, new } => {
                 self.ensure(cpu, Some(task));
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 out.write_str(if new { "sched_wakeup_new: " } else { "sched_wakeup: " })?;
                 self.comm_pid(out, "", task)?;
-                write!(out, " prio={PRIO_NICE_0} target_cpu={:03}", cpu.0)?;
+                write!(out, " prio={} target_cpu={:03}", self.prio(task), cpu.0)?;
                 self.task_cpu[task.idx()] = cpu;
             }
             Event::Migrate { task, orig, dest, .. } => {
@@ -214,7 +236,7 @@ impl FtraceWriter {
                 self.prefix(out, self.curr[dest.idx()], dest, time)?;
                 out.write_str("sched_migrate_task: ")?;
                 self.comm_pid(out, "", task)?;
-                write!(out, " prio={PRIO_NICE_0} orig_cpu={} dest_cpu={}", orig.0, dest.0)?;
+                write!(out, " prio={} orig_cpu={} dest_cpu={}", self.prio(task), orig.0, dest.0)?;
                 self.task_cpu[task.idx()] = dest;
             }
             Event::Place { task, prev, waker_cpu, cpu, path, scanned, capacity } => {
@@ -279,7 +301,7 @@ impl FtraceWriter {
                 self.prefix(out, Some(task), cpu, time)?;
                 out.write_str("sched_process_exit: ")?;
                 self.comm_pid(out, "", task)?;
-                write!(out, " prio={PRIO_NICE_0}")?;
+                write!(out, " prio={}", self.prio(task))?;
             }
         }
         out.write_char('\n')
@@ -313,7 +335,12 @@ impl<W: std::io::Write> Write for IoWriter<W> {
 
 /// A whole trace as one string: header, then one line per event.
 pub fn write_ftrace(names: Vec<String>, nr_cpus: usize, events: &[TimedEvent]) -> String {
-    let mut w = FtraceWriter::new(names, nr_cpus);
+    write_ftrace_tasks(names, Vec::new(), nr_cpus, events)
+}
+
+/// [`write_ftrace`] with each task's `prio`.
+pub fn write_ftrace_tasks(names: Vec<String>, prios: Vec<i32>, nr_cpus: usize, events: &[TimedEvent]) -> String {
+    let mut w = FtraceWriter::new(names, nr_cpus).with_prios(prios);
     let mut s = String::with_capacity(events.len() * 128 + 1024);
     // Writing into a String cannot fail.
     let _ = w.write_header(&mut s, Some(events.len() as u64));
@@ -332,6 +359,23 @@ mod tests {
         let mut s = String::new();
         w.write_event(&mut s, &TimedEvent { time, ev }).unwrap();
         s
+    }
+
+    #[test]
+    fn rt_tasks_show_their_kernel_prio() {
+        let mut w = FtraceWriter::new(vec!["rt".into(), "fair".into()], 2).with_prios(vec![49, 125]);
+        let l = one(
+            &mut w,
+            0,
+            Event::Switch {
+                cpu: CpuId(0),
+                prev: Some(TaskId(1)),
+                prev_state: PrevState::Runnable,
+                next: Some(TaskId(0)),
+            },
+        );
+        assert!(l.contains("prev_prio=125"), "{l}");
+        assert!(l.contains("next_prio=49"), "{l}");
     }
 
     #[test]
