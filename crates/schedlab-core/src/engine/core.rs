@@ -26,6 +26,14 @@ pub const WF_EXEC: u32 = 0x01;
 impl Sim {
     /// Bring the PELT clock of `cpu` to now (`update_rq_clock`).
     pub fn update_rq_clock(&mut self, cpu: CpuId) {
+        // Already brought to now with the same task state: nothing elapsed,
+        // nothing to account (the classes' hooks ask for `rq_clock_task`
+        // several times per event). A CPU that just went idle still syncs
+        // its PELT clock, as the kernel's idle path does at delta 0.
+        let rq = &self.rqs[cpu.idx()];
+        if rq.clock == self.now && self.now != 0 && rq.clock_running == rq.curr.is_some() {
+            return;
+        }
         let cap = self.machine.capacity_orig(cpu) as u64;
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
@@ -42,6 +50,7 @@ impl Sim {
             pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
         }
         let running = rq.curr.is_some();
+        rq.clock_running = running;
         rq.clock_pelt.update_rq_clock_pelt(clock_task, running, cap, freq);
     }
 

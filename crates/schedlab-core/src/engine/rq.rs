@@ -69,6 +69,8 @@ pub struct Rq {
     pub clock_pelt: RqClockPelt,
     /// `rq->clock`: when the clocks were last updated, ns.
     pub clock: Ns,
+    /// Whether a task was running at that update.
+    pub clock_running: bool,
     /// IRQ time spent on this CPU (`cpu_irqtime`), ns: handlers add to it
     /// when they return.
     pub irq_time: Ns,
@@ -136,6 +138,7 @@ impl Rq {
             irq_avg: SchedAvg::default(),
             clock_pelt: RqClockPelt::default(),
             clock: 0,
+            clock_running: false,
             irq_time: 0,
             prev_irq_time: 0,
             curr: None,
