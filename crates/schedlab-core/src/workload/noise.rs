@@ -87,6 +87,15 @@ pub(crate) const KW_PARAMS: &[ParamDef] = &[
               computes and writes one frequency request (an MSR write costs around a microsecond; cpufreq \
               bookkeeping and the work-queue loop a few more), context switches priced by the engine.",
     },
+    ParamDef {
+        name: "unbound",
+        kind: Kind::Count { min: 0, max: 4096 },
+        default: "0",
+        unit: "threads",
+        doc: "unbound kworkers (kworker/uP:N) besides the bound ones: workers of unbound work queues, allowed \
+              on every CPU of `cpus` (not per-CPU kthreads, so select_idle_sibling's kthread rule does not \
+              apply to their wakees), each woken by its own timer every `period` at a random phase.",
+    },
 ];
 
 /// Cache footprint of an rt-app thread, KiB: a calibrated busy loop and its stack.
@@ -144,7 +153,19 @@ pub(crate) fn build_rt_periodic(p: &mut Params) -> Result<Workload> {
 pub(crate) fn build_kworkers(p: &mut Params) -> Result<Workload> {
     let mask = p.cpus.unwrap_or_else(|| p.machine.all_cpus());
     let (period_ns, runtime_ns) = period_runtime(p)?;
-    let tasks = mask.iter().map(|cpu| kworker(cpu, period_ns, runtime_ns)).collect();
+    let unbound = p.count("unbound")?;
+    let mut tasks: Vec<TaskSpec> = mask.iter().map(|cpu| kworker(cpu, period_ns, runtime_ns)).collect();
+    // The kernel names unbound workers kworker/u<pool>:<id>; the pool id is
+    // the number of CPUs times two for the default unbound pool's attrs.
+    let pool = p.machine.nr_cpus() * 2;
+    let first = mask.first().map_or(0, |c| c.0);
+    for i in 0..unbound {
+        let mut t = kworker(CpuId(first), period_ns, runtime_ns);
+        t.name = format!("kworker/u{pool}:{i}");
+        t.allowed = Some(mask);
+        t.kthread = false;
+        tasks.push(t);
+    }
     Ok(noise_workload(tasks))
 }
 
@@ -284,9 +305,19 @@ mod tests {
     }
 
     #[test]
+    fn unbound_kworkers_may_run_anywhere_and_are_not_per_cpu_kthreads() {
+        let w = build("kworkers:cpus=1;3,unbound=2").unwrap();
+        let u: Vec<&TaskSpec> = w.tasks.iter().filter(|t| t.name.starts_with("kworker/u")).collect();
+        assert_eq!(u.len(), 2);
+        assert!(u.iter().all(|t| !t.kthread && t.noise));
+        assert_eq!(u[0].allowed.unwrap().weight(), 2);
+        assert_eq!(w.tasks.len(), 4);
+    }
+
+    #[test]
     fn kworkers_one_bound_kthread_per_cpu() {
         let w = build("kworkers:cpus=1;3").unwrap();
-        assert_eq!(w.name, "kworkers:period=4ms,runtime=5us,cpus=1;3");
+        assert_eq!(w.name, "kworkers:period=4ms,runtime=5us,unbound=0,cpus=1;3");
         let names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["kworker/1:1", "kworker/3:1"]);
         let t = &w.tasks[1];
