@@ -146,7 +146,6 @@ impl Sim {
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),
-            class: cfg.class,
             rqs,
             llc,
             alive: tasks.iter().filter(|t| !t.noise).count() as u32,

@@ -116,79 +116,78 @@ pub struct EngineStats {
     pub handled: u64,
 }
 
-/// The whole simulated system. Fields are public so that decision code
-/// (`fair::*`) and hand-built test states can read them directly.
+/// The whole simulated system. Its fields are visible inside the crate only:
+/// the classes read the runqueues they own through it, and users go through
+/// `api` (or the methods below).
 pub struct Sim {
     /// The machine.
-    pub machine: Machine,
+    pub(crate) machine: Machine,
     /// Its sched domains.
-    pub domains: Domains,
+    pub(crate) domains: Domains,
     /// Switched-on features.
-    pub features: Features,
-    /// The policy's class (fair or a peer) with its parameters.
-    pub class: ClassKind,
+    pub(crate) features: Features,
     /// The class that runs SCHED_OTHER/BATCH/IDLE tasks (`class::SchedClass::normal`).
-    pub normal_class: crate::class::SchedClass,
+    pub(crate) normal_class: crate::class::SchedClass,
     /// Runqueues, by CPU.
-    pub rqs: Vec<Rq>,
+    pub(crate) rqs: Vec<Rq>,
     /// Shared state per LLC (`sd_llc_shared`), by LLC index.
-    pub llc: Vec<LlcShared>,
+    pub(crate) llc: Vec<LlcShared>,
     /// Tasks, by id.
-    pub tasks: Vec<Task>,
+    pub(crate) tasks: Vec<Task>,
     /// EEVDF entities, by task id.
-    pub ses: Vec<SchedEntity>,
+    pub(crate) ses: Vec<SchedEntity>,
     /// Channels.
-    pub chans: Vec<Chan>,
+    pub(crate) chans: Vec<Chan>,
     /// Barriers.
-    pub barriers: Vec<Barrier>,
+    pub(crate) barriers: Vec<Barrier>,
     /// Cache pressure per core: KiB of footprint brought in, cumulative.
-    pub core_pressure: Vec<u64>,
+    pub(crate) core_pressure: Vec<u64>,
     /// Cache pressure per LLC, cumulative KiB.
-    pub llc_pressure: Vec<u64>,
+    pub(crate) llc_pressure: Vec<u64>,
     /// Event queue (owns the clock).
-    pub queue: EventQueue<Ev>,
+    pub(crate) queue: EventQueue<Ev>,
     /// Current time (the time of the event being handled).
-    pub now: Ns,
+    pub(crate) now: Ns,
     /// Random stream of the scheduler itself (NI_RANDOM's dice).
-    pub sched_rng: Rng,
+    pub(crate) sched_rng: Rng,
     /// Metrics, fed every event.
-    pub collector: Collector,
+    pub(crate) collector: Collector,
     /// Every event, when a trace was asked for.
-    pub trace: Option<Vec<TimedEvent>>,
+    pub(crate) trace: Option<Vec<TimedEvent>>,
     /// Tasks not yet exited.
-    pub alive: u32,
+    pub(crate) alive: u32,
     /// `sysctl_sched_base_slice` for this machine, ns.
-    pub base_slice_ns: Ns,
+    pub(crate) base_slice_ns: Ns,
     /// Tick period, ns.
-    pub tick_ns: Ns,
+    pub(crate) tick_ns: Ns,
     /// Self counters.
-    pub stats: EngineStats,
+    pub(crate) stats: EngineStats,
     /// Check invariants after every event (slow; tests).
-    pub check_invariants: bool,
+    pub(crate) check_invariants: bool,
     /// The run was stopped.
-    pub stopped: bool,
+    pub(crate) stopped: bool,
     /// How each task starts.
-    pub workload_start: Vec<crate::workload::StartKind>,
+    pub(crate) workload_start: Vec<crate::workload::StartKind>,
     /// CPUs that are idle with the tick stopped (`nohz.idle_cpus_mask`).
-    pub nohz_idle: CpuMask,
+    pub(crate) nohz_idle: CpuMask,
     /// Static group descriptions per domain (`fair::lb_stats::group_refs`).
-    pub sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
+    pub(crate) sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
     /// `rd->overloaded`: some CPU has more than one runnable task.
-    pub rd_overloaded: bool,
+    pub(crate) rd_overloaded: bool,
     /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).
-    pub nohz: crate::fair::nohz::NohzState,
+    pub(crate) nohz: crate::fair::nohz::NohzState,
     /// Energy model and overutilized flags (`fair::eas`, `fair::overutilized`).
-    pub eas: crate::fair::eas::EasState,
+    pub(crate) eas: crate::fair::eas::EasState,
     /// Runtime state of a peer class (`policies`), `None` under the fair class.
-    pub peer: crate::policies::PeerState,
+    pub(crate) peer: crate::policies::PeerState,
     /// The RT class's state (`rt::class`).
-    pub rt: crate::rt::class::RtState,
+    pub(crate) rt: crate::rt::class::RtState,
     /// Interrupt sources of the workload.
-    pub irq_specs: Vec<crate::workload::IrqSpec>,
+    pub(crate) irq_specs: Vec<crate::workload::IrqSpec>,
     /// One stream per (source, CPU).
-    pub irq_streams: Vec<irq::IrqStream>,
+    pub(crate) irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
-    pub irq: Vec<irq::CpuIrq>,
+    pub(crate) irq: Vec<irq::CpuIrq>,
 }
 
 impl Sim {

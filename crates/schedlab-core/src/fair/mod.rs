@@ -22,6 +22,8 @@ pub mod wakeup_seeds;
 pub mod weight;
 
 #[cfg(test)]
+mod balance_scenario_tests;
+#[cfg(test)]
 mod balance_tests;
 #[cfg(test)]
 mod cas_tests;

@@ -3,13 +3,13 @@
 //! have their tick stopped, so only a kicked idle CPU balances for them)
 //! and periodic balancing.
 
-use schedlab_core::engine::build::SimConfig;
-use schedlab_core::engine::Sim;
-use schedlab_core::features::Features;
-use schedlab_core::ids::{CpuId, Ns, NSEC_PER_MSEC};
-use schedlab_core::testkit::{script_tasks, script_workload, sim_config, sim_with, TWO_LLC};
-use schedlab_core::trace::{BalanceKind, Event};
-use schedlab_core::workload::Action;
+use crate::engine::build::SimConfig;
+use crate::engine::Sim;
+use crate::features::Features;
+use crate::ids::{CpuId, Ns, NSEC_PER_MSEC};
+use crate::testkit::{script_tasks, script_workload, sim_config, sim_with, TWO_LLC};
+use crate::trace::{BalanceKind, Event};
+use crate::workload::Action;
 
 /// `n` CPU-bound tasks (1 s of work each), all woken on CPU 0 at time 0, on
 /// 2 LLCs x 4 cores, no SMT, HZ = 250 (4 ms ticks).
