@@ -263,3 +263,30 @@ fn rt_runs_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn a_cpu_whose_rt_task_blocks_gets_the_rt_work_queued_elsewhere() {
+    // CPU 0 runs t0 (FIFO 50, pinned) with t2 (FIFO 20, may run on 0-1)
+    // queued behind it: t2 was woken on CPU 0 while CPU 1 ran t1 (FIFO 30),
+    // so nowhere was lower. When t1 finishes, CPU 1's RT level drops and the
+    // pull (RT_PUSH_IPI: CPU 0 pushes) brings t2 over at once.
+    let mut ts = script_tasks(3, &[Action::Compute(10 * MS)], 1);
+    pin(&mut ts[0], &[0]);
+    pin(&mut ts[1], &[1]);
+    pin(&mut ts[2], &[0, 1]);
+    rt(&mut ts[0], SchedPolicy::Fifo, 50);
+    rt(&mut ts[1], SchedPolicy::Fifo, 30);
+    rt(&mut ts[2], SchedPolicy::Fifo, 20);
+    ts[1].start = crate::workload::StartKind::Wake { prev_cpu: 1 };
+    ts[2].start_ns = MS;
+    for ipi in [true, false] {
+        let mut f = Features::mainline();
+        f.set(Feat::RT_PUSH_IPI, ipi);
+        let mut s = sim(&script_workload(ts.clone()), f);
+        s.run(u64::MAX).unwrap();
+        let t2 = switches_in(&s, 2);
+        assert_eq!(t2[0].1, CpuId(1), "RT_PUSH_IPI={ipi}: t2 ran on {:?}", t2);
+        let t1_done = switches_in(&s, 1)[0].0 + 10 * MS;
+        assert!(t2[0].0 <= t1_done + 200_000, "RT_PUSH_IPI={ipi}: t2 at {} ns, t1 done ~{t1_done}", t2[0].0);
+    }
+}
