@@ -51,7 +51,10 @@ impl Sim {
                 return c; // seed idea 6 (EAS), fair/eas.rs
             }
             let waker = self.rqs[cpu.idx()].curr;
-            want_affine = !self.wake_wide(p, waker, cpu) && self.tasks[p.idx()].allowed.test(cpu);
+            // v4.9 .. v5.6 on asymmetric machines: a wakee too big for the
+            // waker's or prev's capacity is not woken affine (fair/slowpath_legacy.rs).
+            let misfit = sched_feat!(self.features, wake_cap) && self.wake_cap(p, cpu, prev_cpu);
+            want_affine = !self.wake_wide(p, waker, cpu) && !misfit && self.tasks[p.idx()].allowed.test(cpu);
         }
         let mut sd_slow = None;
         // Index the chain rather than borrow it: wake_affine needs `&self`.
@@ -66,7 +69,7 @@ impl Sim {
                 sd_slow = None;
                 break;
             }
-            if sd.flags & sd_flag != 0 {
+            if self.sd_balance_flags(cpu, i) & sd_flag != 0 {
                 sd_slow = Some(id);
             } else if !want_affine {
                 break;
