@@ -246,3 +246,51 @@ fn a_wakee_that_fits_stays_affine_under_wake_cap() {
     s.select_task_rq_fair(P, CpuId(1), WF_TTWU, &mut c);
     assert_ne!(c.path, PlacePath::Slow);
 }
+
+/// Seed idea 5's experiment on `pixel2`: hackbench (1 group, 8 fds) with four
+/// SCHED_FIFO tasks of 20 ms per 100 ms on the big CPUs 4-7.
+fn pixel2_run(policy: &str, seed: u64) -> crate::api::RunResult {
+    use crate::api::{run, WorkloadSource};
+    use crate::testkit::{preset_source, run_spec};
+    let mut spec =
+        run_spec(preset_source("pixel2"), "hackbench:groups=1,fds=8,loops=2000,start=1s", policy, seed, false);
+    spec.extra_workloads.push(WorkloadSource {
+        text: "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms".into(),
+        format: "spec".into(),
+        origin: "workload".into(),
+    });
+    run(&spec).unwrap_or_else(|e| panic!("{policy}: {e}"))
+}
+
+#[test]
+fn e2e_pixel2_capacity_spare_wake_current_changes_v4_14_placement() {
+    use crate::testkit::metric;
+    let orig = pixel2_run("v4.14", 1);
+    let cur = pixel2_run("v4.14+capacity_spare_wake_current", 1);
+    for m in ["migrations", "place_slow_path", "placed_capacity_mean"] {
+        assert_ne!(metric(&orig, m), metric(&cur, m), "{m}");
+    }
+}
+
+#[test]
+fn e2e_pixel2_v5_9_wakeups_stay_off_the_slow_path() {
+    // Without wake_cap only forks and execs take the slow path.
+    use crate::testkit::metric;
+    let v59 = pixel2_run("v5.9", 1);
+    let v414 = pixel2_run("v4.14", 1);
+    assert!(metric(&v59, "place_slow_path") < metric(&v414, "place_slow_path"));
+}
+
+#[test]
+#[ignore = "prints the seed-5 figures; run with --ignored --nocapture"]
+fn pixel2_rt_pressure_figures() {
+    use crate::testkit::metric;
+    let names = ["completion_time_s", "migrations", "place_slow_path", "placed_capacity_mean", "rt_pct"];
+    for policy in ["v4.14", "v4.14+capacity_spare_wake_current", "v5.9"] {
+        for seed in 1..=3 {
+            let r = pixel2_run(policy, seed);
+            let vals: Vec<String> = names.iter().map(|n| format!("{n}={:.4}", metric(&r, n))).collect();
+            println!("{policy} seed={seed} {}", vals.join(" "));
+        }
+    }
+}
