@@ -62,6 +62,11 @@
 //! (commits 38c6e4963b50 "Remove SD_BALANCE_WAKE on asymmetric capacity
 //! systems" and "Remove wake_cap()"), so `v5.9` has neither.
 //!
+//! The fast path of that era had no capacity awareness either: under
+//! `wake_cap`, `select_idle_sibling` skips `select_idle_capacity` and the
+//! `asym_fits_cpu` tests (v5.7+ and later), since a wakee that did not fit
+//! had been sent down the slow path before it got there.
+//!
 //! The domain builder is left as it is: the flag is applied at decision time
 //! by [`Sim::sd_balance_flags`], which both the wakeup loop and the slow path
 //! read, so with `wake_cap` off nothing changes.

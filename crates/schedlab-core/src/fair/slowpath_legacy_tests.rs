@@ -206,6 +206,20 @@ fn wake_cap_adds_balance_wake_on_the_asymmetric_domain_and_below() {
     assert_eq!(s.sd_balance_flags(CpuId(0), PKG) & SD_BALANCE_WAKE, 0);
 }
 
+#[test]
+fn wake_cap_idle_search_is_capacity_blind() {
+    // A big wakee (util 500) with idle LITTLE prev: v5.7+ looks for a CPU
+    // that fits (select_idle_capacity); v4.14 takes the idle prev.
+    let mut s = sim_from_toml(HIKEY, 2, feats(&[]));
+    s.tasks[P.idx()].avg.util_avg = 500;
+    let mut c = wake_ctx(1);
+    let got = s.select_idle_sibling(P, CpuId(1), CpuId(1), &mut c, false);
+    assert!(got.0 >= 4, "{got:?}");
+    s.features.set(Feat::wake_cap, true);
+    let mut c = wake_ctx(1);
+    assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(1), &mut c, false), CpuId(1));
+}
+
 /// A wakeup of `p` (util 500, prev CPU 1) by task 1 running on CPU 2.
 fn big_wakee_on_little(on: &[Feat]) -> (Sim, crate::fair::wakeup::WakeCtx, CpuId) {
     let mut s = sim_from_toml(HIKEY, 2, feats(on));

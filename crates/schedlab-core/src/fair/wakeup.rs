@@ -215,7 +215,12 @@ impl Sim {
     }
 
     /// `asym_fits_cpu`: on asymmetric-capacity machines the task must fit.
+    /// Under `wake_cap` (v4.9 .. v5.6) the idle search was capacity-blind:
+    /// a wakee that did not fit had already been sent down the slow path.
     pub fn asym_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
+        if sched_feat!(self.features, wake_cap) {
+            return true;
+        }
         if self.domains.sd_asym_cpucapacity.iter().any(|s| s.is_some()) {
             return self.util_fits_cpu(util, cpu);
         }
@@ -297,7 +302,9 @@ impl Sim {
             }
             recent_used = Some(recent);
         }
-        if let Some(sd) = self.domains.sd_asym_cpucapacity[target.idx()] {
+        // select_idle_capacity (v5.7) replaced wake_cap: one or the other.
+        let asym_sd = self.domains.sd_asym_cpucapacity[target.idx()].filter(|_| !sched_feat!(self.features, wake_cap));
+        if let Some(sd) = asym_sd {
             let span = self.domains.sd(sd).span;
             return match self.select_idle_capacity(p, &span, target, ctx) {
                 Some(c) => {
