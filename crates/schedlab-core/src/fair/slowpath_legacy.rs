@@ -240,9 +240,13 @@ impl Sim {
         let mut latest_idle_timestamp: Ns = 0;
         let mut least_loaded = this_cpu;
         let mut shallowest: Option<CpuId> = None;
+        let mut cas_backup: Option<CpuId> = None;
         for i in group.and(&self.tasks[p.idx()].allowed).iter() {
             let rq = &self.rqs[i.idx()];
             if self.available_idle_cpu(i) {
+                if self.cas_skip_pressured(i, &mut cas_backup) {
+                    continue; // seed idea 5 (CAS, a v4.14-era proposal), fair/cas.rs
+                }
                 let states = &self.machine.core_type(i).idle_states;
                 // As in sched_balance_find_dst_group_cpu: a CPU idle since
                 // the start of the run counts as being in its deepest state.
@@ -269,7 +273,7 @@ impl Sim {
                 }
             }
         }
-        shallowest.unwrap_or(least_loaded)
+        shallowest.or(cas_backup).unwrap_or(least_loaded)
     }
 
     /// `wake_cap(p, cpu, prev_cpu)` (v4.9 .. v5.6): `p` does not fit the

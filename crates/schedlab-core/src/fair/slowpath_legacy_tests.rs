@@ -165,6 +165,29 @@ fn the_slow_path_follows_the_group_choice_to_a_cpu() {
 }
 
 #[test]
+fn legacy_group_cpu_takes_the_least_runnable_load_with_this_cpu_on_ties() {
+    let mut s = sim_from_toml(TWO_LLC, 6, feats(&[Feat::legacy_find_idlest_group]));
+    for (c, load) in [(0, 300), (1, 200), (2, 200), (3, 500)] {
+        busy(&mut s, c, c + 1);
+        s.tasks[c as usize + 1].avg.load_avg = load;
+        s.rqs[c as usize].cfs.curr = Some(TaskId(c + 1));
+    }
+    let g = crate::cpumask::CpuMask::parse_list("0-3").unwrap();
+    assert_eq!(s.find_idlest_group_cpu(&g, P, CpuId(0)), CpuId(1));
+    assert_eq!(s.find_idlest_group_cpu(&g, P, CpuId(2)), CpuId(2));
+}
+
+#[test]
+fn legacy_group_cpu_applies_cas_to_pressured_idle_cpus() {
+    let mut s = sim_from_toml(TWO_LLC, 2, feats(&[Feat::legacy_find_idlest_group, Feat::cas]));
+    for c in 0..4 {
+        s.rqs[c].cpu_capacity = 500;
+    }
+    let g = crate::cpumask::CpuMask::parse_list("0-7").unwrap();
+    assert!(s.find_idlest_group_cpu(&g, P, CpuId(0)).0 >= 4);
+}
+
+#[test]
 fn wake_cap_is_true_for_a_big_task_on_little_cpus() {
     // 462 x 1024 < 500 x 1280.
     let mut s = sim_from_toml(HIKEY, 2, feats(&[]));
