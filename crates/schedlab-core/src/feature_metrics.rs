@@ -44,7 +44,11 @@ pub fn shown_by(f: Feat) -> &'static str {
         sis_cluster_first => "migrations_cluster, place_idle_cpu (cluster machines)",
         idler_llc => "migrations_llc (waker and prev in different LLCs)",
         sis_time_limit => "scanned_per_wakeup_mean",
-        capacity_spare_wake_current => "place_slow_path targets, placed_capacity_min (fork under RT/IRQ pressure)",
+        capacity_spare_wake_current => {
+            "migrations, placed_capacity_mean (with legacy_find_idlest_group: exec or wakeup slow path under RT/IRQ pressure)"
+        }
+        legacy_find_idlest_group => "migrations, place_slow_path targets (fork, exec, or wake_cap wakeups)",
+        wake_cap => "place_slow_path, migrations (asymmetric machine, wakees too big for a LITTLE CPU)",
         cas => "placed_capacity_min, placed_capacity_mean (IRQ or RT pressure)",
         nohz_blocked_load_update => "nohz_balance_pulls, place_slow_path",
         remote_cpufreq_update => "refused until the frequency model exists",

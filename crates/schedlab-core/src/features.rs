@@ -117,8 +117,12 @@ sched_features! {
     idler_llc = false;
     /// Idea 4: stop the idle search when local expected idle time is shorter than its cost.
     sis_time_limit = false;
-    /// Idea 5: capacity_spare_wake uses capacity_of, not the original capacity (v4.15+).
+    /// Idea 5: capacity_spare_wake uses capacity_of, not the original capacity (v4.15 .. v5.4); acts only with legacy_find_idlest_group.
     capacity_spare_wake_current = true;
+    /// Idea 5: the slow path's group choice as before v5.5 (runnable load, avg_load, most spare capacity) instead of the v5.5+ group classification.
+    legacy_find_idlest_group = false;
+    /// Idea 5: on asymmetric-capacity machines (v4.9 .. v5.6), a wakee that does not fit min(capacity_orig of waker and prev CPU) skips wake_affine, and SD_BALANCE_WAKE on the asymmetric domain and below sends it down the slow path; the idle search is capacity-blind (no select_idle_capacity, v5.7+).
+    wake_cap = false;
     /// Idea 5: capacity-aware idle search skips CPUs below 80% of their capacity (CAS).
     cas = false;
     /// Idea 5: update blocked load of idle NOHZ CPUs when stale.

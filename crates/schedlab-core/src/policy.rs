@@ -105,10 +105,17 @@ fn v5_9() -> (ClassKind, Features, Confine) {
     (c, f, k)
 }
 
-/// v4.14: v5.9 plus `capacity_spare_wake` on the original capacity (seed idea 5).
+/// v4.14: v5.9 plus the slow path before v5.5 (`legacy_find_idlest_group`)
+/// with `capacity_spare_wake` on the original capacity (fixed in v4.15), and
+/// the asymmetric-capacity wakeup of v4.9 .. v5.6 (`wake_cap`: SD_BALANCE_WAKE
+/// on asymmetric domains, no wake_affine for a wakee that does not fit), seed
+/// idea 5. v5.9 has the v5.5 slow path and v5.7's `select_idle_capacity`
+/// instead, so both stay off there.
 fn v4_14() -> (ClassKind, Features, Confine) {
     let (c, mut f, k) = v5_9();
+    f.set(Feat::legacy_find_idlest_group, true);
     f.set(Feat::capacity_spare_wake_current, false);
+    f.set(Feat::wake_cap, true);
     (c, f, k)
 }
 
@@ -167,7 +174,7 @@ pub const BASES: &[BaseDef] = &[
     BaseDef {
         name: "v4.14",
         kind: "profile",
-        summary: "v4.14: v5.9 (CFS) plus capacity_spare_wake on original capacity",
+        summary: "v4.14: v5.9 (CFS) plus the pre-v5.5 find_idlest_group with capacity_spare_wake on original capacity, and wake_cap",
         build: v4_14,
     },
 ];
@@ -231,6 +238,15 @@ pub fn parse_policy(s: &str) -> Result<Policy> {
             s,
             "no remote_cpufreq_update yet: it changes when a CPU's frequency request is updated, and schedlab has no \
              frequency model (every CPU runs at its nominal frequency), so it could change nothing",
+        ));
+    }
+    if !features.on(Feat::capacity_spare_wake_current) && !features.on(Feat::legacy_find_idlest_group) {
+        return Err(SchedlabError::spec(
+            "policy",
+            s,
+            "capacity_spare_wake_current off needs legacy_find_idlest_group: capacity_spare_wake exists only in the \
+             pre-v5.5 find_idlest_group, and the v5.5+ slow path counts capacity_of as the kernel does (e.g. \
+             v5.9+legacy_find_idlest_group-capacity_spare_wake_current, or v4.14)",
         ));
     }
     if features.on(Feat::SIS_UTIL) && features.on(Feat::SIS_PROP) {
@@ -298,6 +314,17 @@ mod tests {
     }
 
     #[test]
+    fn capacity_spare_wake_off_needs_the_legacy_slow_path() {
+        let e = parse_policy("v5.9-capacity_spare_wake_current").unwrap_err().to_string();
+        assert!(e.contains("needs legacy_find_idlest_group"), "{e}");
+        assert!(parse_policy("eevdf-capacity_spare_wake_current").is_err());
+        assert!(parse_policy("v4.14-legacy_find_idlest_group").is_err());
+        let p = parse_policy("v5.9+legacy_find_idlest_group-capacity_spare_wake_current").unwrap();
+        assert!(!p.features.on(Feat::capacity_spare_wake_current));
+        assert!(parse_policy("v4.14+capacity_spare_wake_current").is_ok());
+    }
+
+    #[test]
     fn parses_bases_and_features() {
         let p = parse_policy("eevdf").unwrap();
         assert_eq!(p.features, Features::mainline());
@@ -317,6 +344,9 @@ mod tests {
         let v414 = parse_policy("v4.14").unwrap().features;
         assert!(!v59.on(Feat::wa_idle_prev) && !v59.on(Feat::SIS_UTIL));
         assert!(v59.on(Feat::capacity_spare_wake_current) && !v414.on(Feat::capacity_spare_wake_current));
+        // v5.5 rewrote find_idlest_group and v5.7 removed wake_cap: both v4.14 only.
+        assert!(v414.on(Feat::legacy_find_idlest_group) && !v59.on(Feat::legacy_find_idlest_group));
+        assert!(v414.on(Feat::wake_cap) && !v59.on(Feat::wake_cap));
         assert!(!parse_policy("v6.12").unwrap().features.on(Feat::NI_RANDOM));
         // v5.9 and v4.14 run CFS with the CFS-era placement features of their time.
         for f in [v59, v414] {

@@ -1,6 +1,6 @@
 //! The fair class (kernel/sched/fair.c), split by area: the runqueue
 //! (`eevdf`, its CFS discipline `cfs`, load weights `weight`), wakeup placement (`wakeup`), the fork/exec slow path
-//! (`slowpath`), capacity and utilisation (`capacity`), load balancing
+//! (`slowpath`, v4.14's in `slowpath_legacy`), capacity and utilisation (`capacity`), load balancing
 //! (`lb_stats`, `busiest`, `balance`, `periodic`, `newidle`, `nohz`).
 
 pub mod balance;
@@ -17,6 +17,7 @@ pub mod nohz;
 pub mod overutilized;
 pub mod periodic;
 pub mod slowpath;
+pub mod slowpath_legacy;
 pub mod wakeup;
 pub mod wakeup_seeds;
 pub mod weight;
@@ -31,6 +32,8 @@ mod cas_tests;
 mod cfs_tests;
 #[cfg(test)]
 mod eas_tests;
+#[cfg(test)]
+mod slowpath_legacy_tests;
 #[cfg(test)]
 mod wakeup_seeds_tests;
 #[cfg(test)]

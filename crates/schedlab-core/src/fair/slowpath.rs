@@ -7,12 +7,14 @@
 //! shallowest idle state, the most recently idled as tie-break, else the
 //! least loaded CPU).
 //!
-//! Seed idea 5 (`capacity_spare_wake_current`): v4.14's slow path judged a
-//! group's spare capacity with the CPUs' *original* capacity
-//! (`capacity_orig_of` in `capacity_spare_wake`); v4.15+ uses the capacity
-//! left after RT/IRQ pressure (`capacity_of`). Here the feature chooses which
-//! capacity `update_sg_wakeup_stats` sums into the group capacity, the
-//! quantity that decides whether a group has spare capacity.
+//! Seed idea 5: with `legacy_find_idlest_group` the group and CPU choices
+//! are v4.14's `find_idlest_group` / `find_idlest_group_cpu`
+//! (fair/slowpath_legacy.rs), where `capacity_spare_wake_current` acts. The
+//! v5.5+ functions here count a group's capacity as the kernel does, from
+//! `sgc->capacity` (the sum of `capacity_of`), whatever that feature says:
+//! v5.5+ kernels have no `capacity_spare_wake`. With `wake_cap`, the domain
+//! flags come from [`Sim::sd_balance_flags`] (v4.14's SD_BALANCE_WAKE on
+//! asymmetric domains).
 
 use super::capacity::SCHED_CAPACITY_SCALE;
 use super::lb_stats::{adjust_numa_imbalance, group_classify, GroupRef, GroupType, SgLbStats};
@@ -26,15 +28,6 @@ use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_NUMA};
 const NICE_0_LOAD_DOWN: u64 = 1024;
 
 impl Sim {
-    /// The capacity the slow path counts for `cpu` (see the module doc).
-    fn wake_capacity(&self, cpu: CpuId) -> u64 {
-        if sched_feat!(self.features, capacity_spare_wake_current) {
-            self.capacity_of(cpu)
-        } else {
-            self.machine.capacity_orig(cpu) as u64
-        }
-    }
-
     /// `task_running_on_cpu(cpu, p)`: `p` is queued on `cpu` and counted there.
     fn task_running_on_cpu(&self, cpu: CpuId, p: TaskId) -> u32 {
         let t = &self.tasks[p.idx()];
@@ -65,7 +58,7 @@ impl Sim {
                 sgs.group_misfit_task_load = 0;
             }
         }
-        sgs.group_capacity = g.span.iter().map(|c| self.wake_capacity(c)).sum();
+        sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
         sgs.group_weight = g.span.weight();
         let imbalanced = self.nohz.sgc_imbalance(sd.depth as usize, g.span.first().unwrap_or(CpuId(0)));
         sgs.group_type = group_classify(sd.imbalance_pct, imbalanced, &sgs);
@@ -235,23 +228,32 @@ impl Sim {
         let mut cur = Some(level);
         while let Some(l) = cur {
             level = l;
-            let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+            let weight = self.domains.sd(self.domains.chain(cpu)[level]).span_weight;
             let child = level.checked_sub(1);
-            if sd.flags & sd_flag == 0 {
+            if self.sd_balance_flags(cpu, level) & sd_flag == 0 {
                 cur = child;
                 continue;
             }
-            let Some(group) = self.sched_balance_find_dst_group(level, p, cpu) else {
+            let legacy = sched_feat!(self.features, legacy_find_idlest_group);
+            let group = if legacy {
+                self.find_idlest_group(level, p, cpu, sd_flag) // v4.14 (fair/slowpath_legacy.rs)
+            } else {
+                self.sched_balance_find_dst_group(level, p, cpu)
+            };
+            let Some(group) = group else {
                 cur = child;
                 continue;
             };
-            new_cpu = self.sched_balance_find_dst_group_cpu(&group.span, p, cpu);
+            new_cpu = if legacy {
+                self.find_idlest_group_cpu(&group.span, p, cpu)
+            } else {
+                self.sched_balance_find_dst_group_cpu(&group.span, p, cpu)
+            };
             if new_cpu == cpu {
                 cur = child;
                 continue;
             }
             // Go on below `weight` in the new CPU's own chain.
-            let weight = sd.span_weight;
             cpu = new_cpu;
             cur = self.highest_flag_level(cpu, sd_flag, weight as usize);
         }
@@ -267,7 +269,7 @@ impl Sim {
             if sd.span_weight as usize >= below_weight {
                 break;
             }
-            if sd.flags & sd_flag != 0 {
+            if self.sd_balance_flags(cpu, l) & sd_flag != 0 {
                 found = Some(l);
             } else if below_weight == usize::MAX {
                 break;

@@ -51,7 +51,10 @@ impl Sim {
                 return c; // seed idea 6 (EAS), fair/eas.rs
             }
             let waker = self.rqs[cpu.idx()].curr;
-            want_affine = !self.wake_wide(p, waker, cpu) && self.tasks[p.idx()].allowed.test(cpu);
+            // v4.9 .. v5.6 on asymmetric machines: a wakee too big for the
+            // waker's or prev's capacity is not woken affine (fair/slowpath_legacy.rs).
+            let misfit = sched_feat!(self.features, wake_cap) && self.wake_cap(p, cpu, prev_cpu);
+            want_affine = !self.wake_wide(p, waker, cpu) && !misfit && self.tasks[p.idx()].allowed.test(cpu);
         }
         let mut sd_slow = None;
         // Index the chain rather than borrow it: wake_affine needs `&self`.
@@ -66,7 +69,7 @@ impl Sim {
                 sd_slow = None;
                 break;
             }
-            if sd.flags & sd_flag != 0 {
+            if self.sd_balance_flags(cpu, i) & sd_flag != 0 {
                 sd_slow = Some(id);
             } else if !want_affine {
                 break;
@@ -212,7 +215,12 @@ impl Sim {
     }
 
     /// `asym_fits_cpu`: on asymmetric-capacity machines the task must fit.
+    /// Under `wake_cap` (v4.9 .. v5.6) the idle search was capacity-blind:
+    /// a wakee that did not fit had already been sent down the slow path.
     pub fn asym_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
+        if sched_feat!(self.features, wake_cap) {
+            return true;
+        }
         if self.domains.sd_asym_cpucapacity.iter().any(|s| s.is_some()) {
             return self.util_fits_cpu(util, cpu);
         }
@@ -294,7 +302,9 @@ impl Sim {
             }
             recent_used = Some(recent);
         }
-        if let Some(sd) = self.domains.sd_asym_cpucapacity[target.idx()] {
+        // select_idle_capacity (v5.7) replaced wake_cap: one or the other.
+        let asym_sd = self.domains.sd_asym_cpucapacity[target.idx()].filter(|_| !sched_feat!(self.features, wake_cap));
+        if let Some(sd) = asym_sd {
             let span = self.domains.sd(sd).span;
             return match self.select_idle_capacity(p, &span, target, ctx) {
                 Some(c) => {
