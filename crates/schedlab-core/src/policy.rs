@@ -108,7 +108,8 @@ fn v5_9() -> (ClassKind, Features, Confine) {
 /// v4.14: v5.9 plus the slow path before v5.5 (`legacy_find_idlest_group`)
 /// with `capacity_spare_wake` on the original capacity (fixed in v4.15), and
 /// the asymmetric-capacity wakeup of v4.9 .. v5.6 (`wake_cap`: SD_BALANCE_WAKE
-/// on asymmetric domains, no wake_affine for a wakee that does not fit), seed
+/// on asymmetric domains, no wake_affine for a wakee that does not fit), no
+/// util_est (v4.17), seed
 /// idea 5. v5.9 has the v5.5 slow path and v5.7's `select_idle_capacity`
 /// instead, so both stay off there.
 fn v4_14() -> (ClassKind, Features, Confine) {
@@ -116,6 +117,9 @@ fn v4_14() -> (ClassKind, Features, Confine) {
     f.set(Feat::legacy_find_idlest_group, true);
     f.set(Feat::capacity_spare_wake_current, false);
     f.set(Feat::wake_cap, true);
+    // util_est came with v4.17 (Patrick Bellasi's "sched/fair: Add util_est
+    // on top of PELT"): v4.14 placed and balanced on util_avg alone.
+    f.set(Feat::UTIL_EST, false);
     (c, f, k)
 }
 
