@@ -80,6 +80,8 @@ pub enum Ev {
     Resched(CpuId),
     /// The RT bandwidth period timer (`sched_rt_period_timer`).
     RtPeriodTimer,
+    /// An RT push IPI (RT_PUSH_IPI chain) reaches a CPU.
+    RtPushIpi(CpuId),
     /// An interrupt of IRQ stream `stream` (`Sim::irq_streams`).
     Irq {
         /// Stream index.
@@ -280,6 +282,10 @@ impl Sim {
             Ev::Resched(cpu) => {
                 self.stats.handled += 1;
                 self.scheduler_ipi(cpu)
+            }
+            Ev::RtPushIpi(cpu) => {
+                self.stats.handled += 1;
+                self.rt_push_ipi(cpu)
             }
             Ev::RtPeriodTimer => {
                 self.stats.handled += 1;

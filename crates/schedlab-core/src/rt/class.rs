@@ -327,9 +327,8 @@ impl Sim {
     }
 
     /// `pull_rt_task`: with RT_PUSH_IPI, ask the overloaded CPUs to push
-    /// (the IPI chain over `rto_mask`); else take their tasks directly.
-    // DEVIATION(kernel): the push IPIs are handled at once, not after an IPI
-    // delay on each CPU of the chain.
+    /// (an IPI chain over `rto_mask`: each hop is an IPI, `cost.ipi_ns`
+    /// later); else take their tasks directly, now.
     fn pull_rt_task(&mut self, cpu: CpuId) {
         let mut pulls = std::mem::take(&mut self.rt.pulls);
         let ipi = sched_feat!(self.features, RT_PUSH_IPI);
@@ -337,10 +336,8 @@ impl Sim {
         match outcome {
             PullOutcome::Nothing => {}
             PullOutcome::PushIpi => {
-                let mut next = self.rt.push_ipi.tell_cpu_to_push(&self.rt.rd.rto_mask);
-                while let Some(src) = next {
-                    self.push_rt_tasks(src, src);
-                    next = self.rt.push_ipi.rto_next_cpu(&self.rt.rd.rto_mask);
+                if let Some(first) = self.rt.push_ipi.tell_cpu_to_push(&self.rt.rd.rto_mask) {
+                    self.at(self.now + self.machine.cost.ipi_ns, Ev::RtPushIpi(first));
                 }
             }
             PullOutcome::Pulled(_) => {
@@ -350,6 +347,18 @@ impl Sim {
             }
         }
         self.rt.pulls = pulls;
+    }
+
+    /// `rto_push_irq_work_func` on `cpu`: the push IPI arrived; push what
+    /// this CPU can, then pass the IPI on to the next overloaded CPU.
+    pub(crate) fn rt_push_ipi(&mut self, cpu: CpuId) -> crate::Result<()> {
+        if self.rt.rqs[cpu.idx()].overloaded() {
+            self.push_rt_tasks(cpu, cpu);
+        }
+        if let Some(next) = self.rt.push_ipi.rto_next_cpu(&self.rt.rd.rto_mask) {
+            self.at(self.now + self.machine.cost.ipi_ns, Ev::RtPushIpi(next));
+        }
+        Ok(())
     }
 
     /// `push_rt_tasks(rq)` of `src`, run on `this_cpu`: push the best

@@ -271,6 +271,8 @@ fn a_cpu_whose_rt_task_blocks_gets_the_rt_work_queued_elsewhere() {
     // so nowhere was lower. When t1 finishes, CPU 1's RT level drops and the
     // pull (RT_PUSH_IPI: CPU 0 pushes) brings t2 over at once.
     let mut ts = script_tasks(3, &[Action::Compute(10 * MS)], 1);
+    // t0 holds CPU 0 well past t1's end.
+    ts[0].program = crate::workload::Program::Script(crate::workload::Script::new(vec![Action::Compute(30 * MS)], 1));
     pin(&mut ts[0], &[0]);
     pin(&mut ts[1], &[1]);
     pin(&mut ts[2], &[0, 1]);
@@ -287,6 +289,7 @@ fn a_cpu_whose_rt_task_blocks_gets_the_rt_work_queued_elsewhere() {
         let t2 = switches_in(&s, 2);
         assert_eq!(t2[0].1, CpuId(1), "RT_PUSH_IPI={ipi}: t2 ran on {:?}", t2);
         let t1_done = switches_in(&s, 1)[0].0 + 10 * MS;
+        // RT_PUSH_IPI: one IPI to CPU 0, whose push moves t2 (a few us).
         assert!(t2[0].0 <= t1_done + 200_000, "RT_PUSH_IPI={ipi}: t2 at {} ns, t1 done ~{t1_done}", t2[0].0);
     }
 }
