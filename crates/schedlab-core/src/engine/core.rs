@@ -176,6 +176,7 @@ impl Sim {
         self.enqueue_task(cpu, p, EnqueueFlags::INITIAL);
         self.emit(Event::Wakeup { task: p, cpu, new: true });
         self.wakeup_preempt(cpu, p, parent_cpu);
+        self.class_task_woken(cpu, p);
         Ok(())
     }
 
