@@ -38,6 +38,7 @@ class RunResult:
     units: dict[str, str]
     better: dict[str, str]
     events_processed: int
+    events_handled: int
     sim_time_ns: int
     workloads: list[str] = field(default_factory=list)
     trace: str | None = field(default=None, repr=False)
@@ -63,6 +64,7 @@ class RunResult:
             units=units,
             better=better,
             events_processed=int(doc["events_processed"]),
+            events_handled=int(doc.get("events_handled", doc["events_processed"])),
             sim_time_ns=int(doc["sim_time_ns"]),
             workloads=[str(w) for w in doc.get("workloads", [doc["workload"]])],
             trace=trace,

@@ -137,4 +137,6 @@ def test_bench_json() -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["events_processed"] > 0
-    assert doc["events_per_s"] > 0
+    assert doc["handled_events_per_s"] > 0
+    assert doc["stale_events"] >= 0
+    assert doc["handled_events"] <= doc["events_processed"]

@@ -103,6 +103,9 @@ pub struct RunResult {
     pub metrics: Vec<MetricValue>,
     /// Events processed by the engine (for `schedlab bench`).
     pub events_processed: u64,
+    /// Events handled (`events_processed` less the stale ones: lazily
+    /// cancelled run-segment ends, ticks and timers that were superseded).
+    pub events_handled: u64,
     /// Simulated time at the end, ns.
     pub sim_time_ns: u64,
     /// ftrace-format trace, when asked for.
@@ -174,6 +177,7 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
         primary,
         metrics,
         events_processed: sim.stats.events,
+        events_handled: sim.stats.handled,
         sim_time_ns: end,
         trace,
     })
