@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._native import UnknownNameError
 from ._resolve import MachineArg, Source, WorkloadsArg, resolve_machine, resolve_workloads
-from ._result import RunResult, run_sources
+from ._result import RunResult, check_u64, run_sources
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,6 +135,8 @@ def compare(
         raise ValueError("compare needs at least one policy")
     if runs < 1:
         raise ValueError("runs must be at least 1")
+    check_u64("seed", seed)
+    check_u64("seed + runs - 1", seed + runs - 1)
     seeds = [seed + i for i in range(runs)]
     results = run_matrix(
         resolve_machine(machine),

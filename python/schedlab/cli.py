@@ -10,6 +10,7 @@ import functools
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
+import typer.core
+import typer.exceptions
+from typer._click import exceptions as click_errors
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -35,9 +39,54 @@ from ._compare import (
 )
 from ._native import SchedlabError, SimulationError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
-from ._result import BETTER_WORDS, RunResult, run_sources
+from ._result import BETTER_WORDS, U64_MAX, RunResult, check_u64, run_sources
+
+# typer 0.29 vendors click as `typer._click`; its exceptions are not click's.
+class _OneLineErrors(typer.core.TyperGroup):
+    """Runs the CLI with click's own error printing off, so a usage error
+    (bad value, unknown option, missing option) is one ``error:`` line and
+    exit status 2, like every other error (see `_cli_errors`), instead of
+    typer's boxed message."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except click_errors.NoArgsIsHelpError as e:
+            # `schedlab topo` alone: help text, as before.
+            typer.echo(e.ctx.get_help() if e.ctx else e.format_message())
+            code = 2
+        except click_errors.UsageError as e:
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
+            _print_error(e.format_message() + where)
+            code = 2
+        except click_errors.ClickException as e:
+            _print_error(e.format_message())
+            code = e.exit_code
+        except typer.exceptions.Abort:
+            _print_error("interrupted")
+            code = 130
+        else:
+            code = rv if isinstance(rv, int) else 0
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="schedlab",
     help="Deterministic simulator of Linux CPU-scheduler task placement.",
     no_args_is_help=True,
@@ -97,9 +146,13 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _print_error(message: str) -> None:
     line = " ".join(message.split())
     _err().print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    _print_error(message)
     raise typer.Exit(code)
 
 
@@ -209,7 +262,7 @@ def run_cmd(
             "--policy", "-p", help="Policy string, e.g. eevdf or eevdf+prefer_prev_idle_core."
         ),
     ] = "eevdf",
-    seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed of the run.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=0, max=U64_MAX, help="Seed of the run.")] = 0,
     trace: Annotated[
         Path | None,
         typer.Option("--trace", help="Write an ftrace-format trace here (only on success)."),
@@ -275,6 +328,7 @@ def _do_compare(
 ) -> None:
     machine_src = resolve_machine(machine)
     workload_src = resolve_workloads(workload)
+    check_u64("--seed + --runs - 1", seed + runs - 1)
     seeds = [seed + i for i in range(runs)]
     total = len(policies) * runs
     err = _err()
@@ -326,7 +380,9 @@ def compare_cmd(
     ],
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Runs per policy.")] = 5,
     seed: Annotated[
-        int, typer.Option("--seed", "-s", min=0, help="Base seed: run i uses seed+i.")
+        int, typer.Option(
+            "--seed", "-s", min=0, max=U64_MAX, help="Base seed: run i uses seed+i."
+        )
     ] = 0,
     jobs: Annotated[
         int | None,
@@ -502,15 +558,49 @@ def bench_cmd(json_out: JsonOpt = False) -> None:
     _out().print(table)
 
 
+def _report_trace_problems(trace: Path, doc: Any, strict: bool) -> None:
+    """Malformed lines and reversed timestamps: one warning line each on
+    stderr, or with ``--strict`` the first of them is an error (exit 2)."""
+    if not isinstance(doc, dict):
+        return
+    problems = []
+    bad = int(doc.get("bad_lines") or 0)
+    if bad:
+        problems.append(
+            f"{trace}: line {doc.get('first_bad_line')}: {bad} malformed line(s) skipped "
+            f"(first at line {doc.get('first_bad_line')})"
+        )
+    rev = int(doc.get("reversed_lines") or 0)
+    if rev:
+        problems.append(
+            f"{trace}: line {doc.get('first_reversed_line')}: {rev} line(s) with a timestamp "
+            f"before the previous event's (first at line {doc.get('first_reversed_line')}); "
+            "events were sorted by time"
+        )
+    if strict and problems:
+        _fail(problems[0] + " (--strict)", 2)
+    for p in problems:
+        _err().print(f"[yellow]warning:[/yellow] {escape(p)}", soft_wrap=True)
+
+
 @app.command("analyze")
 @_cli_errors
 def analyze_cmd(
     trace: Annotated[Path, typer.Argument(help="An ftrace text file (real or simulated).")],
     json_out: JsonOpt = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Make malformed lines and out-of-order timestamps an error (exit 2) "
+            "instead of a warning.",
+        ),
+    ] = False,
 ) -> None:
     """Metrics of a real or simulated ftrace text, by the same code as simulated runs."""
     text = trace.read_text(encoding="utf-8", errors="replace")
     doc = json.loads(_native.analyze_trace(text, str(trace)))
+    _report_trace_problems(trace, doc, strict)
     if json_out:
         _echo_json(doc)
         return

@@ -288,7 +288,8 @@ pub fn workload_list() -> String {
 /// `schedlab analyze`: the metrics of a real (or simulated) ftrace text, by
 /// the same collector that measures simulated runs. Without a machine
 /// description every CPU counts as its own core in one LLC. Returns JSON:
-/// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N}`.
+/// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N,
+/// "first_bad_line": N|null, "reversed_lines": N, "first_reversed_line": N|null}`.
 pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
     let parsed = crate::trace::ftrace_read::read_ftrace(text, origin)?;
     let mut ctx = crate::metrics::MetricsContext::flat(parsed.nr_cpus);
@@ -300,6 +301,9 @@ pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
         "tasks": parsed.names.len(),
         "nr_cpus": parsed.nr_cpus,
         "bad_lines": parsed.bad_lines,
+        "first_bad_line": parsed.first_bad_line,
+        "reversed_lines": parsed.reversed_lines,
+        "first_reversed_line": parsed.first_reversed_line,
     });
     Ok(doc.to_string())
 }
