@@ -10,6 +10,7 @@ import functools
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -189,17 +190,48 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Writes via a temporary file in the same directory, so an existing file
-    is replaced only by a complete new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_output(path: Path, text: str) -> None:
+    """Writes an output file (``--trace``, ``--csv``) the way a user expects.
+
+    ``-`` is stdout. A symlink is followed and its target written (the link
+    stays). A FIFO, character device or other non-regular file is written in
+    place, since replacing it would break whoever reads it. A regular file is
+    replaced atomically: written to a temporary file next to it and renamed
+    over it, so it is never seen half written; the new file gets the old
+    file's mode, or 0666 minus the umask like any other new file. Errors name
+    ``path``, never the temporary file."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    real = Path(os.path.realpath(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            st: os.stat_result | None = os.stat(real)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(real, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_current_umask()
+        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, mode)
+            os.replace(tmp, real)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
 
 
 def _new_table(title: str, *columns: str, right: Sequence[str] = ()) -> Table:
@@ -262,10 +294,12 @@ def run_cmd(
             "--policy", "-p", help="Policy string, e.g. eevdf or eevdf+prefer_prev_idle_core."
         ),
     ] = "eevdf",
-    seed: Annotated[int, typer.Option("--seed", "-s", min=0, max=U64_MAX, help="Seed of the run.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", "-s", min=0, max=U64_MAX, help="Seed of the run.")
+    ] = 0,
     trace: Annotated[
         Path | None,
-        typer.Option("--trace", help="Write an ftrace-format trace here (only on success)."),
+        typer.Option("--trace", help="Write an ftrace-format trace here (only on success; - for stdout)."),
     ] = None,
     check_invariants: Annotated[
         bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
@@ -282,7 +316,7 @@ def run_cmd(
         check_invariants=check_invariants,
     )
     if trace is not None:
-        _write_atomic(trace, result.trace or "")
+        _write_output(trace, result.trace or "")
     if json_out:
         _echo_json(result.to_dict())
         return
@@ -346,7 +380,7 @@ def _do_compare(
     chosen = metrics or default_metrics(df)
     summary = summarize(df, chosen)
     if csv is not None:
-        _write_atomic(csv, df.to_csv(index=False))
+        _write_output(csv, df.to_csv(index=False))
     if json_out:
         _echo_json(
             {
