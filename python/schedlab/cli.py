@@ -10,8 +10,10 @@ import functools
 import json
 import math
 import os
+import signal
 import stat
 import sys
+import threading
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +31,7 @@ from rich.table import Table
 
 from . import _native, reproduce
 from ._compare import (
+    MatrixInterrupted,
     better_phrase,
     default_metrics,
     fmt_mean_sd,
@@ -38,7 +41,7 @@ from ._compare import (
     run_matrix,
     summarize,
 )
-from ._native import SchedlabError, SimulationError
+from ._native import RunInterrupted, SchedlabError, SimulationError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
 from ._result import BETTER_WORDS, U64_MAX, RunResult, check_u64, run_sources
 
@@ -164,6 +167,8 @@ def _cli_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except RunInterrupted as e:
+            _fail(f"{_stopped_by()}: {e}; nothing written", _stop_exit_code())
         except SimulationError as e:
             _fail(str(e), 1)
         except SchedlabError as e:
@@ -173,6 +178,57 @@ def _cli_errors(fn: F) -> F:
             _fail(f"{where}{e.strerror or e}", 2)
 
     return cast(F, wrapper)
+
+
+#: The signal that asked the CLI to stop (set by `_on_stop_signal`).
+_stop_signal: int | None = None
+
+
+def _on_stop_signal(signum: int, _frame: Any) -> None:
+    """SIGINT/SIGTERM: ask runs in progress to stop; they return within
+    about a millisecond (the core checks every 4096 events) and the command
+    reports what was kept."""
+    global _stop_signal
+    _stop_signal = signum
+    _native.request_stop()
+
+
+def _stopped_by() -> str:
+    name = signal.Signals(_stop_signal).name if _stop_signal is not None else "a stop request"
+    return f"interrupted by {name}"
+
+
+def _stop_exit_code() -> int:
+    """128 + the signal number, the shell's convention (130 for SIGINT, 143 for SIGTERM)."""
+    return 128 + (_stop_signal if _stop_signal is not None else signal.SIGINT)
+
+
+def _install_stop_handlers() -> None:
+    _native.clear_stop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_stop_signal)
+
+
+def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Calls ``fn`` on a helper thread. The core runs with the GIL released
+    but the main thread would sit inside it, and Python only runs signal
+    handlers on the main thread between bytecodes; waiting in short joins
+    keeps it free to take SIGINT/SIGTERM while the run goes on."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # re-raised on the main thread below
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="schedlab-run", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _echo_json(obj: Any) -> None:
@@ -307,7 +363,8 @@ def run_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
-    result = run_sources(
+    result = _interruptible(
+        run_sources,
         resolve_machine(machine),
         resolve_workloads(workload),
         policy,
@@ -368,14 +425,48 @@ def _do_compare(
     err = _err()
     with _progress(err) as bar:
         task = bar.add_task("runs", total=total)
-        results = run_matrix(
-            machine_src,
-            workload_src,
-            policies,
-            seeds,
-            jobs=jobs,
-            progress=lambda done, _total: bar.update(task, completed=done),
+        interrupted: MatrixInterrupted | None = None
+        try:
+            results = _interruptible(
+                run_matrix,
+                machine_src,
+                workload_src,
+                policies,
+                seeds,
+                jobs=jobs,
+                progress=lambda done, _total: bar.update(task, completed=done),
+                stop=lambda: _stop_signal is not None,
+            )
+        except MatrixInterrupted as e:
+            interrupted, results = e, e.results
+    if interrupted is not None and interrupted.done == 0:
+        _fail(
+            f"{_stopped_by()}: compare stopped before any run finished; nothing written",
+            _stop_exit_code(),
         )
+    _show_compare(results, policies, seeds, runs, metrics, json_out, csv, interrupted is None)
+    if interrupted is not None:
+        kept = f"{csv} and " if csv is not None else ""
+        _fail(
+            f"{_stopped_by()}: compare stopped after {interrupted.done} of {interrupted.total} "
+            f"runs; {kept}the output above hold the {interrupted.done} finished runs",
+            _stop_exit_code(),
+        )
+
+
+def _show_compare(
+    results: list[list[RunResult]],
+    policies: list[str],
+    seeds: list[int],
+    runs: int,
+    metrics: list[str] | None,
+    json_out: bool,
+    csv: Path | None,
+    complete: bool,
+) -> None:
+    # An interrupted compare shows only the policies with a finished run.
+    policies = [p for p, row in zip(policies, results, strict=True) if row]
+    results = [row for row in results if row]
     df = results_frame(results)
     chosen = metrics or default_metrics(df)
     summary = summarize(df, chosen)
@@ -391,6 +482,7 @@ def _do_compare(
                 "primary": df.attrs.get("primary"),
                 "summary": summary.to_dict(orient="records"),
                 "runs": df.to_dict(orient="records"),
+                "complete": complete,
             }
         )
         return
@@ -778,4 +870,5 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
 
 def main() -> None:
     """Entry point for ``python -m schedlab``."""
+    _install_stop_handlers()
     app(prog_name="schedlab")

@@ -1,7 +1,37 @@
 //! The run-level API that the Python bindings call: build a run from specs,
 //! run it, return results. Everything user-facing enters here.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::error::Result;
+
+/// Set by a signal handler (through the bindings) to stop runs in progress.
+/// Process-global on purpose: a signal is about the process, not a run. It
+/// is only ever read by `Sim::run`, once every [`STOP_CHECK_EVENTS`] events,
+/// so a run that is not stopped is byte-identical to one without the check.
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Events between two looks at [`STOP_REQUESTED`]: 4096 events take well
+/// under a millisecond, so a stop is seen promptly, and one relaxed load per
+/// 4096 events costs nothing measurable.
+pub const STOP_CHECK_EVENTS: u64 = 4096;
+
+/// Asks every run in this process to stop at its next check; they return
+/// [`crate::SchedlabError::Interrupted`]. Safe to call from any thread.
+pub fn request_stop() {
+    STOP_REQUESTED.store(true, Ordering::Relaxed);
+}
+
+/// Clears a stop request, so later runs proceed.
+pub fn clear_stop() {
+    STOP_REQUESTED.store(false, Ordering::Relaxed);
+}
+
+/// Whether a stop has been requested.
+#[inline]
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(Ordering::Relaxed)
+}
 
 /// Where a machine description comes from.
 #[derive(Clone, Debug)]

@@ -57,6 +57,19 @@ fn run(
     Ok((json, trace_text))
 }
 
+/// Asks runs in progress in this process to stop (they raise
+/// `RunInterrupted`); called from the CLI's SIGINT/SIGTERM handler.
+#[pyfunction]
+fn request_stop() {
+    api::request_stop();
+}
+
+/// Clears a stop request so later runs proceed.
+#[pyfunction]
+fn clear_stop() {
+    api::clear_stop();
+}
+
 /// The machine's CPUs and sched domains, as text or (`json = True`) JSON.
 #[pyfunction]
 #[pyo3(signature = (text, format, origin, json=false))]
@@ -95,6 +108,8 @@ fn analyze_trace(py: Python<'_>, text: String, origin: String) -> PyResult<Strin
 fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(py, m)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(request_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(clear_stop, m)?)?;
     m.add_function(wrap_pyfunction!(topo_show, m)?)?;
     m.add_function(wrap_pyfunction!(policy_list, m)?)?;
     m.add_function(wrap_pyfunction!(policy_show, m)?)?;
