@@ -168,9 +168,9 @@ def _cli_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except RunInterrupted as e:
-            _fail(f"{_stopped_by()}: {e}; nothing written", _stop_exit_code())
+            _fail(f"{_stopped_by()}: {e}; {_kept(e, 'nothing written')}", _stop_exit_code())
         except SimulationError as e:
-            _fail(str(e), 1)
+            _fail(f"{e}; {_kept(e)}" if hasattr(e, "kept_trace") else str(e), 1)
         except SchedlabError as e:
             _fail(str(e), 2)
         except OSError as e:
@@ -191,6 +191,11 @@ def _on_stop_signal(signum: int, _frame: Any) -> None:
     global _stop_signal
     _stop_signal = signum
     _native.request_stop()
+
+
+def _kept(e: BaseException, otherwise: str = "") -> str:
+    kept = getattr(e, "kept_trace", None)
+    return f"the trace so far is kept in {kept}, marked incomplete" if kept else otherwise
 
 
 def _stopped_by() -> str:
@@ -363,15 +368,25 @@ def run_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
-    result = _interruptible(
-        run_sources,
-        resolve_machine(machine),
-        resolve_workloads(workload),
-        policy,
-        seed,
-        trace=trace is not None,
-        check_invariants=check_invariants,
-    )
+    try:
+        result = _interruptible(
+            run_sources,
+            resolve_machine(machine),
+            resolve_workloads(workload),
+            policy,
+            seed,
+            trace=trace is not None,
+            check_invariants=check_invariants,
+        )
+    except SimulationError as e:
+        partial = getattr(e, "partial_trace", None)
+        if trace is not None and isinstance(partial, str):
+            # Keep what led up to the failure, marked so nobody takes it for a full run.
+            why = " ".join(str(e).split())
+            marker = f"# schedlab: INCOMPLETE trace, the run did not finish: {why}\n"
+            _write_output(trace, marker + partial)
+            e.kept_trace = str(trace)  # type: ignore[attr-defined]
+        raise
     if trace is not None:
         _write_output(trace, result.trace or "")
     if json_out:

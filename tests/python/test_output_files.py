@@ -117,3 +117,15 @@ def test_error_names_the_users_path(
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {target}: "), result.stderr
     assert ".out.csv." not in result.stderr
+
+
+def test_failed_run_keeps_its_trace_marked_incomplete(tmp_path: Path, tiny_machine: Path) -> None:
+    trace = tmp_path / "failed.trace"
+    code, _, err = _run_with_trace(tiny_machine, "sieve:threads=1,work=7200s", str(trace))
+    assert code == 1
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "did not finish" in lines[0], err
+    assert f"the trace so far is kept in {trace}, marked incomplete" in lines[0]
+    text = trace.read_text()
+    assert text.startswith("# schedlab: INCOMPLETE trace, the run did not finish: run failed: ")
+    assert "sched_switch" in text

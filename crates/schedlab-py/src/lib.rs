@@ -50,7 +50,14 @@ fn run(
         seed,
         options: RunOptions { trace, check_invariants, max_time_ns },
     };
-    let mut result = py.allow_threads(|| api::run(&spec)).map_err(errors::to_py)?;
+    let mut result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
+        let err = errors::to_py(f.error);
+        // A failed run's trace so far rides on the exception as `partial_trace`.
+        if let Some(text) = f.partial_trace {
+            let _ = err.value_bound(py).setattr("partial_trace", text);
+        }
+        err
+    })?;
     let trace_text = result.trace.take();
     let json = serde_json::to_string(&result)
         .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the result: {e}")))?;
