@@ -14,7 +14,7 @@ noise: ``workload=["hackbench:groups=1", "rt-periodic:count=4,cpus=4-7"]``.
 
 Every error is a `SchedlabError`: `SpecError` (malformed input),
 `UnknownNameError` (a name that does not exist) or `SimulationError` (a run
-that failed).
+that failed; its subclass `RunInterrupted` when a stop was requested).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from ._compare import compare, summarize
-from ._native import SchedlabError, SimulationError, SpecError, UnknownNameError
+from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines
 from ._result import RunResult, run
 
@@ -32,6 +32,7 @@ except PackageNotFoundError:  # running from a source tree without installing
     __version__ = "0.0.0"
 
 __all__ = [
+    "RunInterrupted",
     "RunResult",
     "SchedlabError",
     "SimulationError",

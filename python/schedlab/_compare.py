@@ -10,12 +10,13 @@ import math
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+import signal
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from ._native import UnknownNameError
+from ._native import RunInterrupted, UnknownNameError
 from ._resolve import MachineArg, Source, WorkloadsArg, resolve_machine, resolve_workloads
-from ._result import RunResult, run_sources
+from ._result import RunResult, check_u64, run_sources
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,6 +46,34 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+class MatrixInterrupted(Exception):
+    """A stop request ended `run_matrix` early; ``results`` holds the runs
+    that finished (same shape as `run_matrix`'s answer, rows maybe shorter)."""
+
+    def __init__(self, results: list[list[RunResult]], done: int, total: int) -> None:
+        super().__init__(f"{done} of {total} runs finished")
+        self.results = results
+        self.done = done
+        self.total = total
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stops the pool (a
+    terminal sends SIGINT to the whole process group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    # ProcessPoolExecutor has no public way to end running tasks; terminate
+    # its processes so a stop takes effect now, not after the runs in flight.
+    # Queued futures are not cancelled: the pool's manager thread fails them
+    # with BrokenProcessPool when it sees its workers gone, and a cancelled
+    # one would make it raise InvalidStateError instead.
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=False)
+
+
 def run_matrix(
     machine: Source,
     workload: Source | Sequence[Source],
@@ -54,19 +83,34 @@ def run_matrix(
     jobs: int | None = None,
     check_invariants: bool = False,
     progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[list[RunResult]]:
-    """Every policy x seed; ``out[p][i]`` is policy ``p`` with seed ``seeds[i]``."""
+    """Every policy x seed; ``out[p][i]`` is policy ``p`` with seed ``seeds[i]``.
+    When ``stop()`` turns true (or an in-process run is interrupted) raises
+    `MatrixInterrupted` with the runs that finished."""
     tasks = [(p, i) for p in range(len(policies)) for i in range(len(seeds))]
     out: list[list[RunResult | None]] = [[None] * len(seeds) for _ in policies]
     total = len(tasks)
     workers = min(jobs if jobs else (os.cpu_count() or 1), total)
+    done = 0
+
+    def finished() -> list[list[RunResult]]:
+        return [[r for r in row if r is not None] for row in out]
+
     if workers <= 1:
         for n, (p, i) in enumerate(tasks, 1):
-            out[p][i] = _run_one(machine, workload, policies[p], seeds[i], check_invariants)
+            try:
+                out[p][i] = _run_one(machine, workload, policies[p], seeds[i], check_invariants)
+            except RunInterrupted:
+                raise MatrixInterrupted(finished(), n - 1, total) from None
             if progress:
                 progress(n, total)
+            if stop and stop():
+                raise MatrixInterrupted(finished(), n, total)
     else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=_pool_context(), initializer=_ignore_sigint
+        ) as pool:
             futures: dict[Future[RunResult], tuple[int, int]] = {
                 pool.submit(_run_one, machine, workload, policies[p], seeds[i], check_invariants): (
                     p,
@@ -74,17 +118,27 @@ def run_matrix(
                 )
                 for p, i in tasks
             }
+            pending = set(futures)
             try:
-                for n, fut in enumerate(as_completed(futures), 1):
-                    p, i = futures[fut]
-                    out[p][i] = fut.result()
-                    if progress:
-                        progress(n, total)
+                while pending:
+                    # Short waits so a stop request is seen within ~0.1 s.
+                    ready, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                    for fut in ready:
+                        p, i = futures[fut]
+                        out[p][i] = fut.result()
+                        done += 1
+                        if progress:
+                            progress(done, total)
+                    if stop and stop() and pending:
+                        _stop_workers(pool)
+                        break
             except BaseException:
                 for fut in futures:
                     fut.cancel()
                 raise
-    return [[r for r in row if r is not None] for row in out]
+    if done < total and workers > 1:
+        raise MatrixInterrupted(finished(), done, total)
+    return finished()
 
 
 def results_frame(results: list[list[RunResult]]) -> pd.DataFrame:
@@ -135,6 +189,8 @@ def compare(
         raise ValueError("compare needs at least one policy")
     if runs < 1:
         raise ValueError("runs must be at least 1")
+    check_u64("seed", seed)
+    check_u64("seed + runs - 1", seed + runs - 1)
     seeds = [seed + i for i in range(runs)]
     results = run_matrix(
         resolve_machine(machine),

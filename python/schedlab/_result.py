@@ -96,6 +96,20 @@ class RunResult:
         return df
 
 
+#: Seeds and other u64 arguments of the core: checked here so an out-of-range
+#: value is a `SpecError`, not the bindings' bare `OverflowError`.
+U64_MAX = 2**64 - 1
+
+
+def check_u64(name: str, value: int) -> int:
+    """``value`` if it is an integer in 0..2^64-1, else a `SpecError` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _native.SpecError(f"{name}: expected an integer, found {value!r}")
+    if not 0 <= value <= U64_MAX:
+        raise _native.SpecError(f"{name}: expected 0..{U64_MAX}, found {value}")
+    return value
+
+
 def run_sources(
     machine: Source,
     workload: Source | Sequence[Source],
@@ -110,6 +124,8 @@ def run_sources(
     Several workload sources run together, composed in order."""
     first, *extra = (workload,) if isinstance(workload, Source) else tuple(workload)
     # Only a composed run passes the keyword (engines faked in tests need not know it).
+    check_u64("seed", seed)
+    check_u64("max_time_ns", max_time_ns)
     more = {"extra_workloads": [(w.text, w.format, w.origin) for w in extra]} if extra else {}
     text, trace_text = _native.run(
         machine.text,
@@ -146,6 +162,8 @@ def run(
     policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``.
     Raises a subclass of `SchedlabError` on bad input or a failed run.
     """
+    check_u64("seed", seed)
+    check_u64("max_time_ns", max_time_ns)
     return run_sources(
         resolve_machine(machine),
         resolve_workloads(workload),

@@ -10,6 +10,10 @@ import functools
 import json
 import math
 import os
+import signal
+import stat
+import sys
+import threading
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +21,9 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
+import typer.core
+import typer.exceptions
+from typer._click import exceptions as click_errors
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -24,6 +31,7 @@ from rich.table import Table
 
 from . import _native, reproduce
 from ._compare import (
+    MatrixInterrupted,
     better_phrase,
     default_metrics,
     fmt_mean_sd,
@@ -33,11 +41,56 @@ from ._compare import (
     run_matrix,
     summarize,
 )
-from ._native import SchedlabError, SimulationError
+from ._native import RunInterrupted, SchedlabError, SimulationError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
-from ._result import BETTER_WORDS, RunResult, run_sources
+from ._result import BETTER_WORDS, U64_MAX, RunResult, check_u64, run_sources
+
+# typer 0.29 vendors click as `typer._click`; its exceptions are not click's.
+class _OneLineErrors(typer.core.TyperGroup):
+    """Runs the CLI with click's own error printing off, so a usage error
+    (bad value, unknown option, missing option) is one ``error:`` line and
+    exit status 2, like every other error (see `_cli_errors`), instead of
+    typer's boxed message."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except click_errors.NoArgsIsHelpError as e:
+            # `schedlab topo` alone: help text, as before.
+            typer.echo(e.ctx.get_help() if e.ctx else e.format_message())
+            code = 2
+        except click_errors.UsageError as e:
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
+            _print_error(e.format_message() + where)
+            code = 2
+        except click_errors.ClickException as e:
+            _print_error(e.format_message())
+            code = e.exit_code
+        except typer.exceptions.Abort:
+            _print_error("interrupted")
+            code = 130
+        else:
+            code = rv if isinstance(rv, int) else 0
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     name="schedlab",
     help="Deterministic simulator of Linux CPU-scheduler task placement.",
     no_args_is_help=True,
@@ -97,9 +150,13 @@ def _err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _print_error(message: str) -> None:
     line = " ".join(message.split())
     _err().print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    _print_error(message)
     raise typer.Exit(code)
 
 
@@ -110,8 +167,10 @@ def _cli_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except RunInterrupted as e:
+            _fail(f"{_stopped_by()}: {e}; {_kept(e, 'nothing written')}", _stop_exit_code())
         except SimulationError as e:
-            _fail(str(e), 1)
+            _fail(f"{e}; {_kept(e)}" if hasattr(e, "kept_trace") else str(e), 1)
         except SchedlabError as e:
             _fail(str(e), 2)
         except OSError as e:
@@ -119,6 +178,62 @@ def _cli_errors(fn: F) -> F:
             _fail(f"{where}{e.strerror or e}", 2)
 
     return cast(F, wrapper)
+
+
+#: The signal that asked the CLI to stop (set by `_on_stop_signal`).
+_stop_signal: int | None = None
+
+
+def _on_stop_signal(signum: int, _frame: Any) -> None:
+    """SIGINT/SIGTERM: ask runs in progress to stop; they return within
+    about a millisecond (the core checks every 4096 events) and the command
+    reports what was kept."""
+    global _stop_signal
+    _stop_signal = signum
+    _native.request_stop()
+
+
+def _kept(e: BaseException, otherwise: str = "") -> str:
+    kept = getattr(e, "kept_trace", None)
+    return f"the trace so far is kept in {kept}, marked incomplete" if kept else otherwise
+
+
+def _stopped_by() -> str:
+    name = signal.Signals(_stop_signal).name if _stop_signal is not None else "a stop request"
+    return f"interrupted by {name}"
+
+
+def _stop_exit_code() -> int:
+    """128 + the signal number, the shell's convention (130 for SIGINT, 143 for SIGTERM)."""
+    return 128 + (_stop_signal if _stop_signal is not None else signal.SIGINT)
+
+
+def _install_stop_handlers() -> None:
+    _native.clear_stop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_stop_signal)
+
+
+def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Calls ``fn`` on a helper thread. The core runs with the GIL released
+    but the main thread would sit inside it, and Python only runs signal
+    handlers on the main thread between bytecodes; waiting in short joins
+    keeps it free to take SIGINT/SIGTERM while the run goes on."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # re-raised on the main thread below
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="schedlab-run", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.05)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _echo_json(obj: Any) -> None:
@@ -136,17 +251,48 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Writes via a temporary file in the same directory, so an existing file
-    is replaced only by a complete new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_output(path: Path, text: str) -> None:
+    """Writes an output file (``--trace``, ``--csv``) the way a user expects.
+
+    ``-`` is stdout. A symlink is followed and its target written (the link
+    stays). A FIFO, character device or other non-regular file is written in
+    place, since replacing it would break whoever reads it. A regular file is
+    replaced atomically: written to a temporary file next to it and renamed
+    over it, so it is never seen half written; the new file gets the old
+    file's mode, or 0666 minus the umask like any other new file. Errors name
+    ``path``, never the temporary file."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    real = Path(os.path.realpath(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            st: os.stat_result | None = os.stat(real)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            with open(real, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_current_umask()
+        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, mode)
+            os.replace(tmp, real)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
 
 
 def _new_table(title: str, *columns: str, right: Sequence[str] = ()) -> Table:
@@ -209,10 +355,12 @@ def run_cmd(
             "--policy", "-p", help="Policy string, e.g. eevdf or eevdf+prefer_prev_idle_core."
         ),
     ] = "eevdf",
-    seed: Annotated[int, typer.Option("--seed", "-s", min=0, help="Seed of the run.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", "-s", min=0, max=U64_MAX, help="Seed of the run.")
+    ] = 0,
     trace: Annotated[
         Path | None,
-        typer.Option("--trace", help="Write an ftrace-format trace here (only on success)."),
+        typer.Option("--trace", help="Write an ftrace-format trace here (only on success; - for stdout)."),
     ] = None,
     check_invariants: Annotated[
         bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
@@ -220,16 +368,27 @@ def run_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
-    result = run_sources(
-        resolve_machine(machine),
-        resolve_workloads(workload),
-        policy,
-        seed,
-        trace=trace is not None,
-        check_invariants=check_invariants,
-    )
+    try:
+        result = _interruptible(
+            run_sources,
+            resolve_machine(machine),
+            resolve_workloads(workload),
+            policy,
+            seed,
+            trace=trace is not None,
+            check_invariants=check_invariants,
+        )
+    except SimulationError as e:
+        partial = getattr(e, "partial_trace", None)
+        if trace is not None and isinstance(partial, str):
+            # Keep what led up to the failure, marked so nobody takes it for a full run.
+            why = " ".join(str(e).split())
+            marker = f"# schedlab: INCOMPLETE trace, the run did not finish: {why}\n"
+            _write_output(trace, marker + partial)
+            e.kept_trace = str(trace)  # type: ignore[attr-defined]
+        raise
     if trace is not None:
-        _write_atomic(trace, result.trace or "")
+        _write_output(trace, result.trace or "")
     if json_out:
         _echo_json(result.to_dict())
         return
@@ -275,24 +434,59 @@ def _do_compare(
 ) -> None:
     machine_src = resolve_machine(machine)
     workload_src = resolve_workloads(workload)
+    check_u64("--seed + --runs - 1", seed + runs - 1)
     seeds = [seed + i for i in range(runs)]
     total = len(policies) * runs
     err = _err()
     with _progress(err) as bar:
         task = bar.add_task("runs", total=total)
-        results = run_matrix(
-            machine_src,
-            workload_src,
-            policies,
-            seeds,
-            jobs=jobs,
-            progress=lambda done, _total: bar.update(task, completed=done),
+        interrupted: MatrixInterrupted | None = None
+        try:
+            results = _interruptible(
+                run_matrix,
+                machine_src,
+                workload_src,
+                policies,
+                seeds,
+                jobs=jobs,
+                progress=lambda done, _total: bar.update(task, completed=done),
+                stop=lambda: _stop_signal is not None,
+            )
+        except MatrixInterrupted as e:
+            interrupted, results = e, e.results
+    if interrupted is not None and interrupted.done == 0:
+        _fail(
+            f"{_stopped_by()}: compare stopped before any run finished; nothing written",
+            _stop_exit_code(),
         )
+    _show_compare(results, policies, seeds, runs, metrics, json_out, csv, interrupted is None)
+    if interrupted is not None:
+        kept = f"{csv} and " if csv is not None else ""
+        _fail(
+            f"{_stopped_by()}: compare stopped after {interrupted.done} of {interrupted.total} "
+            f"runs; {kept}the output above hold the {interrupted.done} finished runs",
+            _stop_exit_code(),
+        )
+
+
+def _show_compare(
+    results: list[list[RunResult]],
+    policies: list[str],
+    seeds: list[int],
+    runs: int,
+    metrics: list[str] | None,
+    json_out: bool,
+    csv: Path | None,
+    complete: bool,
+) -> None:
+    # An interrupted compare shows only the policies with a finished run.
+    policies = [p for p, row in zip(policies, results, strict=True) if row]
+    results = [row for row in results if row]
     df = results_frame(results)
     chosen = metrics or default_metrics(df)
     summary = summarize(df, chosen)
     if csv is not None:
-        _write_atomic(csv, df.to_csv(index=False))
+        _write_output(csv, df.to_csv(index=False))
     if json_out:
         _echo_json(
             {
@@ -303,6 +497,7 @@ def _do_compare(
                 "primary": df.attrs.get("primary"),
                 "summary": summary.to_dict(orient="records"),
                 "runs": df.to_dict(orient="records"),
+                "complete": complete,
             }
         )
         return
@@ -326,7 +521,9 @@ def compare_cmd(
     ],
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Runs per policy.")] = 5,
     seed: Annotated[
-        int, typer.Option("--seed", "-s", min=0, help="Base seed: run i uses seed+i.")
+        int, typer.Option(
+            "--seed", "-s", min=0, max=U64_MAX, help="Base seed: run i uses seed+i."
+        )
     ] = 0,
     jobs: Annotated[
         int | None,
@@ -505,15 +702,49 @@ def bench_cmd(json_out: JsonOpt = False) -> None:
     _out().print(table)
 
 
+def _report_trace_problems(trace: Path, doc: Any, strict: bool) -> None:
+    """Malformed lines and reversed timestamps: one warning line each on
+    stderr, or with ``--strict`` the first of them is an error (exit 2)."""
+    if not isinstance(doc, dict):
+        return
+    problems = []
+    bad = int(doc.get("bad_lines") or 0)
+    if bad:
+        problems.append(
+            f"{trace}: line {doc.get('first_bad_line')}: {bad} malformed line(s) skipped "
+            f"(first at line {doc.get('first_bad_line')})"
+        )
+    rev = int(doc.get("reversed_lines") or 0)
+    if rev:
+        problems.append(
+            f"{trace}: line {doc.get('first_reversed_line')}: {rev} line(s) with a timestamp "
+            f"before the previous event's (first at line {doc.get('first_reversed_line')}); "
+            "events were sorted by time"
+        )
+    if strict and problems:
+        _fail(problems[0] + " (--strict)", 2)
+    for p in problems:
+        _err().print(f"[yellow]warning:[/yellow] {escape(p)}", soft_wrap=True)
+
+
 @app.command("analyze")
 @_cli_errors
 def analyze_cmd(
     trace: Annotated[Path, typer.Argument(help="An ftrace text file (real or simulated).")],
     json_out: JsonOpt = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Make malformed lines and out-of-order timestamps an error (exit 2) "
+            "instead of a warning.",
+        ),
+    ] = False,
 ) -> None:
     """Metrics of a real or simulated ftrace text, by the same code as simulated runs."""
     text = trace.read_text(encoding="utf-8", errors="replace")
     doc = json.loads(_native.analyze_trace(text, str(trace)))
+    _report_trace_problems(trace, doc, strict)
     if json_out:
         _echo_json(doc)
         return
@@ -657,4 +888,5 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
 
 def main() -> None:
     """Entry point for ``python -m schedlab``."""
+    _install_stop_handlers()
     app(prog_name="schedlab")

@@ -103,3 +103,13 @@ def test_run_with_unknown_machine_lists_valid_ones(small_workload: str) -> None:
         schedlab.run(machine="no-such-box", workload=small_workload)
     for name in preset_names():
         assert name in str(e.value)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, "7"])
+def test_out_of_range_seed_is_a_schedlab_error(
+    tiny_machine: Path, small_workload: str, seed: object
+) -> None:
+    with pytest.raises(schedlab.SpecError, match="seed"):
+        schedlab.run(tiny_machine, small_workload, seed=seed)  # type: ignore[arg-type]
+    with pytest.raises(schedlab.SchedlabError, match="seed"):
+        schedlab.compare(tiny_machine, small_workload, ["eevdf"], runs=2, seed=2**64 - 1, jobs=1)

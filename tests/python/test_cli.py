@@ -201,3 +201,81 @@ def test_policy_show_expands_profiles_and_peers() -> None:
     res = runner.invoke(app, ["policy", "show", "eevdf+nope"])
     assert res.exit_code == 2
     assert "nope" in _error_line(res.stderr)
+
+
+_GOOD_LINE = " bash-7 [001] 1.000000: sched_process_exit: comm=bash pid=7 prio=120\n"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        " bash-7 [4000000000] 1.000001: sched_process_exit: comm=bash pid=7 prio=120\n",
+        "#P:3000000000\n",
+    ],
+)
+def test_analyze_impossible_cpu_exits_2_naming_file_and_line(tmp_path: Path, bad: str) -> None:
+    trace = tmp_path / "huge.trace"
+    trace.write_text(_GOOD_LINE + bad)
+    proc = subprocess.run(
+        [sys.executable, "-m", "schedlab", "analyze", str(trace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    line = _error_line(proc.stderr)
+    assert f"{trace}: line 2:" in line
+
+
+def test_analyze_warns_on_bad_and_reversed_lines_and_strict_fails(tmp_path: Path) -> None:
+    trace = tmp_path / "messy.trace"
+    trace.write_text(
+        " bash-7 [001] 2.000000: sched_process_exit: comm=bash pid=7 prio=120\n"
+        "garbage\n"
+        " sh-8 [001] 1.000000: sched_process_exit: comm=sh pid=8 prio=120\n"
+    )
+    result = runner.invoke(app, ["analyze", str(trace), "--json"])
+    assert result.exit_code == 0, result.output
+    warnings = [ln for ln in result.stderr.splitlines() if ln.startswith("warning: ")]
+    assert len(warnings) == 2
+    assert "1 malformed line(s)" in warnings[0] and "line 2" in warnings[0]
+    assert "line 3" in warnings[1]
+    strict = runner.invoke(app, ["analyze", str(trace), "--strict"])
+    assert strict.exit_code == 2
+    assert "line 2" in _error_line(strict.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "-w", "hackbench", "--seed", "-1"], "--seed"),
+        (["run", "-w", "hackbench", "--seed", "99999999999999999999999"], "--seed"),
+        (["compare", "-w", "hackbench", "-p", "eevdf", "--runs", "0"], "--runs"),
+        (["run", "-w", "hackbench", "--no-such-option"], "--no-such-option"),
+        (["run"], "--workload"),
+        (["compare", "-w", "hackbench", "-p", "eevdf", "--seed", str(2**64 - 1), "--runs", "2"], "seed"),
+    ],
+)
+def test_argument_errors_are_one_line_exit_2(
+    tiny_machine: Path, args: list[str], needle: str
+) -> None:
+    """Click's usage errors go through the same one-line path as ours, in a
+    real process (typer's boxed message and tracebacks come from its `main`)."""
+    argv = [args[0], "-m", str(tiny_machine), *args[1:]]
+    proc = subprocess.run(
+        [sys.executable, "-m", "schedlab", *argv], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert needle in _error_line(proc.stderr)
+    assert proc.stdout == ""
+
+
+def test_argument_error_one_line_through_the_runner(tiny_machine: Path) -> None:
+    result = runner.invoke(app, ["run", "-m", str(tiny_machine), "-w", "x", "--seed", "-1"])
+    assert result.exit_code == 2
+    assert "--seed" in _error_line(result.stderr)
+
+
+def test_help_still_exits_0() -> None:
+    result = runner.invoke(app, ["run", "--help"])
+    assert result.exit_code == 0 and "--seed" in result.stdout

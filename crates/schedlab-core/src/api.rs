@@ -1,7 +1,37 @@
 //! The run-level API that the Python bindings call: build a run from specs,
 //! run it, return results. Everything user-facing enters here.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::error::Result;
+
+/// Set by a signal handler (through the bindings) to stop runs in progress.
+/// Process-global on purpose: a signal is about the process, not a run. It
+/// is only ever read by `Sim::run`, once every [`STOP_CHECK_EVENTS`] events,
+/// so a run that is not stopped is byte-identical to one without the check.
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Events between two looks at [`STOP_REQUESTED`]: 4096 events take well
+/// under a millisecond, so a stop is seen promptly, and one relaxed load per
+/// 4096 events costs nothing measurable.
+pub const STOP_CHECK_EVENTS: u64 = 4096;
+
+/// Asks every run in this process to stop at its next check; they return
+/// [`crate::SchedlabError::Interrupted`]. Safe to call from any thread.
+pub fn request_stop() {
+    STOP_REQUESTED.store(true, Ordering::Relaxed);
+}
+
+/// Clears a stop request, so later runs proceed.
+pub fn clear_stop() {
+    STOP_REQUESTED.store(false, Ordering::Relaxed);
+}
+
+/// Whether a stop has been requested.
+#[inline]
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(Ordering::Relaxed)
+}
 
 /// Where a machine description comes from.
 #[derive(Clone, Debug)]
@@ -118,6 +148,28 @@ const MAX_SIM_TIME_NS: u64 = 3600 * crate::ids::NSEC_PER_SEC;
 
 /// Run one simulation.
 pub fn run(spec: &RunSpec) -> Result<RunResult> {
+    run_keeping_trace(spec).map_err(|f| f.error)
+}
+
+/// A run that failed: its error and, when a trace was asked for and the
+/// simulation had started, the trace up to the failure.
+#[derive(Debug)]
+pub struct FailedRun {
+    /// Why the run failed.
+    pub error: crate::SchedlabError,
+    /// The ftrace text of the events before the failure.
+    pub partial_trace: Option<String>,
+}
+
+impl From<crate::SchedlabError> for FailedRun {
+    fn from(error: crate::SchedlabError) -> Self {
+        FailedRun { error, partial_trace: None }
+    }
+}
+
+/// [`run`], but a run that fails after it started keeps its trace so far,
+/// for the user to see what led to the failure.
+pub fn run_keeping_trace(spec: &RunSpec) -> std::result::Result<RunResult, FailedRun> {
     let machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
@@ -145,16 +197,33 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
     let mut sim = crate::engine::Sim::build(machine, domains, &workload, cfg)?;
     sim.collector.set_parts(&composed.task_part, &prefixes);
     let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
-    sim.run(max)?;
-    if spec.options.max_time_ns == 0 && workload.duration_ns.is_none() && sim.alive > 0 {
-        // The safety cap, not the workload, ended the run: its metrics would
-        // describe an unfinished workload.
-        return Err(crate::SchedlabError::Runtime(format!(
-            "the workload did not finish within {} s of simulated time ({} tasks still alive); \
-             give it a duration or less work",
-            MAX_SIM_TIME_NS / crate::ids::NSEC_PER_SEC,
-            sim.alive
-        )));
+    let outcome = sim.run(max).and_then(|()| {
+        if spec.options.max_time_ns == 0 && workload.duration_ns.is_none() && sim.alive > 0 {
+            // The safety cap, not the workload, ended the run: its metrics would
+            // describe an unfinished workload.
+            return Err(crate::SchedlabError::Runtime(format!(
+                "the workload did not finish within {} s of simulated time ({} tasks still alive); \
+                 give it a duration or less work",
+                MAX_SIM_TIME_NS / crate::ids::NSEC_PER_SEC,
+                sim.alive
+            )));
+        }
+        Ok(())
+    });
+    let nr_cpus = sim.machine.nr_cpus();
+    // The engine's tasks: the workload's plus the kernel threads it adds (ksoftirqd/N).
+    let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
+    let prios: Vec<i32> = sim.tasks.iter().map(|t| t.prio).collect();
+    // An interrupted run keeps no trace: rendering millions of events would
+    // take seconds, and the user asked to stop now.
+    let interrupted = matches!(outcome, Err(crate::SchedlabError::Interrupted { .. }));
+    let trace = sim
+        .trace
+        .take()
+        .filter(|_| !interrupted)
+        .map(|events| crate::trace::ftrace::write_ftrace_tasks(names, prios, nr_cpus, &events));
+    if let Err(error) = outcome {
+        return Err(FailedRun { error, partial_trace: trace });
     }
     let end = sim.now;
     let metrics = sim.collector.finish(end);
@@ -163,11 +232,6 @@ pub fn run(spec: &RunSpec) -> Result<RunResult> {
         crate::workload::PrimaryMetric::Throughput => "requests_per_s",
     }
     .to_string();
-    let nr_cpus = sim.machine.nr_cpus();
-    // The engine's tasks: the workload's plus the kernel threads it adds (ksoftirqd/N).
-    let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
-    let prios: Vec<i32> = sim.tasks.iter().map(|t| t.prio).collect();
-    let trace = sim.trace.take().map(|events| crate::trace::ftrace::write_ftrace_tasks(names, prios, nr_cpus, &events));
     Ok(RunResult {
         machine: machine_name,
         workload: workload.name.clone(),
@@ -292,7 +356,8 @@ pub fn workload_list() -> String {
 /// `schedlab analyze`: the metrics of a real (or simulated) ftrace text, by
 /// the same collector that measures simulated runs. Without a machine
 /// description every CPU counts as its own core in one LLC. Returns JSON:
-/// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N}`.
+/// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N,
+/// "first_bad_line": N|null, "reversed_lines": N, "first_reversed_line": N|null}`.
 pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
     let parsed = crate::trace::ftrace_read::read_ftrace(text, origin)?;
     let mut ctx = crate::metrics::MetricsContext::flat(parsed.nr_cpus);
@@ -304,6 +369,9 @@ pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
         "tasks": parsed.names.len(),
         "nr_cpus": parsed.nr_cpus,
         "bad_lines": parsed.bad_lines,
+        "first_bad_line": parsed.first_bad_line,
+        "reversed_lines": parsed.reversed_lines,
+        "first_reversed_line": parsed.first_reversed_line,
     });
     Ok(doc.to_string())
 }

@@ -31,6 +31,13 @@ pub enum SchedlabError {
     /// workload that cannot finish, such as a deadlock).
     #[error("run failed: {0}")]
     Runtime(String),
+    /// The run was stopped by [`crate::api::request_stop`] (Ctrl-C, SIGTERM)
+    /// before it finished; `events` is how many events it had handled.
+    #[error("run interrupted after {events} events")]
+    Interrupted {
+        /// Events handled before the stop was seen.
+        events: u64,
+    },
 }
 
 impl SchedlabError {
@@ -42,7 +49,7 @@ impl SchedlabError {
     /// Whether the error is the user's input (exit status 2) rather than a
     /// run-time failure (exit status 1).
     pub fn is_usage(&self) -> bool {
-        !matches!(self, SchedlabError::Runtime(_))
+        !matches!(self, SchedlabError::Runtime(_) | SchedlabError::Interrupted { .. })
     }
 }
 

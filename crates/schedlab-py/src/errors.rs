@@ -30,6 +30,13 @@ create_exception!(
     "A run failed at run time (a broken invariant or a workload that cannot finish)."
 );
 
+create_exception!(
+    schedlab,
+    RunInterrupted,
+    SimulationError,
+    "A run stopped by a stop request (SIGINT/SIGTERM in the CLI) before it finished."
+);
+
 /// Converts a core error into the matching Python exception, keeping the
 /// core's one-line message.
 pub fn to_py(err: CoreError) -> PyErr {
@@ -38,6 +45,7 @@ pub fn to_py(err: CoreError) -> PyErr {
         CoreError::Spec { .. } => SpecError::new_err(msg),
         CoreError::UnknownName { .. } => UnknownNameError::new_err(msg),
         CoreError::Runtime(_) => SimulationError::new_err(msg),
+        CoreError::Interrupted { .. } => RunInterrupted::new_err(msg),
     }
 }
 
@@ -47,5 +55,6 @@ pub fn register(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SpecError", py.get_type_bound::<SpecError>())?;
     m.add("UnknownNameError", py.get_type_bound::<UnknownNameError>())?;
     m.add("SimulationError", py.get_type_bound::<SimulationError>())?;
+    m.add("RunInterrupted", py.get_type_bound::<RunInterrupted>())?;
     Ok(())
 }

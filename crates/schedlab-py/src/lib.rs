@@ -50,11 +50,31 @@ fn run(
         seed,
         options: RunOptions { trace, check_invariants, max_time_ns },
     };
-    let mut result = py.allow_threads(|| api::run(&spec)).map_err(errors::to_py)?;
+    let mut result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
+        let err = errors::to_py(f.error);
+        // A failed run's trace so far rides on the exception as `partial_trace`.
+        if let Some(text) = f.partial_trace {
+            let _ = err.value_bound(py).setattr("partial_trace", text);
+        }
+        err
+    })?;
     let trace_text = result.trace.take();
     let json = serde_json::to_string(&result)
         .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the result: {e}")))?;
     Ok((json, trace_text))
+}
+
+/// Asks runs in progress in this process to stop (they raise
+/// `RunInterrupted`); called from the CLI's SIGINT/SIGTERM handler.
+#[pyfunction]
+fn request_stop() {
+    api::request_stop();
+}
+
+/// Clears a stop request so later runs proceed.
+#[pyfunction]
+fn clear_stop() {
+    api::clear_stop();
 }
 
 /// The machine's CPUs and sched domains, as text or (`json = True`) JSON.
@@ -95,6 +115,8 @@ fn analyze_trace(py: Python<'_>, text: String, origin: String) -> PyResult<Strin
 fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(py, m)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(request_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(clear_stop, m)?)?;
     m.add_function(wrap_pyfunction!(topo_show, m)?)?;
     m.add_function(wrap_pyfunction!(policy_list, m)?)?;
     m.add_function(wrap_pyfunction!(policy_show, m)?)?;

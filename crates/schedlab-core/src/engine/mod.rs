@@ -217,6 +217,9 @@ impl Sim {
             debug_assert!(t >= self.now, "time went back");
             self.now = t;
             self.stats.events += 1;
+            if self.stats.events.is_multiple_of(crate::api::STOP_CHECK_EVENTS) && crate::api::stop_requested() {
+                return Err(SchedlabError::Interrupted { events: self.stats.events });
+            }
             self.handle(ev)?;
             if self.check_invariants {
                 if let Err(e) = self.check() {

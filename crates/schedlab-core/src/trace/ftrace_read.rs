@@ -26,6 +26,12 @@ use crate::ids::{CpuId, Ns, TaskId};
 use crate::trace::{BalanceKind, Event, MigrateReason, PlacePath, PrevState, TimedEvent};
 use crate::workload::MarkKind;
 
+/// Highest CPU count a trace may describe. Linux's `CONFIG_NR_CPUS` tops out
+/// at 8192 on x86-64 (`MAXSMP`), so a CPU number at or beyond this is a
+/// corrupt line, not a machine; the bound keeps a bad number from sizing
+/// per-CPU vectors (`[4000000000]` would otherwise ask for 64 GB).
+pub const MAX_CPUS: u32 = 8192;
+
 /// Events and tasks read from a trace.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParsedTrace {
@@ -43,6 +49,10 @@ pub struct ParsedTrace {
     pub first_bad_line: Option<usize>,
     /// Event lines of events schedlab does not model (irq, timer ...).
     pub other_lines: usize,
+    /// Event lines whose timestamp is earlier than the previous event's.
+    pub reversed_lines: usize,
+    /// 1-based number of the first such line.
+    pub first_reversed_line: Option<usize>,
 }
 
 /// Where a task stands, for inferring migration reasons.
@@ -61,11 +71,14 @@ struct Reader {
     pending: Vec<Option<usize>>,
     max_cpu: Option<u32>,
     header_cpus: usize,
+    /// A CPU number at or beyond [`MAX_CPUS`] seen on the current line.
+    cpu_out_of_range: Option<u64>,
 }
 
 /// The fixed part of an event line.
 struct Head<'a> {
-    cpu: u32,
+    /// As read (saturating): checked against [`MAX_CPUS`] by the caller.
+    cpu: u64,
     time: Ns,
     event: &'a str,
     payload: &'a str,
@@ -112,9 +125,8 @@ fn split_head(line: &str) -> Option<Head<'_>> {
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let Ok(cpu) = digits.parse::<u32>() else {
-            continue;
-        };
+        // Too many digits for u64 is still a CPU column, just an impossible one.
+        let cpu = digits.parse::<u64>().unwrap_or(u64::MAX);
         // Up to two flag columns, then `secs.frac:`.
         let mut rest = &line[p + close + 1..];
         let mut time = None;
@@ -239,7 +251,14 @@ impl Reader {
         Some(t)
     }
 
-    fn cpu(&mut self, c: u32) -> CpuId {
+    /// A CPU number from the line; one beyond [`MAX_CPUS`] is noted (and the
+    /// line rejected by the caller) instead of widening `nr_cpus`.
+    fn cpu(&mut self, c: u64) -> CpuId {
+        if c >= u64::from(MAX_CPUS) {
+            self.cpu_out_of_range = Some(c);
+            return CpuId(0);
+        }
+        let c = c as u32;
         self.max_cpu = Some(self.max_cpu.map_or(c, |m| m.max(c)));
         CpuId(c)
     }
@@ -296,7 +315,7 @@ impl Reader {
                     let new = h.event == "sched_wakeup_new";
                     self.settle(task, Some(new));
                     self.seen[task.idx()] = Seen::Queued;
-                    let cpu = self.cpu(target.unwrap_or(h.cpu));
+                    let cpu = self.cpu(target.map_or(h.cpu, u64::from));
                     Event::Wakeup { task, cpu, new }
                 }
             }
@@ -380,21 +399,35 @@ impl Reader {
     }
 
     /// Header lines that carry the CPU count: `#P:4` (ftrace), `cpus=4` (trace-cmd).
-    fn header(&mut self, line: &str) {
+    /// A count beyond [`MAX_CPUS`] is returned as `Err(count)`.
+    fn header(&mut self, line: &str) -> std::result::Result<(), u64> {
+        let mut counts = Vec::new();
         if let Some(i) = line.find("#P:") {
-            if let Ok(n) = token(&line[i + 3..]).0.parse::<usize>() {
-                self.header_cpus = self.header_cpus.max(n);
+            let t = token(&line[i + 3..]).0;
+            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+                counts.push(t.parse::<u64>().unwrap_or(u64::MAX));
             }
         }
-        if let Some(n) = line.strip_prefix("cpus=").and_then(|n| n.trim().parse::<usize>().ok()) {
-            self.header_cpus = self.header_cpus.max(n);
+        if let Some(t) = line.strip_prefix("cpus=").map(str::trim) {
+            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+                counts.push(t.parse::<u64>().unwrap_or(u64::MAX));
+            }
         }
+        for n in counts {
+            if n > u64::from(MAX_CPUS) {
+                return Err(n);
+            }
+            self.header_cpus = self.header_cpus.max(n as usize);
+        }
+        Ok(())
     }
 }
 
-/// Read a text trace. `origin` (a file name) appears in errors. Fails only
-/// when no scheduler event parses; otherwise bad lines are counted in
-/// [`ParsedTrace::bad_lines`].
+/// Read a text trace. `origin` (a file name) appears in errors. Fails when
+/// no scheduler event parses, or on the first CPU number or count beyond
+/// [`MAX_CPUS`] (naming the line); otherwise bad lines are counted in
+/// [`ParsedTrace::bad_lines`] and out-of-order timestamps in
+/// [`ParsedTrace::reversed_lines`], for the caller to report.
 pub fn read_ftrace(text: &str, origin: &str) -> Result<ParsedTrace> {
     let mut r = Reader {
         out: ParsedTrace::default(),
@@ -403,6 +436,14 @@ pub fn read_ftrace(text: &str, origin: &str) -> Result<ParsedTrace> {
         pending: Vec::new(),
         max_cpu: None,
         header_cpus: 0,
+        cpu_out_of_range: None,
+    };
+    let too_many = |line: usize, what: &str, n: u64| {
+        SchedlabError::spec(
+            origin,
+            format!("line {line}"),
+            format!("a {what} below {MAX_CPUS} (the most CPUs Linux supports), found {n}"),
+        )
     };
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim_end();
@@ -411,7 +452,9 @@ pub fn read_ftrace(text: &str, origin: &str) -> Result<ParsedTrace> {
         }
         let trimmed = line.trim_start();
         if trimmed.starts_with('#') || trimmed.starts_with("cpus=") {
-            r.header(trimmed);
+            if let Err(n) = r.header(trimmed) {
+                return Err(too_many(i + 1, "CPU count", n));
+            }
             continue;
         }
         // trace-cmd report preamble lines.
@@ -419,6 +462,7 @@ pub fn read_ftrace(text: &str, origin: &str) -> Result<ParsedTrace> {
             continue;
         }
         let ok = match split_head(line) {
+            Some(h) if h.cpu >= u64::from(MAX_CPUS) => return Err(too_many(i + 1, "CPU number", h.cpu)),
             Some(h) => match r.event(&h) {
                 Some(true) => true,
                 Some(false) => {
@@ -429,7 +473,16 @@ pub fn read_ftrace(text: &str, origin: &str) -> Result<ParsedTrace> {
             },
             None => false,
         };
-        if !ok {
+        if let Some(n) = r.cpu_out_of_range.take() {
+            return Err(too_many(i + 1, "CPU number", n));
+        }
+        if ok {
+            let n = r.out.events.len();
+            if n >= 2 && r.out.events[n - 1].time < r.out.events[n - 2].time {
+                r.out.reversed_lines += 1;
+                r.out.first_reversed_line.get_or_insert(i + 1);
+            }
+        } else {
             r.out.bad_lines += 1;
             r.out.first_bad_line.get_or_insert(i + 1);
         }
@@ -624,5 +677,41 @@ cpus=2
         assert_eq!((t.bad_lines, t.first_bad_line), (1, Some(3)));
         assert_eq!(t.events, vec![ev(1_500_000_000, Event::Exit { task: TaskId(0) })]);
         assert_eq!(t.nr_cpus, 8);
+    }
+
+    #[test]
+    fn impossible_cpu_is_an_error_naming_the_line() {
+        let ok = " bash-7 [001] 1.000000: sched_process_exit: comm=bash pid=7 prio=120\n";
+        let bad = format!("{ok} bash-7 [4000000000] 1.000001: sched_process_exit: comm=bash pid=7 prio=120\n");
+        let msg = read_ftrace(&bad, "big.txt").unwrap_err().to_string();
+        assert!(msg.starts_with("big.txt: line 2: ") && msg.contains("4000000000"), "{msg}");
+        // More digits than u64 holds: still a CPU column, still an error.
+        let huge = " bash-7 [99999999999999999999999] 1.0: sched_process_exit: comm=bash pid=7 prio=120\n";
+        assert!(read_ftrace(huge, "h.txt").unwrap_err().to_string().contains("line 1"));
+        // CPU numbers inside the payload are bounded too.
+        let mig =
+            format!("{ok} bash-7 [001] 1.1: sched_migrate_task: comm=bash pid=7 prio=120 orig_cpu=1 dest_cpu=9000\n");
+        let msg = read_ftrace(&mig, "m.txt").unwrap_err().to_string();
+        assert!(msg.contains("m.txt: line 2") && msg.contains("9000"), "{msg}");
+        let msg = read_ftrace(&format!("#P:3000000000\n{ok}"), "p.txt").unwrap_err().to_string();
+        assert!(msg.contains("p.txt: line 1") && msg.contains("CPU count"), "{msg}");
+        assert!(read_ftrace(&format!("cpus=99999999999999999999999\n{ok}"), "c.txt").is_err());
+        // The bound itself is the largest accepted count; the last CPU is MAX_CPUS - 1.
+        let edge =
+            format!("#P:{MAX_CPUS}\n bash-7 [{}] 1.0: sched_process_exit: comm=bash pid=7 prio=120\n", MAX_CPUS - 1);
+        assert_eq!(read_ftrace(&edge, "e.txt").unwrap().nr_cpus, MAX_CPUS as usize);
+    }
+
+    #[test]
+    fn reversed_timestamps_are_counted_and_sorted() {
+        let text = "\
+ a-7 [000] 2.0: sched_process_exit: comm=a pid=7 prio=120
+ b-8 [001] 1.0: sched_process_exit: comm=b pid=8 prio=120
+ c-9 [001] 3.0: sched_process_exit: comm=c pid=9 prio=120
+ d-10 [001] 2.5: sched_process_exit: comm=d pid=10 prio=120
+";
+        let t = read_ftrace(text, "r.txt").unwrap();
+        assert_eq!((t.reversed_lines, t.first_reversed_line), (2, Some(2)));
+        assert!(t.events.windows(2).all(|w| w[0].time <= w[1].time));
     }
 }

@@ -1,0 +1,95 @@
+"""SIGINT/SIGTERM stop a run promptly: one line, exit 128 + signal, finished
+compare runs kept. In subprocesses, since the stop flag is process-global."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+LONG_WORKLOAD = "workqueue:threads=8,chunks=5000000"
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "schedlab", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _stop_and_wait(proc: subprocess.Popen[str], sig: int) -> tuple[int, str, str, float]:
+    time.sleep(1.5)  # past the import, into the run
+    assert proc.poll() is None, "the run finished before the signal"
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=10)
+    return proc.returncode, out, err, time.monotonic() - sent
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_a_long_run_within_2s(tmp_path: Path, sig: int, code: int) -> None:
+    trace = tmp_path / "t.trace"
+    proc = _start(
+        ["run", "-m", "laptop-4c8t", "-w", LONG_WORKLOAD, "--trace", str(trace)], tmp_path
+    )
+    rc, out, err, took = _stop_and_wait(proc, sig)
+    assert rc == code, err
+    assert took < 2.0
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"error: interrupted by {signal.Signals(sig).name}: ")
+    # Rendering a partial trace of millions of events would take seconds.
+    assert "nothing written" in lines[0]
+    assert not trace.exists()
+
+
+def test_interrupted_run_is_a_schedlab_error(tmp_path: Path) -> None:
+    code = (
+        "import schedlab, schedlab._native as n\n"
+        "n.request_stop()\n"
+        f"try:\n    schedlab.run('laptop-4c8t', '{LONG_WORKLOAD}')\n"
+        "except schedlab.RunInterrupted as e:\n    print('stopped:', e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.startswith("stopped: run interrupted after 4096 events"), proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigint_keeps_finished_compare_runs(tmp_path: Path, jobs: str) -> None:
+    csv = tmp_path / "runs.csv"
+    proc = _start(
+        [
+            "compare",
+            "-m",
+            "laptop-4c8t",
+            "-w",
+            "workqueue:threads=8,chunks=300000",
+            "-p",
+            "eevdf",
+            "-p",
+            "pinned",
+            "-n",
+            "20",
+            "-j",
+            jobs,
+            "--csv",
+            str(csv),
+        ],
+        tmp_path,
+    )
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "compare stopped after" in lines[0], err
+    rows = csv.read_text().splitlines()
+    assert 2 <= len(rows) < 41  # header + the finished runs, not all 40
