@@ -887,6 +887,6 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
 
 
 def main() -> None:
-    """Entry point for ``python -m schedlab``."""
+    """Entry point of the ``schedlab`` command and ``python -m schedlab``."""
     _install_stop_handlers()
     app(prog_name="schedlab")
