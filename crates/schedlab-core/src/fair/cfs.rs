@@ -216,14 +216,9 @@ impl CfsRq {
         let Some(c) = self.curr else {
             return CurrUpdate::default();
         };
-        let se = &mut ses[c.idx()];
-        if now <= se.exec_start {
+        let Some(delta_exec) = super::eevdf::update_se(&mut ses[c.idx()], now) else {
             return CurrUpdate::default();
-        }
-        let delta_exec = now - se.exec_start;
-        se.exec_start = now;
-        se.sum_exec_runtime += delta_exec;
-        se.vruntime = se.vruntime.wrapping_add(calc_delta_fair(delta_exec, se));
+        };
         self.update_min_vruntime(ses);
         let resched = self.nr_queued > 1 && ses[c.idx()].on_rq && self.check_preempt_tick(ses, c);
         CurrUpdate { delta_exec, resched }

@@ -458,13 +458,9 @@ impl CfsRq {
             return CurrUpdate::default();
         };
         let se = &mut ses[c.idx()];
-        if now <= se.exec_start {
+        let Some(delta_exec) = update_se(se, now) else {
             return CurrUpdate::default();
-        }
-        let delta_exec = now - se.exec_start;
-        se.exec_start = now;
-        se.sum_exec_runtime += delta_exec;
-        se.vruntime = se.vruntime.wrapping_add(calc_delta_fair(delta_exec, se));
+        };
         let used_up = self.update_deadline(se);
         self.update_zero_vruntime(ses);
         if self.nr_queued == 1 {
@@ -766,3 +762,17 @@ pub fn cancel_protect_slice(se: &mut SchedEntity) {
 #[cfg(test)]
 #[path = "eevdf_tests.rs"]
 mod tests;
+
+/// `update_se` + the fair part of `update_curr`: charge the time since
+/// `exec_start` to the running entity (runtime and weighted vruntime).
+/// Returns the time charged, `None` when none passed.
+pub(super) fn update_se(se: &mut SchedEntity, now: Ns) -> Option<Ns> {
+    if now <= se.exec_start {
+        return None;
+    }
+    let delta_exec = now - se.exec_start;
+    se.exec_start = now;
+    se.sum_exec_runtime += delta_exec;
+    se.vruntime = se.vruntime.wrapping_add(calc_delta_fair(delta_exec, se));
+    Some(delta_exec)
+}
