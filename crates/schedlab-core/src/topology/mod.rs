@@ -10,6 +10,7 @@ pub mod spec;
 pub mod sysfs;
 #[cfg(test)]
 mod sysfs_tests;
+mod sysfs_toml;
 
 pub use domains::{build_sched_domains, Domains, SchedDomain, SdId, SdLevel};
 pub use machine::{CoreType, CostParams, CpuInfo, Distance, IdleState, Machine, Opp};

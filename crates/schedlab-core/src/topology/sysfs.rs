@@ -20,7 +20,8 @@
 //! is then checked by parsing the written TOML with [`parse_machine`] and
 //! comparing every CPU's masks with sysfs, first with `split` numbering, then
 //! with `adjacent`. Anything the spec cannot express is one error line saying
-//! what is irregular. Reading never panics: a missing required file, garbage
+//! what is irregular. The text itself, with a comment naming the source of
+//! every value, is written by `sysfs_toml`. Reading never panics: a missing required file, garbage
 //! or an out-of-range number is a [`SchedlabError::Spec`] naming the file.
 
 use crate::cpumask::CpuMask;
@@ -28,7 +29,8 @@ use crate::error::{Result, SchedlabError};
 use crate::ids::CpuId;
 use crate::topology::machine::Machine;
 use crate::topology::spec::parse_machine;
-use std::fmt::Write as _;
+use crate::topology::sysfs_toml::render;
+
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -41,12 +43,12 @@ const MAX_DIR_ENTRIES: usize = 4096;
 /// Reads files under `<root>/devices/system`; `rel` paths are relative to
 /// `devices/system/cpu` (`cpu0/topology/core_id`) or, starting with `node/`,
 /// to `devices/system`.
-struct Sysfs {
-    base: PathBuf,
+pub(super) struct Sysfs {
+    pub(super) base: PathBuf,
 }
 
 impl Sysfs {
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(super) fn path(&self, rel: &str) -> PathBuf {
         if rel.starts_with("node/") || rel == "node" {
             self.base.join(rel)
         } else {
@@ -54,7 +56,7 @@ impl Sysfs {
         }
     }
 
-    fn err(&self, rel: &str, expected: impl Into<String>) -> SchedlabError {
+    pub(super) fn err(&self, rel: &str, expected: impl Into<String>) -> SchedlabError {
         SchedlabError::spec(self.path(rel).display().to_string(), "(file)", expected)
     }
 
@@ -169,7 +171,7 @@ fn clip(s: &str) -> String {
 }
 
 /// One cache of `cpuN/cache/indexK`.
-struct Cache {
+pub(super) struct Cache {
     src: String,
     level: u64,
     unified: bool,
@@ -178,34 +180,34 @@ struct Cache {
 }
 
 /// One `cpuidle/stateK`.
-struct Idle {
-    src: String,
-    name: String,
-    latency_us: u64,
-    residency_us: u64,
+pub(super) struct Idle {
+    pub(super) src: String,
+    pub(super) name: String,
+    pub(super) latency_us: u64,
+    pub(super) residency_us: u64,
 }
 
 /// What sysfs says about one online CPU.
-struct CpuFacts {
-    core: CpuMask,
-    package_id: u64,
-    cluster: Option<CpuMask>,
-    caches: Vec<Cache>,
-    capacity: Option<u64>,
+pub(super) struct CpuFacts {
+    pub(super) core: CpuMask,
+    pub(super) package_id: u64,
+    pub(super) cluster: Option<CpuMask>,
+    pub(super) caches: Vec<Cache>,
+    pub(super) capacity: Option<u64>,
 }
 
 /// One cpufreq policy.
-struct Policy {
-    src: String,
-    span: CpuMask,
-    max_khz: u64,
+pub(super) struct Policy {
+    pub(super) src: String,
+    pub(super) span: CpuMask,
+    pub(super) max_khz: u64,
 }
 
 /// One NUMA node with CPUs.
-struct Node {
-    id: u32,
-    span: CpuMask,
-    distance: Vec<u64>,
+pub(super) struct Node {
+    pub(super) id: u32,
+    pub(super) span: CpuMask,
+    pub(super) distance: Vec<u64>,
 }
 
 fn read_cpu(fs: &Sysfs, cpu: u32, online: &CpuMask) -> Result<CpuFacts> {
@@ -234,7 +236,7 @@ fn read_cpu(fs: &Sysfs, cpu: u32, online: &CpuMask) -> Result<CpuFacts> {
     Ok(CpuFacts { core, package_id, cluster, caches, capacity })
 }
 
-fn read_idle(fs: &Sysfs, cpu: u32) -> Result<Vec<Idle>> {
+pub(super) fn read_idle(fs: &Sysfs, cpu: u32) -> Result<Vec<Idle>> {
     let mut out = Vec::new();
     for k in fs.entries(&format!("cpu{cpu}/cpuidle"), "state")? {
         let s = format!("cpu{cpu}/cpuidle/state{k}");
@@ -303,12 +305,12 @@ fn read_nodes(fs: &Sysfs, online: &CpuMask) -> Result<Vec<Node>> {
 }
 
 /// Per-CPU masks of every level, indexed by CPU.
-struct Levels {
-    core: Vec<CpuMask>,
-    cluster: Vec<CpuMask>,
-    llc: Vec<CpuMask>,
-    node: Vec<CpuMask>,
-    package: Vec<CpuMask>,
+pub(super) struct Levels {
+    pub(super) core: Vec<CpuMask>,
+    pub(super) cluster: Vec<CpuMask>,
+    pub(super) llc: Vec<CpuMask>,
+    pub(super) node: Vec<CpuMask>,
+    pub(super) package: Vec<CpuMask>,
 }
 
 const LEVEL_NAMES: [&str; 5] = ["core (SMT siblings)", "cluster", "LLC", "NUMA node", "package"];
@@ -320,7 +322,7 @@ impl Levels {
 }
 
 /// Irregularity error: one line on what the spec cannot express.
-fn irregular(fs: &Sysfs, what: impl std::fmt::Display) -> SchedlabError {
+pub(super) fn irregular(fs: &Sysfs, what: impl std::fmt::Display) -> SchedlabError {
     SchedlabError::spec(
         fs.base.join("cpu").display().to_string(),
         "topology",
@@ -370,19 +372,21 @@ fn check_levels(fs: &Sysfs, lv: &Levels, n: usize, has_clusters: bool) -> Result
 }
 
 /// Everything read, plus the derived counts.
-struct Tree {
-    n: usize,
-    facts: Vec<CpuFacts>,
-    lv: Levels,
-    w: [u32; 5],
-    llc_src: Option<String>,
-    llc_kib: Option<u64>,
-    l2: Option<(String, u64)>,
-    has_clusters: bool,
-    nodes: Vec<Node>,
+pub(super) struct Tree {
+    pub(super) n: usize,
+    pub(super) facts: Vec<CpuFacts>,
+    pub(super) lv: Levels,
+    pub(super) w: [u32; 5],
+    pub(super) llc_src: Option<String>,
+    pub(super) llc_kib: Option<u64>,
+    pub(super) l2: Option<(String, u64)>,
+    pub(super) has_clusters: bool,
+    /// One node spans several physical packages; packages counted per node.
+    pub(super) packages_are_nodes: bool,
+    pub(super) nodes: Vec<Node>,
     /// Every `node/nodeN` id, memory-only nodes included: the columns of a distance row.
-    node_dirs: Vec<u32>,
-    policies: Vec<Policy>,
+    pub(super) node_dirs: Vec<u32>,
+    pub(super) policies: Vec<Policy>,
 }
 
 /// The highest-level unified cache of a CPU: its LLC.
@@ -412,6 +416,11 @@ fn read_tree(fs: &Sysfs) -> Result<Tree> {
     let nodes = read_nodes(fs, &online)?;
     let node: Vec<CpuMask> =
         (0..n).map(|c| nodes.iter().find(|nd| nd.span.test(CpuId(c as u32))).map_or(online, |nd| nd.span)).collect();
+    // A node spanning several packages (NUMA off on a multi-socket machine):
+    // the kernel's PKG level spans the node (cpu_cpu_mask), so the spec's
+    // package is the node.
+    let packages_are_nodes = (0..n).any(|c| package[c] != node[c] && package[c].is_subset(&node[c]));
+    let package = if packages_are_nodes { node.clone() } else { package };
     let llc: Vec<CpuMask> = (0..n).map(|c| llc_of(&facts[c]).map_or(package[c].and(&node[c]), |x| x.span)).collect();
     let core: Vec<CpuMask> = facts.iter().map(|f| f.core).collect();
     // CLS exists when cluster_cpus_list lies strictly between the core and
@@ -435,6 +444,7 @@ fn read_tree(fs: &Sysfs) -> Result<Tree> {
         llc_kib: llc0.map(|c| c.kib),
         l2,
         has_clusters,
+        packages_are_nodes,
         nodes,
         node_dirs: fs.entries("node", "node")?,
         policies,
@@ -504,169 +514,4 @@ fn compare(t: &Tree, m: &Machine) -> std::result::Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The TOML text. With `m = None`, a probe with one core type and no NUMA
-/// distances (their order depends on the numbering being checked).
-fn render(fs: &Sysfs, t: &Tree, numbering: &str, m: Option<&Machine>) -> Result<String> {
-    let [wc, wcl, wl, wn, wp] = t.w;
-    let mut s = String::new();
-    let root = fs.base.parent().and_then(Path::parent).unwrap_or(&fs.base).display().to_string();
-    let root = root.replace(['"', '\\'], "_");
-    let _ = writeln!(s, "# Imported by `schedlab topo import` from {root}/devices/system/{{cpu,node}}.");
-    let _ = writeln!(s, "# Paths in comments are relative to devices/system/cpu (node/... to devices/system).");
-    let _ = writeln!(s, "[machine]\nname = \"imported\"\ndescription = \"imported from sysfs under {root}\"");
-    let _ = writeln!(s, "# Assumption: CONFIG_HZ is not in sysfs; the spec's default.\nhz = 250\n");
-    let _ = writeln!(s, "[topology]");
-    let _ = writeln!(s, "# from cpu*/topology/physical_package_id ({} CPUs online, from online)", t.n);
-    let _ = writeln!(s, "packages = {}", t.n as u32 / wp);
-    let _ = writeln!(s, "# from node/node*/cpulist\nnodes_per_package = {}", wp / wn);
-    let llc =
-        t.llc_src.as_deref().map_or("no caches listed: the package".to_string(), |x| format!("{x}/shared_cpu_list"));
-    let _ = writeln!(s, "# from {llc}\nllcs_per_node = {}", wn / wl);
-    let cls = if t.has_clusters { "from cpu0/topology/cluster_cpus_list" } else { "no cluster between core and LLC" };
-    let _ = writeln!(s, "# {cls}\nclusters_per_llc = {}", wl / wcl);
-    let _ = writeln!(s, "cores_per_cluster = {}", wcl / wc);
-    let _ = writeln!(s, "# from cpu0/topology/thread_siblings_list\nthreads_per_core = {wc}");
-    if wc > 1 {
-        let _ = writeln!(s, "# from cpu*/topology/thread_siblings_list (the numbering that matches)");
-        let _ = writeln!(s, "smt_numbering = \"{numbering}\"");
-    }
-    if let Some(m) = m.filter(|m| m.nr_nodes > 1) {
-        render_distance(&mut s, t, m);
-    }
-    render_core_types(&mut s, t, m, fs)?;
-    render_freq_domain(fs, &mut s, t)?;
-    let _ = writeln!(s, "\n[cost]");
-    let _ = writeln!(s, "# Assumption: every other [cost] parameter (refill, IPI, scan, balance, context switch,");
-    let _ = writeln!(s, "# wakeup costs) is not in sysfs and stays at the spec's default.");
-    if let Some((src, kib)) = &t.l2 {
-        let _ = writeln!(s, "# from {src}/size\nl2_kib = {kib}");
-    }
-    if let (Some(src), Some(kib)) = (&t.llc_src, t.llc_kib) {
-        let _ = writeln!(s, "# from {src}/size\nllc_kib = {kib}");
-    }
-    Ok(s)
-}
-
-fn render_distance(s: &mut String, t: &Tree, m: &Machine) {
-    // Spec node i holds the CPUs of one sysfs node; a distance row has one
-    // column per node directory (memory-only nodes included), in id order.
-    let order: Vec<&Node> = (0..m.nr_nodes as usize)
-        .filter_map(|i| m.node_cpus[i].first())
-        .filter_map(|c| t.nodes.iter().find(|n| n.span.test(c)))
-        .collect();
-    let ids: Vec<String> = order.iter().map(|n| n.id.to_string()).collect();
-    let _ = writeln!(s, "# from node/node*/distance (rows in the spec's node order: nodes {})", ids.join(", "));
-    let _ = writeln!(s, "numa_distance = [");
-    for a in &order {
-        let row: Vec<String> = order
-            .iter()
-            .map(|b| {
-                let col = t.node_dirs.iter().position(|&id| id == b.id).unwrap_or(usize::MAX);
-                a.distance.get(col).map_or("0".into(), |d| d.to_string())
-            })
-            .collect();
-        let _ = writeln!(s, "  [{}],", row.join(", "));
-    }
-    let _ = writeln!(s, "]");
-}
-
-fn render_core_types(s: &mut String, t: &Tree, m: Option<&Machine>, fs: &Sysfs) -> Result<()> {
-    let caps: Vec<u64> = t.facts.iter().map(|f| f.capacity.unwrap_or(1024)).collect();
-    if let Some(c) = caps.iter().position(|&c| c == 0) {
-        return Err(fs.err(&format!("cpu{c}/cpu_capacity"), "a capacity of at least 1"));
-    }
-    let max = caps.iter().copied().max().unwrap_or(1024);
-    let mut distinct: Vec<u64> = caps.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let Some(m) = m else {
-        let _ =
-            writeln!(s, "\n[[core_type]]\nname = \"probe\"\ncores = \"all\"\ncapacity = 1024\nnominal_freq_mhz = 1000");
-        return Ok(());
-    };
-    for &cap in &distinct {
-        let cpus: Vec<usize> = (0..t.n).filter(|&c| caps[c] == cap).collect();
-        let cores = CpuMask::from_cpus(cpus.iter().map(|&c| CpuId(m.cpus[c].core)));
-        let first = cpus[0];
-        // Capacities are relative to the biggest core (1024); sysfs
-        // normalises so already, rescale if it did not.
-        let scaled = (cap * 1024 / max).max(1);
-        let name = if distinct.len() == 1 { "core".to_string() } else { format!("cap{scaled}") };
-        let _ = writeln!(s, "\n[[core_type]]\nname = \"{name}\"");
-        let _ = writeln!(s, "# cores of the CPUs with this cpu_capacity, in the spec's core numbering");
-        let _ = writeln!(s, "cores = \"{}\"", if distinct.len() == 1 { "all".into() } else { cores.to_list_string() });
-        match t.facts[first].capacity {
-            Some(_) if scaled == cap => {
-                let _ = writeln!(s, "# from cpu{first}/cpu_capacity");
-            }
-            Some(_) => {
-                let _ = writeln!(s, "# from cpu{first}/cpu_capacity ({cap}), scaled so the biggest is 1024");
-            }
-            None => {
-                let _ = writeln!(s, "# Assumption: no cpu_capacity files: every CPU 1024");
-            }
-        }
-        let _ = writeln!(s, "capacity = {scaled}");
-        let freq =
-            t.policies.iter().filter(|p| cpus.iter().any(|&c| p.span.test(CpuId(c as u32)))).max_by_key(|p| p.max_khz);
-        match freq {
-            Some(p) => {
-                let _ = writeln!(s, "# from {}\nnominal_freq_mhz = {}", p.src, (p.max_khz / 1000).min(100_000));
-            }
-            None => {
-                let _ = writeln!(s, "# Assumption: no cpufreq policy covers these CPUs (a VM?); 2000 MHz");
-                let _ = writeln!(s, "nominal_freq_mhz = 2000");
-            }
-        }
-        let _ = writeln!(s, "# Assumption: smt_speed_pct is not in sysfs; the spec's default.");
-        let idle = read_idle(fs, first as u32)?;
-        if idle.is_empty() {
-            let _ = writeln!(s, "# Assumption: no cpu{first}/cpuidle states; the spec's default C1.");
-        } else {
-            let _ = writeln!(s, "idle_states = [");
-            for st in &idle {
-                let _ = writeln!(s, "  # from {}/{{name,latency,residency}}", st.src);
-                let _ = writeln!(
-                    s,
-                    "  {{ name = \"{}\", exit_latency_us = {}, target_residency_us = {} }},",
-                    st.name, st.latency_us, st.residency_us
-                );
-            }
-            let _ = writeln!(s, "]");
-        }
-    }
-    Ok(())
-}
-
-fn render_freq_domain(fs: &Sysfs, s: &mut String, t: &Tree) -> Result<()> {
-    let _ = writeln!(s, "\n[freq_domain]");
-    if t.policies.is_empty() {
-        let _ = writeln!(s, "# Assumption: no cpufreq policies; one frequency domain per package.\nper = \"package\"");
-        return Ok(());
-    }
-    let span_of = |c: usize| t.policies.iter().find(|p| p.span.test(CpuId(c as u32))).map(|p| p.span);
-    let single = |c: usize| CpuMask::from_cpus([CpuId(c as u32)]);
-    let levels: [(&str, &dyn Fn(usize) -> CpuMask); 5] = [
-        ("cpu", &single),
-        ("core", &|c| t.lv.core[c]),
-        ("cluster", &|c| t.lv.cluster[c]),
-        ("llc", &|c| t.lv.llc[c]),
-        ("package", &|c| t.lv.package[c]),
-    ];
-    for (name, f) in levels {
-        if (0..t.n).all(|c| span_of(c) == Some(f(c))) {
-            let _ = writeln!(s, "# from cpufreq/policy*/related_cpus\nper = \"{name}\"");
-            return Ok(());
-        }
-    }
-    let c = (0..t.n).find(|&c| span_of(c).is_none()).unwrap_or(0);
-    Err(irregular(
-        fs,
-        format!(
-            "cpufreq policies (cpu{c} in {}) match none of cpu, core, cluster, LLC, package",
-            span_of(c).map_or("no policy".into(), |m| m.to_list_string())
-        ),
-    ))
 }

@@ -363,3 +363,16 @@ fn irregular_trees_are_refused_in_one_line() {
     let e = import_sysfs(&t.root).unwrap_err().to_string();
     assert!(e.contains("LLCs of different sizes"), "{e}");
 }
+
+#[test]
+fn one_node_over_two_sockets_is_one_package() {
+    // NUMA off on the Intel box: the kernel's PKG level spans the node, the
+    // whole machine, above one MC per socket.
+    let mut d = intel_desc();
+    d.nodes = vec![];
+    let t = TempSys::write(&d);
+    let (text, m, dom) = import(&t.root);
+    assert!(text.contains("one package per node"), "{text}");
+    assert_eq!((m.nr_packages, m.nr_llcs), (1, 2));
+    assert_eq!(chain(&dom, 0), lv(&[("SMT", "0,8"), ("MC", "0-3,8-11"), ("PKG", "0-15")]));
+}
