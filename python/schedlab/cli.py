@@ -800,6 +800,36 @@ def topo_show_cmd(
     typer.echo(_native.topo_show(src.text, src.format, src.origin, json_out).rstrip("\n"))
 
 
+@topo_app.command("import")
+@_cli_errors
+def topo_import_cmd(
+    sysfs: Annotated[
+        Path,
+        typer.Option(
+            "--sysfs",
+            help="A copy of /sys: the directory holding devices/system/cpu (and devices/system/node).",
+        ),
+    ] = Path("/sys"),
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the TOML here instead of to stdout."),
+    ] = None,
+) -> None:
+    """Write a machine TOML from sysfs (this machine's /sys, or a stored copy).
+
+    Reads topology, caches, cpu_capacity, cpufreq policies, cpuidle states and
+    NUMA nodes; every value is commented with the file it came from, and values
+    sysfs does not give stay at the spec's defaults, marked as assumptions.
+    A tree the machine spec cannot express (irregular counts or CPU numbering)
+    is refused with one line saying what is irregular.
+    """
+    text = _native.topo_import(str(sysfs))
+    if output is None:
+        typer.echo(text.rstrip("\n"))
+    else:
+        _write_atomic(output, text)
+
+
 @policy_app.command("list")
 @_cli_errors
 def policy_list_cmd(json_out: JsonOpt = False) -> None:

@@ -259,6 +259,13 @@ pub fn topo_show(machine: &MachineSource, json: bool) -> Result<String> {
     }
 }
 
+/// `schedlab topo import`: a machine TOML from the sysfs tree under `root`
+/// (`/sys`, or a copy of it holding `devices/system/cpu`); see
+/// [`crate::topology::sysfs`] for what is read and what is refused.
+pub fn topo_import(root: &str) -> Result<String> {
+    crate::topology::import_sysfs(std::path::Path::new(root))
+}
+
 /// One entry of `schedlab policy list`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PolicyEntry {

@@ -85,6 +85,12 @@ fn topo_show(py: Python<'_>, text: String, format: String, origin: String, json:
     py.allow_threads(|| api::topo_show(&source, json)).map_err(errors::to_py)
 }
 
+/// A machine TOML imported from the sysfs tree under `root` (`/sys` or a copy).
+#[pyfunction]
+fn topo_import(py: Python<'_>, root: String) -> PyResult<String> {
+    py.allow_threads(|| api::topo_import(&root)).map_err(errors::to_py)
+}
+
 /// Policies, kernel profiles and features, as a JSON array.
 #[pyfunction]
 fn policy_list() -> PyResult<String> {
@@ -118,6 +124,7 @@ fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(clear_stop, m)?)?;
     m.add_function(wrap_pyfunction!(topo_show, m)?)?;
+    m.add_function(wrap_pyfunction!(topo_import, m)?)?;
     m.add_function(wrap_pyfunction!(policy_list, m)?)?;
     m.add_function(wrap_pyfunction!(policy_show, m)?)?;
     m.add_function(wrap_pyfunction!(workload_list, m)?)?;

@@ -1,13 +1,19 @@
 //! The machine model: CPUs, caches, capacities, costs (`machine`), how a
 //! machine is described in TOML (`spec`), the sched domains the kernel
-//! would build on it (`domains`), and how `topo show` prints both (`show`).
+//! would build on it (`domains`), how `topo show` prints both (`show`),
+//! and how `topo import` writes a description from sysfs (`sysfs`).
 
 pub mod domains;
 pub mod machine;
 pub mod show;
 pub mod spec;
+pub mod sysfs;
+#[cfg(test)]
+mod sysfs_tests;
+mod sysfs_toml;
 
 pub use domains::{build_sched_domains, Domains, SchedDomain, SdId, SdLevel};
 pub use machine::{CoreType, CostParams, CpuInfo, Distance, IdleState, Machine, Opp};
 pub use show::{render_json, render_text};
 pub use spec::parse_machine;
+pub use sysfs::import_sysfs;
