@@ -827,7 +827,7 @@ def topo_import_cmd(
     if output is None:
         typer.echo(text.rstrip("\n"))
     else:
-        _write_atomic(output, text)
+        _write_output(output, text)
 
 
 @policy_app.command("list")
