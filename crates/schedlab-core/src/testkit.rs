@@ -119,6 +119,7 @@ pub fn script_tasks(n: usize, actions: &[Action], repeat: u64) -> Vec<TaskSpec> 
             policy: crate::workload::SchedPolicy::Normal,
             rt_priority: 0,
             noise: false,
+            wakee_flips: 0,
         })
         .collect()
 }

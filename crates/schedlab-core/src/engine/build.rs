@@ -97,8 +97,11 @@ impl Sim {
                 on_rq: false,
                 noise: ts.noise,
                 avg: SchedAvg::default(),
-                wakee_flips: 0,
-                wakee_flip_decay_ts: 0,
+                // Inherited from the parent at fork (`TaskSpec::wakee_flips`),
+                // with the decay clock taken as the parent's most recent (the
+                // task's start): the first halving comes a second later.
+                wakee_flips: ts.wakee_flips,
+                wakee_flip_decay_ts: ts.start_ns,
                 last_wakee: None,
                 recent_used_cpu: CpuId(prev),
                 work_left_wu: 0,

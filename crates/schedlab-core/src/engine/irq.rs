@@ -109,6 +109,7 @@ pub(super) fn with_ksoftirqd(
             policy: SchedPolicy::Normal,
             rt_priority: 0,
             noise: true,
+            wakee_flips: 0,
         });
     }
     Ok((w, irq, streams))

@@ -150,6 +150,13 @@ pub struct TaskSpec {
     /// Background activity (noise: kworkers, RT daemons): it never ends by
     /// itself, does not keep the run alive, and has no metric of its own.
     pub noise: bool,
+    /// `p->wakee_flips` at birth. A forked task inherits its parent's
+    /// (`dup_task_struct` copies the task and `__sched_fork` leaves
+    /// `wakee_flips` alone), so every thread of a benchmark starts with its
+    /// launcher's count, and a task that never wakes anyone keeps it. That
+    /// count decides `wake_wide()` for its wakeups; see the `parent_wakee_flips`
+    /// key. 0 for tasks not forked by a workload's parent.
+    pub wakee_flips: u32,
 }
 
 /// A task's scheduling policy, as `sched_setscheduler` names them.
@@ -211,6 +218,7 @@ pub(crate) fn forked_task(name: &str, program: Program, footprint_kib: u32) -> T
         policy: SchedPolicy::Normal,
         rt_priority: 0,
         noise: false,
+        wakee_flips: 0,
     }
 }
 

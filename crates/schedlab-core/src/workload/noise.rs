@@ -183,6 +183,7 @@ fn kworker(cpu: CpuId, period_ns: Ns, runtime_ns: Ns) -> TaskSpec {
         policy: super::SchedPolicy::Normal,
         rt_priority: 0,
         noise: true,
+        wakee_flips: 0,
     }
 }
 

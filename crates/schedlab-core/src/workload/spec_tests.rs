@@ -168,3 +168,23 @@ fn start_key_delays_every_task_and_the_metrics_window() {
     assert_eq!(key, "workload.start");
     assert!(what.contains("duration"), "{what}");
 }
+
+#[test]
+fn parent_wakee_flips_is_inherited_by_forked_tasks_only() {
+    let w = build("hackbench:groups=1,fds=2,parent_wakee_flips=8", 4).unwrap();
+    assert!(!w.tasks.is_empty());
+    assert!(w.tasks.iter().all(|t| t.wakee_flips == 8));
+    assert!(w.name.ends_with(",parent_wakee_flips=8"), "{}", w.name);
+    assert_eq!(build(&w.name, 4).unwrap().name, w.name);
+    // Without the key the launcher is taken as having woken no one.
+    let plain = build("hackbench:groups=1,fds=2", 4).unwrap();
+    assert!(plain.tasks.iter().all(|t| t.wakee_flips == 0));
+    // Bound kworkers are woken, not forked by the launcher: they keep 0.
+    let kw = build("kworkers:period=4ms,parent_wakee_flips=8", 4).unwrap();
+    assert!(kw.tasks.iter().all(|t| t.wakee_flips == 0));
+    let (_, key, what) = spec_err("hackbench:parent_wakee_flips=lots");
+    assert_eq!(key, "workload.parent_wakee_flips");
+    assert!(what.contains("count"), "{what}");
+    let (_, key, _) = spec_err("irq:preset=pingflood,parent_wakee_flips=8");
+    assert_eq!(key, "workload.parent_wakee_flips");
+}
