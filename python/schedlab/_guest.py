@@ -1,0 +1,345 @@
+"""QEMU guests with a chosen topology, booted from Debian's kernel packages.
+
+This is how schedlab checks itself against real kernels on shapes the host
+does not have (SMT, several sockets, NUMA): a guest is booted with
+``-smp sockets,cores,threads`` and NUMA nodes as asked, runs one job from an
+initramfs (busybox plus the job's static programs), and sends back a tar of
+its results over a virtio-serial port: the job's files, a copy of the guest's
+``/sys/devices/system/{cpu,node}`` (for ``topo import``), the scheduler
+features, the domains the kernel built, and ``uname``.
+
+Everything comes from Debian's packages: ``qemu-system-x86`` and
+``busybox-static`` are installed on the host; the kernel is downloaded with a
+private apt state (its own sources list, lists and cache under the cache
+directory, so the host's apt state is untouched) and cached there, never
+committed. Facts that shaped this (see the project's validation notes): the
+host's nested KVM cannot run a Linux guest, so the guest runs under TCG with
+``-cpu Nehalem`` (an Intel model TCG implements fully: SMT and LLC come from
+CPUID leaves 4 and 0xB); QEMU *pauses* on a KVM emulation failure instead of
+exiting, so the console is watched and the guest stopped on one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ._native import SpecError
+
+# Debian suite that carries each kernel series we boot: 6.1 is Debian 12's
+# own kernel (CFS, before EEVDF); 6.12 is bookworm-backports' (EEVDF with
+# DELAY_DEQUEUE). Both are what the validation notes used.
+KERNEL_SUITES: Mapping[str, str] = {"6.1": "bookworm", "6.12": "bookworm-backports"}
+DEFAULT_KERNEL = "6.12"
+DEFAULT_MEM_MIB = 1024
+# The guest's CPU model under TCG (see the module docstring).
+GUEST_CPU = "Nehalem"
+# Console lines on which the guest is stopped at once: it will not finish.
+_FATAL_CONSOLE = ("KVM internal error", "Kernel panic", "emulation failure")
+
+
+class GuestError(RuntimeError):
+    """The guest could not be prepared, booted, or did not return its results."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestShape:
+    """The guest machine: sockets x cores x threads CPUs in ``nodes`` NUMA
+    nodes (CPUs split evenly, in order), and the kernel series to boot."""
+
+    sockets: int = 1
+    cores: int = 2
+    threads: int = 1
+    nodes: int = 1
+    kernel: str = DEFAULT_KERNEL
+    mem_mib: int = DEFAULT_MEM_MIB
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores * self.threads
+
+    @classmethod
+    def parse(cls, text: str, origin: str = "--qemu") -> GuestShape:
+        """``sockets=2,cores=2,threads=2,nodes=2[,kernel=6.12][,mem=1024]``;
+        every key optional (defaults: 1 socket, 2 cores, 1 thread, 1 node,
+        kernel 6.12, 1024 MiB)."""
+        ints = {"sockets": 1, "cores": 2, "threads": 1, "nodes": 1, "mem": DEFAULT_MEM_MIB}
+        kernel = DEFAULT_KERNEL
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, val = part.partition("=")
+            if not sep:
+                raise SpecError(f"{origin}: '{part}' is not key=value (keys: {', '.join([*ints, 'kernel'])})")
+            if key == "kernel":
+                if val not in KERNEL_SUITES:
+                    raise SpecError(f"{origin}: kernel: expected one of {', '.join(KERNEL_SUITES)}, got '{val}'")
+                kernel = val
+            elif key in ints:
+                if not val.isdigit() or int(val) < 1:
+                    raise SpecError(f"{origin}: {key}: expected a positive integer, got '{val}'")
+                ints[key] = int(val)
+            else:
+                raise SpecError(f"{origin}: unknown key '{key}' (keys: {', '.join([*ints, 'kernel'])})")
+        shape = cls(ints["sockets"], ints["cores"], ints["threads"], ints["nodes"], kernel, ints["mem"])
+        if shape.cpus > 64:
+            raise SpecError(f"{origin}: {shape.cpus} CPUs: at most 64 in a TCG guest")
+        if shape.cpus % shape.nodes:
+            raise SpecError(f"{origin}: nodes: {shape.nodes} does not divide {shape.cpus} CPUs")
+        if shape.nodes > 1 and shape.mem_mib % shape.nodes:
+            raise SpecError(f"{origin}: mem: {shape.mem_mib} MiB does not split over {shape.nodes} nodes")
+        return shape
+
+    def describe(self) -> str:
+        numa = f", {self.nodes} nodes" if self.nodes > 1 else ""
+        return f"{self.sockets}s x {self.cores}c x {self.threads}t{numa}, Debian {self.kernel}"
+
+    def qemu_args(self) -> list[str]:
+        args = [
+            "-smp",
+            f"{self.cpus},sockets={self.sockets},cores={self.cores},threads={self.threads}",
+            "-m",
+            f"{self.mem_mib}M",
+        ]
+        per = self.cpus // self.nodes
+        for n in range(self.nodes if self.nodes > 1 else 0):
+            args += [
+                "-object",
+                f"memory-backend-ram,id=mem{n},size={self.mem_mib // self.nodes}M",
+                "-numa",
+                f"node,nodeid={n},cpus={n * per}-{(n + 1) * per - 1},memdev=mem{n}",
+            ]
+        return args
+
+
+def default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "schedlab" / "guest"
+
+
+def _need(tool: str, package: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise GuestError(f"'{tool}' not found: install Debian's {package} (apt-get install {package})")
+    return path
+
+
+def _apt(cache: Path) -> list[str]:
+    """apt options for a private state under ``cache/apt``."""
+    root = cache / "apt"
+    for d in ("lists/partial", "archives/partial", "etc"):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    sources = root / "etc" / "sources.list"
+    sources.write_text(
+        "deb http://deb.debian.org/debian bookworm main\n"
+        "deb http://deb.debian.org/debian bookworm-backports main\n"
+    )
+    return [
+        "-o", f"Dir::Etc::SourceList={sources}",
+        "-o", "Dir::Etc::SourceParts=/dev/null",
+        "-o", f"Dir::State::Lists={root / 'lists'}",
+        "-o", f"Dir::Cache={root}",
+        "-o", "Dir::State::status=/dev/null",
+        "-o", "APT::Sandbox::User=root",
+        "-q",
+    ]  # fmt: skip
+
+
+def _run(cmd: Sequence[str], what: str, cwd: Path | None = None) -> str:
+    try:
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise GuestError(f"{what}: {e}") from e
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise GuestError(f"{what} failed (exit {done.returncode}): {last}")
+    return done.stdout
+
+
+def fetch_kernel(series: str, cache: Path) -> Path:
+    """The ``vmlinuz`` of Debian's newest kernel of ``series``, downloaded once
+    into ``cache`` (with its config beside it) and reused."""
+    if series not in KERNEL_SUITES:
+        raise SpecError(f"kernel: expected one of {', '.join(KERNEL_SUITES)}, got '{series}'")
+    kdir = cache / f"kernel-{series}"
+    done = kdir / "vmlinuz"
+    if done.exists():
+        return done
+    _need("apt-get", "apt")
+    opts = _apt(cache)
+    _run(["apt-get", *opts, "update"], "apt-get update (private state)")
+    suite = KERNEL_SUITES[series]
+    # The metapackage of that suite names the real image package.
+    deps = _run(["apt-cache", *opts, "depends", f"linux-image-amd64/{suite}"], "apt-cache depends")
+    names = re.findall(r"Depends: (linux-image-[0-9][^\s]*)", deps)
+    if not names:
+        raise GuestError(f"no kernel image package found for Debian {series} ({suite})")
+    dl = kdir / "download"
+    shutil.rmtree(dl, ignore_errors=True)
+    dl.mkdir(parents=True)
+    _run(["apt-get", *opts, "download", f"{names[0]}/{suite}"], f"downloading {names[0]}", cwd=dl)
+    debs = sorted(dl.glob("*.deb"))
+    if not debs:
+        raise GuestError(f"downloading {names[0]} gave no .deb")
+    tree = dl / "x"
+    _run(["dpkg-deb", "-x", str(debs[0]), str(tree)], "dpkg-deb -x")
+    images = sorted((tree / "boot").glob("vmlinuz-*"))
+    if not images:
+        raise GuestError(f"{debs[0].name} holds no /boot/vmlinuz-*")
+    for cfg in (tree / "boot").glob("config-*"):
+        shutil.copyfile(cfg, kdir / "config")
+    (kdir / "version").write_text(images[0].name.removeprefix("vmlinuz-") + "\n")
+    shutil.copyfile(images[0], kdir / "vmlinuz.part")
+    os.replace(kdir / "vmlinuz.part", done)
+    shutil.rmtree(dl, ignore_errors=True)
+    return done
+
+
+# The guest's /init: mounts, the job, the facts we read back, the tar out.
+# `$JOB` is /job.sh from the initramfs; its working directory is /out.
+_INIT = r"""#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t debugfs nodev /sys/kernel/debug 2>/dev/null
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+mkdir -p /out /tmp
+uname -r > /out/uname
+cat /proc/cmdline > /out/cmdline
+cat /sys/kernel/debug/sched/features > /out/sched_features 2>/dev/null
+for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
+  [ -r "$d/name" ] && echo "$d $(cat $d/name) $(cat $d/flags 2>/dev/null)" >> /out/sched_domains
+done
+for f in $(find /sys/devices/system/cpu /sys/devices/system/node -maxdepth 5 -type f 2>/dev/null); do
+  case "$f" in */uevent|*/stat|*/time|*/usage|*/above|*/below|*/rejected|*/residency_ns|*/hotplug/*|*/power/*|*/crash_*|*/vulnerabilities/*|*/microcode/*) continue;; esac
+  [ -r "$f" ] || continue
+  mkdir -p "/out${f%/*}"
+  cat "$f" > "/out$f" 2>/dev/null || rm -f "/out$f"
+done
+cd /out
+echo "schedlab-guest: job start" > /dev/console
+sh /job.sh > /out/job.stdout 2> /out/job.stderr
+echo $? > /out/job.rc
+echo "schedlab-guest: job done rc=$(cat /out/job.rc)" > /dev/console
+port=$(ls /dev/vport*p1 2>/dev/null | head -n 1)
+tar -cf "$port" -C /out .
+sync
+poweroff -f
+"""
+
+
+def build_initramfs(work: Path, job: str, files: Mapping[str, Path]) -> Path:
+    """A gzipped newc initramfs in ``work``: busybox, /init, /job.sh (a busybox
+    sh script run in /out, whose files come back) and ``files`` (guest path ->
+    host path, e.g. static workload programs)."""
+    busybox = Path(_need("busybox", "busybox-static"))
+    if "statically linked" not in _run(["file", "-L", str(busybox)], "file busybox"):
+        raise GuestError(f"{busybox} is not statically linked: install Debian's busybox-static")
+    cpio = _need("cpio", "cpio")
+    root = work / "initramfs"
+    shutil.rmtree(root, ignore_errors=True)
+    for d in ("bin", "sbin", "proc", "sys", "dev", "out", "tmp"):
+        (root / d).mkdir(parents=True)
+    shutil.copyfile(busybox, root / "bin" / "busybox")
+    (root / "bin" / "busybox").chmod(0o755)
+    (root / "init").write_text(_INIT)
+    (root / "init").chmod(0o755)
+    (root / "job.sh").write_text(job)
+    for guest_path, host in files.items():
+        dest = root / guest_path.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(host, dest)
+        dest.chmod(0o755)
+    names = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    listing = "\n".join([".", *names]) + "\n"
+    raw = subprocess.run(
+        [cpio, "-o", "-H", "newc", "--quiet"],
+        cwd=root,
+        input=listing.encode(),
+        capture_output=True,
+        check=False,
+    )
+    if raw.returncode != 0:
+        raise GuestError(f"cpio failed: {raw.stderr.decode(errors='replace').strip()}")
+    out = work / "initramfs.cpio.gz"
+    # mtime=0: the same inputs give the same bytes.
+    with open(out, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as gz:
+        gz.write(raw.stdout)
+    return out
+
+
+def boot(
+    shape: GuestShape,
+    kernel: Path,
+    initrd: Path,
+    work: Path,
+    timeout_s: float,
+    append: str = "",
+) -> Path:
+    """Boots the guest, waits for its job, and unpacks the tar it sends back
+    into ``work/result``; returns that directory. The console is kept in
+    ``work/console.log``."""
+    qemu = _need("qemu-system-x86_64", "qemu-system-x86")
+    out_tar = work / "out.tar"
+    console = work / "console.log"
+    out_tar.unlink(missing_ok=True)
+    cmdline = f"console=ttyS0 panic=-1 sched_verbose nokaslr {append}".strip()
+    cmd = [
+        qemu,
+        "-accel", "tcg,thread=multi",
+        "-cpu", GUEST_CPU,
+        *shape.qemu_args(),
+        "-kernel", str(kernel),
+        "-initrd", str(initrd),
+        "-append", cmdline,
+        "-nographic", "-no-reboot",
+        "-serial", f"file:{console}",
+        "-monitor", "none",
+        "-device", "virtio-serial-pci",
+        "-chardev", f"file,id=schedlab,path={out_tar}",
+        "-device", "virtserialport,chardev=schedlab,name=schedlab.out",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout_s
+    fatal = ""
+    try:
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                fatal = f"no result within {timeout_s:.0f} s"
+                break
+            text = console.read_text(errors="replace") if console.exists() else ""
+            hit = next((m for m in _FATAL_CONSOLE if m in text), None)
+            if hit:
+                fatal = f"the guest stopped: '{hit}' on its console"
+                break
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, err = proc.communicate()
+    if fatal:
+        raise GuestError(f"{shape.describe()}: {fatal} (console: {console})")
+    if proc.returncode != 0:
+        last = (err.decode(errors="replace").strip().splitlines() or [""])[-1]
+        raise GuestError(f"qemu exited {proc.returncode}: {last}")
+    result = work / "result"
+    shutil.rmtree(result, ignore_errors=True)
+    result.mkdir()
+    data = out_tar.read_bytes() if out_tar.exists() else b""
+    if not data:
+        raise GuestError(f"{shape.describe()}: the guest sent no results (console: {console})")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(result, filter="data")
+    except tarfile.TarError as e:
+        raise GuestError(f"the guest's result tar is unreadable: {e}") from e
+    return result

@@ -1,0 +1,79 @@
+"""QEMU guest plumbing (schedlab._guest): shape parsing, QEMU arguments, the
+initramfs; booting a real guest is a slow test."""
+
+import gzip
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from schedlab import SpecError
+from schedlab import _guest as g
+
+
+def test_shape_parses_keys_and_defaults():
+    s = g.GuestShape.parse("sockets=2,cores=2,threads=2,nodes=2,kernel=6.1,mem=2048")
+    assert (s.sockets, s.cores, s.threads, s.nodes, s.kernel, s.mem_mib) == (2, 2, 2, 2, "6.1", 2048)
+    assert s.cpus == 8
+    d = g.GuestShape.parse("")
+    assert (d.sockets, d.cores, d.threads, d.nodes, d.kernel) == (1, 2, 1, 1, "6.12")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("sockets=0", "sockets: expected a positive integer"),
+        ("cores", "not key=value"),
+        ("kernel=5.4", "kernel: expected one of 6.1, 6.12"),
+        ("cores=3,nodes=2", "nodes: 2 does not divide 3 CPUs"),
+        ("colour=red", "unknown key 'colour'"),
+        ("cores=40,threads=2", "at most 64"),
+    ],
+)
+def test_bad_shapes_are_one_line_spec_errors(text, needle):
+    with pytest.raises(SpecError, match=needle):
+        g.GuestShape.parse(text)
+
+
+def test_qemu_arguments_give_topology_and_numa_nodes():
+    args = g.GuestShape.parse("sockets=2,cores=2,threads=2,nodes=2").qemu_args()
+    assert args[:2] == ["-smp", "8,sockets=2,cores=2,threads=2"]
+    numa = [a for a in args if a.startswith("node,")]
+    assert numa == ["node,nodeid=0,cpus=0-3,memdev=mem0", "node,nodeid=1,cpus=4-7,memdev=mem1"]
+    assert "-numa" not in g.GuestShape.parse("cores=4").qemu_args()
+
+
+def _static_busybox() -> bool:
+    bb = shutil.which("busybox")
+    if bb is None or shutil.which("cpio") is None:
+        return False
+    return "statically linked" in subprocess.run(["file", "-L", bb], capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(not _static_busybox(), reason="needs Debian's busybox-static and cpio")
+def test_initramfs_holds_init_job_and_files(tmp_path: Path):
+    prog = tmp_path / "prog"
+    prog.write_bytes(b"\x7fELF fake")
+    rd = g.build_initramfs(tmp_path, "echo hello\n", {"/bin/prog": prog})
+    listing = subprocess.run(
+        ["cpio", "-t", "--quiet"], input=gzip.decompress(rd.read_bytes()), capture_output=True, check=True
+    ).stdout.decode()
+    names = set(listing.split())
+    assert {"init", "job.sh", "bin/busybox", "bin/prog"} <= names
+    # The same inputs give the same bytes.
+    assert g.build_initramfs(tmp_path, "echo hello\n", {"/bin/prog": prog}).read_bytes() == rd.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_guest_boots_and_reports_its_topology(tmp_path: Path):
+    if shutil.which("qemu-system-x86_64") is None or not _static_busybox():
+        pytest.skip("needs Debian's qemu-system-x86, busybox-static and cpio")
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    kernel = g.fetch_kernel(shape.kernel, g.default_cache())
+    rd = g.build_initramfs(tmp_path, "grep -c ^processor /proc/cpuinfo\n", {})
+    result = g.boot(shape, kernel, rd, tmp_path, timeout_s=600)
+    assert (result / "job.stdout").read_text().strip() == "4"
+    domains = (result / "sched_domains").read_text()
+    assert " SMT " in domains and " MC " in domains
+    assert (result / "sys/devices/system/cpu/cpu3/topology/thread_siblings_list").exists()
