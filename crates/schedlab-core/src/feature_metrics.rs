@@ -37,6 +37,8 @@ pub fn shown_by(f: Feat) -> &'static str {
         CACHE_HOT_BUDDY => "periodic_balance_pulls (with NEXT_BUDDY on)",
         NI_RANDOM => "newidle_balance_calls, newidle_balance_pulls",
         NI_RATE => "newidle_balance_calls",
+        avg_idle_put_prev => "avg_idle_error_us, newidle_balance_calls (fork or migration onto an idle CPU)",
+        avg_idle_stamp_guard => "newidle_balance_calls (idle entered while a wakeup was pending)",
         wa_idle_prev => "migrations_llc, place_prev (idle prev, loaded waker)",
         prefer_prev_idle_core => "place_prev, completion_time_s (limited saturation with SMT)",
         avg_idle_on_enqueue => "avg_idle_error_us",

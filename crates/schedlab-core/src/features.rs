@@ -102,6 +102,10 @@ sched_features! {
     NI_RANDOM = true;
     /// Rate-limit newidle balance (NI_RATE, 2026).
     NI_RATE = true;
+    /// avg_idle sampled when the idle task is switched out (`put_prev_task_idle`), whatever brought the task (v7.0, 4b603f1551a7); off = sampled only in ttwu_do_activate.
+    avg_idle_put_prev = true;
+    /// With avg_idle_put_prev: skip the sample when no idle_stamp was taken (sched/urgent fix c6dcd97c8be7, Sept 2026); off = v7.0/v7.1, where such a sample saturates avg_idle.
+    avg_idle_stamp_guard = true;
     // ---- Seed ideas (SEEDS.md), off in mainline ----
     /// Idea 1: wake_affine_idle returns prev when prev is idle (v5.10+; off = v5.9 behaviour).
     wa_idle_prev = true;

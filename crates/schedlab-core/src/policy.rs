@@ -80,6 +80,18 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     let mut f = Features::mainline();
     f.set(Feat::NI_RANDOM, false);
     f.set(Feat::NI_RATE, false);
+    // avg_idle was sampled in ttwu_do_activate until v7.0.
+    f.set(Feat::avg_idle_put_prev, false);
+    (ClassKind::Fair, f, Confine::None)
+}
+
+/// v7.1: mainline before the Sept 2026 fix of `update_rq_avg_idle` (no
+/// `idle_stamp` guard: a CPU that went idle without taking a stamp, e.g.
+/// newidle balance returning early on a pending wakeup, saturates
+/// `avg_idle` when it leaves idle).
+fn v7_1() -> (ClassKind, Features, Confine) {
+    let mut f = Features::mainline();
+    f.set(Feat::avg_idle_stamp_guard, false);
     (ClassKind::Fair, f, Confine::None)
 }
 
@@ -160,8 +172,8 @@ pub const BASES: &[BaseDef] = &[
     BaseDef {
         name: "v7.1",
         kind: "profile",
-        summary: "v7.1 features: mainline, NI_RANDOM and NI_RATE on",
-        build: mainline,
+        summary: "v7.1 features: mainline (NI_RANDOM, NI_RATE, avg_idle at put_prev_task_idle) without the Sept 2026 idle_stamp guard",
+        build: v7_1,
     },
     BaseDef {
         name: "v6.12",

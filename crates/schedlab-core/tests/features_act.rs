@@ -64,6 +64,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         }
         NI_RANDOM | ni_half_idle_retry => s("xeon-2s-20c", NEWIDLE, "v7.1"),
         avg_idle_on_enqueue => s("threadripper-3970x", WQ_FULL, "v7.1"),
+        avg_idle_put_prev => s("threadripper-3970x", WQ, "eevdf"),
         prefer_prev_idle_core | idler_llc | nohz_blocked_load_update | llc_idle_mask => {
             s("threadripper-3970x", WQ, "eevdf")
         }
@@ -83,6 +84,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         | NI_RATE
         | sis_time_limit
         | eas_cluster_candidates
+        | avg_idle_stamp_guard
         | UTIL_EST
         | CACHE_HOT_BUDDY
         | remote_cpufreq_update => None,
@@ -93,6 +95,14 @@ fn scenario(f: Feat) -> Option<Scenario> {
 /// no run of the modelled workloads reaches the condition, with the test
 /// and the reason. The test file must contain the function.
 const UNIT_SHOWN: &[(Feat, &str, &str, &str)] = &[
+    (
+        Feat::avg_idle_stamp_guard,
+        include_str!("../src/fair/newidle_tests.rs"),
+        "fn without_the_guard_a_missing_stamp_saturates_avg_idle",
+        "needs a CPU to go idle while a wakeup is queued to it (newidle's ttwu_pending early return); the kernel \
+         reaches it through the wakelist of a wakee still descheduling (p->on_cpu), a window the engine's \
+         instantaneous context switch does not have, so runs reach it rarely",
+    ),
     (
         Feat::PLACE_REL_DEADLINE,
         include_str!("../src/fair/eevdf_tests.rs"),

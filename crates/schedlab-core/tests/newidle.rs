@@ -40,12 +40,18 @@ fn schbench_with_half_idle_retry() {
 
 #[test]
 fn schbench_with_avg_idle_on_enqueue() {
-    let base = go("eevdf", false);
-    let on = go("eevdf+avg_idle_on_enqueue", false);
+    // Against v6.12, where only wakeups sampled avg_idle: v7.0 merged the
+    // idea (avg_idle sampled at put_prev_task_idle), which leaves no stale
+    // stamp for the metric to see.
+    let base = go("v6.12", false);
+    let on = go("v6.12+avg_idle_on_enqueue", false);
     let (e0, e1) = (metric(&base, "avg_idle_error_us"), metric(&on, "avg_idle_error_us"));
     assert!(e0 > 0.0 && e1 > 0.0, "{e0} {e1}");
+    assert!(e1 < e0, "refreshing on enqueue shrinks the drift: {e1} vs {e0}");
     assert!(metric(&on, "requests_per_s") > 0.0);
-    eprintln!("avg_idle_error_us: eevdf {e0:.1}, +avg_idle_on_enqueue {e1:.1}");
+    let mainline = metric(&go("eevdf", false), "avg_idle_error_us");
+    assert_eq!(mainline, 0.0, "v7.0+ samples every idle exit");
+    eprintln!("avg_idle_error_us: v6.12 {e0:.1}, +avg_idle_on_enqueue {e1:.1}, eevdf {mainline:.1}");
 }
 
 /// The brief's machine: slower, so `cargo test -- --ignored`.

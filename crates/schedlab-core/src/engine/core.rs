@@ -262,7 +262,9 @@ impl Sim {
         let flags = if migrated { EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED } else { EnqueueFlags::WAKEUP };
         self.enqueue_task(cpu, p, flags);
         self.emit(Event::Wakeup { task: p, cpu, new: false });
-        self.update_avg_idle_on_wakeup(cpu);
+        if !sched_feat!(self.features, avg_idle_put_prev) {
+            self.update_avg_idle_on_wakeup(cpu);
+        }
         self.wakeup_preempt(cpu, p, waker_cpu);
         self.class_task_woken(cpu, p);
     }
@@ -282,6 +284,29 @@ impl Sim {
     /// while it pulls, so a set `idle_stamp` means the CPU is idle and the
     /// first enqueue after it is the one that ends the idle period.
     fn update_avg_idle_on_enqueue(&mut self, cpu: CpuId) {
+        self.update_rq_avg_idle(cpu);
+    }
+
+    /// `put_prev_task_idle`: `cpu` stops running its idle task. Since v7.0
+    /// (`avg_idle_put_prev`) this, not the wakeup, ends the idle period in
+    /// `avg_idle`, whatever brought the task (wakeup, fork, migration, pull).
+    /// Until the Sept 2026 fix (`avg_idle_stamp_guard`) the helper had no
+    /// guard: without a stamp (the CPU went idle without newidle balance
+    /// taking one, e.g. its early return on a pending wakeup) it sampled
+    /// `rq_clock - 0`, the time since boot, which one `update_avg` step
+    /// pushes past the cap: `avg_idle` saturates at `2 * max_idle_balance_cost`.
+    fn put_prev_task_idle(&mut self, cpu: CpuId) {
+        if !sched_feat!(self.features, avg_idle_put_prev) {
+            return;
+        }
+        let rq = &mut self.rqs[cpu.idx()];
+        if rq.idle_stamp == 0 && !sched_feat!(self.features, avg_idle_stamp_guard) {
+            // update_avg(avg, uptime) = avg + (uptime - avg) / 8 exceeds the
+            // cap for any uptime above 8 x 2 x max_idle_balance_cost (a few
+            // ms): every real machine has been up longer.
+            rq.avg_idle = 2 * rq.max_idle_balance_cost;
+            return;
+        }
         self.update_rq_avg_idle(cpu);
     }
 
@@ -395,6 +420,7 @@ impl Sim {
         match next {
             Some(n) => {
                 if prev.is_none() {
+                    self.put_prev_task_idle(cpu);
                     self.exit_idle(cpu);
                 }
                 let (refill, kib) = self.refill_work_ns(n, cpu);

@@ -249,3 +249,47 @@ fn a_newidle_pull_is_not_an_idle_period_with_the_feature() {
         assert_eq!(s.rqs[0].idle_stamp, 0);
     }
 }
+
+/// v7.0 (`avg_idle_put_prev`): the idle period ends when the idle task is
+/// switched out, so a fork onto the idle CPU samples it once the CPU
+/// schedules; before (v6.12) only a wakeup did and the stamp stays.
+#[test]
+fn avg_idle_is_sampled_when_the_idle_task_is_switched_out() {
+    for put_prev in [false, true] {
+        let mut s = fork_onto_idle(false);
+        s.features.set(Feat::avg_idle_put_prev, put_prev);
+        s.schedule(CpuId(3)).unwrap();
+        assert_eq!(s.rqs[3].curr, Some(TaskId(0)));
+        if put_prev {
+            assert_eq!(s.rqs[3].avg_idle, update_avg(2 * 500_000, 300_000));
+            assert_eq!(s.rqs[3].idle_stamp, 0);
+        } else {
+            assert_eq!(s.rqs[3].avg_idle, 2 * 500_000);
+            assert_eq!(s.rqs[3].idle_stamp, 10 * NSEC_PER_MSEC);
+        }
+    }
+}
+
+/// v7.0 and v7.1 (no `avg_idle_stamp_guard`): a CPU that went idle without
+/// a stamp (newidle balance returned early on a pending wakeup) samples the
+/// time since boot when it leaves idle, and avg_idle saturates at its cap;
+/// the Sept 2026 fix skips the sample.
+#[test]
+fn without_the_guard_a_missing_stamp_saturates_avg_idle() {
+    for guard in [false, true] {
+        let mut f = features(false, false);
+        f.set(Feat::avg_idle_stamp_guard, guard);
+        let mut s = sim(1, f);
+        let c = CpuId(3);
+        s.rqs[3].ttwu_pending = 1;
+        assert_eq!(s.sched_balance_newidle(c), 0);
+        assert_eq!(s.rqs[3].idle_stamp, 0, "the early return takes no stamp");
+        s.rqs[3].ttwu_pending = 0;
+        s.rqs[3].avg_idle = 200_000;
+        s.tasks[0].allowed = CpuMask::from_cpus([c]);
+        s.wake_up_new_task(TaskId(0), CpuId(0)).unwrap();
+        s.schedule(c).unwrap();
+        let want = if guard { 200_000 } else { 2 * s.rqs[3].max_idle_balance_cost };
+        assert_eq!(s.rqs[3].avg_idle, want, "guard={guard}");
+    }
+}
