@@ -329,3 +329,29 @@ fn periodic_balance_updates_sis_util_scan_depth() {
     s.sched_balance_rq(CpuId(0), 0, CpuIdleType::NotIdle, &mut cont);
     assert_eq!(s.llc[0].nr_idle_scan, 2);
 }
+
+#[test]
+fn next_buddy_is_cache_hot_for_a_busy_puller_only_with_cache_hot_buddy() {
+    // Task 1 is queued on CPU 0 as its next buddy (about to run there) but
+    // last ran long ago, so by time alone it is cold. CACHE_HOT_BUDDY calls
+    // it hot when the destination has work of its own (CPU 1 runs task 2):
+    // pulling the buddy away would waste the wakeup's choice.
+    for buddy in [false, true] {
+        let mut f = Features::mainline();
+        f.set(Feat::CACHE_HOT_BUDDY, buddy);
+        let mut s = sim(3, f);
+        s.now = 10 * NSEC_PER_MSEC;
+        run(&mut s, 0, 0);
+        enqueue(&mut s, 1, 0);
+        ran_ago(&mut s, 1, 5 * NSEC_PER_MSEC);
+        s.rqs[0].cfs.next = Some(TaskId(1));
+        run(&mut s, 2, 1);
+        let mut env = s.lb_env(CpuId(1), 0, CpuIdleType::NotIdle);
+        env.src_cpu = CpuId(0);
+        assert_eq!(s.task_hot(TaskId(1), &env), buddy, "CACHE_HOT_BUDDY={buddy}");
+        // An idle puller has nothing to protect: the rule needs dst busy.
+        let mut idle_env = s.lb_env(CpuId(2), 0, CpuIdleType::Idle);
+        idle_env.src_cpu = CpuId(0);
+        assert!(!s.task_hot(TaskId(1), &idle_env));
+    }
+}
