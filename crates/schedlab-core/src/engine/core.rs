@@ -154,6 +154,9 @@ impl Sim {
             StartKind::Wake { prev_cpu } => {
                 self.tasks[p.idx()].cpu = CpuId(prev_cpu);
                 self.tasks[p.idx()].state = TaskState::Blocked;
+                if self.ksoftirqd_sleeps_from_boot(p) {
+                    return Ok(());
+                }
                 self.try_to_wake_up(p, 0, CpuId(prev_cpu), None)
             }
         }

@@ -11,6 +11,18 @@
 //!              ─► the rest, if any, queued to ksoftirqd/N (a fair per-CPU kthread)
 //! ```
 //!
+//! Interrupts that arrive while softirqs run raise more softirq work, which
+//! `handle_softirqs` takes in further rounds of its loop (`restart`) only
+//! while `jiffies` is before its end (`MAX_SOFTIRQ_TIME` rounded up to
+//! jiffies), nothing needs rescheduling, and fewer than
+//! `MAX_SOFTIRQ_RESTART` rounds have run; otherwise it wakes ksoftirqd with
+//! what is pending. schedlab takes such an interrupt right after the softirq
+//! chunk it arrived in (the kernel takes its hardirq inside the chunk; the
+//! CPU time is the same) and applies the same three checks to its softirq.
+//! DEVIATION(kernel v4.10..v6.4): those kernels also left softirqs to
+//! ksoftirqd whenever it was already runnable (`ksoftirqd_running`, reverted
+//! in v6.5); schedlab runs them inline for every profile.
+//!
 //! While the handlers run, the CPU's current task makes no progress (its run
 //! segment is pushed back by the handler time) and the CPU's task clock
 //! (`clock_task`) does not advance: the IRQ time is added to `rq.irq_time`
@@ -34,6 +46,10 @@ use crate::workload::IrqSpec;
 /// schedlab keeps the 2 ms) before it defers the rest to ksoftirqd.
 pub const MAX_SOFTIRQ_TIME_NS: Ns = 2_000_000;
 
+/// `MAX_SOFTIRQ_RESTART` (kernel/softirq.c): rounds of `handle_softirqs`'s
+/// loop before pending work goes to ksoftirqd.
+pub const MAX_SOFTIRQ_RESTART: u32 = 10;
+
 /// The IRQ state of one CPU.
 #[derive(Clone, Debug, Default)]
 pub struct CpuIrq {
@@ -45,6 +61,15 @@ pub struct CpuIrq {
     pub ksoftirqd: Option<TaskId>,
     /// The channel ksoftirqd reads its work from.
     pub ksoftirqd_chan: u32,
+    /// Interrupts waiting for a running handler to return.
+    pub irqs_waiting: u32,
+    /// `handle_softirqs` is running its loop: a waiting interrupt's softirq
+    /// is one more round of it.
+    pub in_softirq_loop: bool,
+    /// The loop's `end` (jiffies): no new round from then on.
+    pub softirq_end_jiffy: u64,
+    /// Rounds the loop may still start (`max_restart`).
+    pub softirq_restarts_left: u32,
 }
 
 /// One stream of interrupts: a source on one CPU.
@@ -125,13 +150,30 @@ impl Sim {
         }
     }
 
+    /// `ksoftirqd/N` has slept since boot, waiting for deferred softirq
+    /// work: at the run's start it is asleep on its channel (as if it had
+    /// run and found nothing) rather than woken to compete for its CPU with
+    /// the workload's first tasks. Returns whether `p` is such a thread.
+    pub(super) fn ksoftirqd_sleeps_from_boot(&mut self, p: TaskId) -> bool {
+        let Some(st) = self.irq.iter().find(|st| st.ksoftirqd == Some(p)) else { return false };
+        let chan = st.ksoftirqd_chan as usize;
+        if !self.chans[chan].buf.is_empty() {
+            return false;
+        }
+        self.chans[chan].readers.push_back(p);
+        self.tasks[p.idx()].pending =
+            Some(crate::workload::Action::Recv { chan: crate::workload::ChanId(chan as u32) });
+        true
+    }
+
     /// `Ev::Irq`: stream `i` raises an interrupt now.
     pub(super) fn irq_raise(&mut self, i: u32) -> crate::Result<()> {
         let (cpu, source) = (self.irq_streams[i as usize].cpu, self.irq_streams[i as usize].source);
         let busy_until = self.irq[cpu.idx()].busy_until;
         if busy_until > self.now {
             // A handler runs: this interrupt is taken when it returns.
-            self.at(busy_until, Ev::Irq { stream: i });
+            self.irq[cpu.idx()].irqs_waiting += 1;
+            self.at(busy_until, Ev::IrqWaited { stream: i });
             return Ok(());
         }
         let spec: &IrqSpec = &self.irq_specs[source as usize];
@@ -145,13 +187,40 @@ impl Sim {
         Ok(())
     }
 
+    /// `Ev::IrqWaited`: an interrupt that waited for a handler is taken.
+    pub(super) fn irq_waited(&mut self, i: u32) -> crate::Result<()> {
+        let cpu = self.irq_streams[i as usize].cpu;
+        self.irq[cpu.idx()].irqs_waiting -= 1;
+        self.irq_raise(i)
+    }
+
     /// `Ev::IrqExit`: the hard handler returns; softirqs run inline up to
-    /// `MAX_SOFTIRQ_TIME`, the rest goes to ksoftirqd.
+    /// `MAX_SOFTIRQ_TIME` (`invoke_softirq`), or, when this interrupt came
+    /// while the softirq loop ran, as its next round if the loop may restart;
+    /// the rest goes to ksoftirqd.
     pub(super) fn irq_exit(&mut self, cpu: CpuId, irq: u16, hardirq_ns: Ns, softirq_ns: Ns) -> crate::Result<()> {
         self.emit(Event::Irq { cpu, irq, entry: false });
         self.rqs[cpu.idx()].irq_time += hardirq_ns;
         if softirq_ns == 0 {
             return Ok(());
+        }
+        let jiffies = self.now / self.tick_ns;
+        let need_resched = self.rqs[cpu.idx()].need_resched;
+        let st = &mut self.irq[cpu.idx()];
+        if st.in_softirq_loop {
+            // `if (time_before(jiffies, end) && !need_resched() && --max_restart) goto restart;`
+            st.softirq_restarts_left = st.softirq_restarts_left.saturating_sub(1);
+            if jiffies >= st.softirq_end_jiffy || need_resched || st.softirq_restarts_left == 0 {
+                st.in_softirq_loop = false;
+                st.deferred_ns += softirq_ns;
+                return self.wakeup_softirqd(cpu);
+            }
+        } else {
+            // A new `handle_softirqs`: end = jiffies + msecs_to_jiffies(2).
+            let tick_ms = (self.tick_ns / 1_000_000).max(1);
+            st.in_softirq_loop = true;
+            st.softirq_end_jiffy = jiffies + (MAX_SOFTIRQ_TIME_NS / 1_000_000).div_ceil(tick_ms);
+            st.softirq_restarts_left = MAX_SOFTIRQ_RESTART;
         }
         let inline = softirq_ns.min(MAX_SOFTIRQ_TIME_NS);
         self.irq[cpu.idx()].deferred_ns += softirq_ns - inline;
@@ -162,11 +231,19 @@ impl Sim {
         Ok(())
     }
 
-    /// `Ev::SoftirqExit`: the inline softirqs are done; wake ksoftirqd with
-    /// what was left over (`wakeup_softirqd`).
+    /// `Ev::SoftirqExit`: a round of inline softirqs is done. With an
+    /// interrupt waiting, the loop goes on (its softirq decides whether to
+    /// restart); otherwise it ends and ksoftirqd gets what was left over.
     pub(super) fn softirq_exit(&mut self, cpu: CpuId, softirq_ns: Ns) -> crate::Result<()> {
         self.emit(Event::Softirq { cpu, entry: false });
         self.rqs[cpu.idx()].irq_time += softirq_ns;
+        let st = &mut self.irq[cpu.idx()];
+        st.in_softirq_loop = st.irqs_waiting > 0;
+        self.wakeup_softirqd(cpu)
+    }
+
+    /// `wakeup_softirqd`: hand the deferred softirq work to ksoftirqd.
+    fn wakeup_softirqd(&mut self, cpu: CpuId) -> crate::Result<()> {
         let left = std::mem::take(&mut self.irq[cpu.idx()].deferred_ns);
         if left == 0 {
             return Ok(());

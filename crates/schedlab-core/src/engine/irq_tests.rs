@@ -123,3 +123,50 @@ fn irq_events_round_trip_through_ftrace_text() {
     let want = events.iter().filter(|e| matches!(e.ev, crate::trace::Event::Irq { .. })).count();
     assert_eq!(irqs, want);
 }
+
+/// When ksoftirqd/0 was first woken in a run of `w` (None: never).
+fn ksoftirqd_first_woken(w: &crate::workload::Workload, until: u64) -> Option<u64> {
+    let mut sim = sim_with(TWO_LLC, w, sim_config(Features::mainline()));
+    sim.trace = Some(Vec::new());
+    sim.run(until).unwrap();
+    let k = sim.irq[0].ksoftirqd.expect("CPU 0 has a ksoftirqd");
+    let trace = sim.trace.as_ref().unwrap();
+    trace.iter().find(|e| matches!(e.ev, crate::trace::Event::Waking { task, .. } if task == k)).map(|e| e.time)
+}
+
+/// How often ksoftirqd/0 was switched in during a run of `w`.
+fn ksoftirqd_runs(w: &crate::workload::Workload, until: u64) -> usize {
+    let mut sim = sim_with(TWO_LLC, w, sim_config(Features::mainline()));
+    sim.trace = Some(Vec::new());
+    sim.check_invariants = true;
+    sim.run(until).unwrap();
+    let k = sim.irq[0].ksoftirqd.expect("CPU 0 has a ksoftirqd");
+    sim.trace
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e.ev, crate::trace::Event::Switch { next: Some(n), .. } if n == k))
+        .count()
+}
+
+#[test]
+fn softirq_rounds_stop_after_max_softirq_restart() {
+    // An interrupt every 20 us, each raising 30 us of softirq work: every
+    // round of the softirq loop sees a new interrupt, so the loop restarts
+    // until MAX_SOFTIRQ_RESTART rounds (or the jiffy end) and then wakes
+    // ksoftirqd, although no single round comes near MAX_SOFTIRQ_TIME.
+    let flood = with_irq(1, 20 * NSEC_PER_MSEC, 20_000, 1_000, 30_000);
+    // ksoftirqd, woken with the deferred work, waits for the running task's
+    // slice to end (no wakeup preemption under RUN_TO_PARITY), which at the
+    // few percent of CPU the softirqs leave it takes tens of milliseconds.
+    assert!(ksoftirqd_runs(&flood, 200 * NSEC_PER_MSEC) > 0, "the restart limit defers work to ksoftirqd");
+    // The first deferral comes after the first 10 rounds (1 + 10 restart
+    // attempts, 31 us apart, from the first interrupt at 20 us), long before
+    // the loop's jiffy end (4 ms at HZ=250) could stop it.
+    let first = ksoftirqd_first_woken(&flood, 10 * NSEC_PER_MSEC).expect("ksoftirqd woken");
+    assert_eq!(first, 20_000 + 10 * 31_000 + 1_000, "woken at {first} ns");
+    // Spaced interrupts (each softirq done before the next arrives) never
+    // restart the loop: everything runs inline.
+    let spaced = with_irq(1, 20 * NSEC_PER_MSEC, 100_000, 1_000, 30_000);
+    assert_eq!(ksoftirqd_runs(&spaced, 200 * NSEC_PER_MSEC), 0);
+}

@@ -87,6 +87,11 @@ pub enum Ev {
         /// Stream index.
         stream: u32,
     },
+    /// An interrupt of stream `stream` that waited for a running handler.
+    IrqWaited {
+        /// Stream index.
+        stream: u32,
+    },
     /// The hard handler of an interrupt returns.
     IrqExit {
         /// CPU.
@@ -297,6 +302,10 @@ impl Sim {
             Ev::Irq { stream } => {
                 self.stats.handled += 1;
                 self.irq_raise(stream)
+            }
+            Ev::IrqWaited { stream } => {
+                self.stats.handled += 1;
+                self.irq_waited(stream)
             }
             Ev::IrqExit { cpu, irq, hardirq_ns, softirq_ns } => {
                 self.stats.handled += 1;
