@@ -343,3 +343,102 @@ def boot(
     except tarfile.TarError as e:
         raise GuestError(f"the guest's result tar is unreadable: {e}") from e
     return result
+
+
+# Sched tracepoints recorded in a guest (as `schedlab record` records them on
+# the host), and a probe of the wakee_flips each new task inherits from its
+# parent at fork (`wake_up_new_task(p)` runs before the child has woken
+# anyone, so `p->wakee_flips` is the parent's count).
+GUEST_EVENTS = (
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "sched/sched_wakeup_new",
+    "sched/sched_migrate_task",
+    "sched/sched_process_fork",
+    "sched/sched_process_exit",
+)
+_FLIPS_PROBE = "p:schedlab/fork_flips wake_up_new_task pid=p->pid flips=p->wakee_flips"
+
+
+def _record_job(argv: Sequence[str], buffer_kb: int) -> str:
+    """The guest's job: record `argv` under the sched tracepoints."""
+    quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
+    enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
+    return f"""T=/sys/kernel/tracing
+echo {buffer_kb} > $T/buffer_size_kb
+echo '{_FLIPS_PROBE}' >> $T/kprobe_events 2>/dev/null && echo 1 > $T/events/schedlab/enable
+{enable}
+echo > $T/trace
+echo 1 > $T/tracing_on
+{quoted} > /out/workload.stdout 2> /out/workload.stderr
+echo $? > /out/workload.rc
+echo 0 > $T/tracing_on
+cat $T/trace > /out/trace.txt
+cat $T/per_cpu/cpu*/stats | grep -E '^overrun' > /out/overruns
+"""
+
+
+def launcher_flips(trace_text: str) -> int | None:
+    """The `wakee_flips` the workload's first forked task inherited (its
+    launcher's), from the `fork_flips` probe lines of a guest recording."""
+    for line in trace_text.splitlines():
+        if " fork_flips: " in line:
+            m = re.search(r"flips=(\d+)", line)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def record_in_guest(
+    shape: GuestShape,
+    argv: Sequence[str],
+    files: Mapping[str, Path],
+    out: Path,
+    cache: Path | None = None,
+    buffer_kb: int = 16384,
+    timeout_s: float = 900,
+) -> Path:
+    """Records `argv` inside a guest of `shape`; writes `out/trace.txt`,
+    `out/machine.toml` (the guest's sysfs imported), `out/kernel.json` (kernel,
+    command line, sched features and domains, the launcher's wakee_flips) and
+    the workload's stdout. `files` are copied into the guest first (static
+    programs: the guest has no libc)."""
+    import json
+
+    from . import _native
+
+    cache = cache or default_cache()
+    kernel = fetch_kernel(shape.kernel, cache)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".guest"
+    work.mkdir(exist_ok=True)
+    initrd = build_initramfs(work, _record_job(argv, buffer_kb), files)
+    result = boot(shape, kernel, initrd, work, timeout_s)
+
+    def text(name: str) -> str:
+        p = result / name
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    rc = text("workload.rc").strip()
+    if rc != "0":
+        raise GuestError(f"the workload failed in the guest (exit {rc or '?'}): {text('workload.stderr').strip()[-300:]}")
+    trace = text("trace.txt")
+    if not trace:
+        raise GuestError(f"the guest recorded no trace (see {work / 'console.log'})")
+    (out / "trace.txt").write_text(trace)
+    (out / "workload.stdout").write_text(text("workload.stdout"))
+    (out / "machine.toml").write_text(_native.topo_import(str(result / "sys")))
+    info = {
+        "source": "qemu",
+        "shape": dataclasses.asdict(shape),
+        "kernel_release": text("uname").strip(),
+        "cmdline": text("cmdline").strip(),
+        "sched_features": text("sched_features").split(),
+        "sched_domains": text("sched_domains").splitlines(),
+        "launcher_wakee_flips": launcher_flips(trace),
+        "overruns": text("overruns").split(),
+        "argv": list(argv),
+    }
+    (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
+    return out

@@ -77,3 +77,39 @@ def test_a_guest_boots_and_reports_its_topology(tmp_path: Path):
     domains = (result / "sched_domains").read_text()
     assert " SMT " in domains and " MC " in domains
     assert (result / "sys/devices/system/cpu/cpu3/topology/thread_siblings_list").exists()
+
+
+def test_record_job_quotes_the_command_and_enables_the_events():
+    job = g._record_job(["/wl", "hackbench:groups=2", "it's"], 4096)
+    assert "'/wl' 'hackbench:groups=2' 'it'\\''s' > /out/workload.stdout" in job
+    assert "echo 4096 > $T/buffer_size_kb" in job
+    for e in g.GUEST_EVENTS:
+        assert f"echo 1 > $T/events/{e}/enable" in job
+    assert "wake_up_new_task pid=p->pid flips=p->wakee_flips" in job
+
+
+def test_launcher_flips_reads_the_first_fork_probe_line():
+    trace = (
+        "  sh-709 [001] d..1.  7.80: sched_waking: comm=x pid=5 prio=120 target_cpu=001\n"
+        "  sh-709 [001] d..1.  7.81: fork_flips: (wake_up_new_task+0x4/0x300) pid=710 flips=8\n"
+        "  hb-710 [002] d..1.  7.83: fork_flips: (wake_up_new_task+0x4/0x300) pid=711 flips=3\n"
+    )
+    assert g.launcher_flips(trace) == 8
+    assert g.launcher_flips("no probe here\n") is None
+
+
+@pytest.mark.slow
+def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path):
+    if shutil.which("qemu-system-x86_64") is None or not _static_busybox():
+        pytest.skip("needs Debian's qemu-system-x86, busybox-static and cpio")
+    import json
+
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    argv = ["/bin/sh", "-c", "for i in 1 2 3 4; do /bin/busybox usleep 2000; done"]
+    out = g.record_in_guest(shape, argv, {}, tmp_path / "rec")
+    trace = (out / "trace.txt").read_text()
+    assert "sched_switch:" in trace and "sched_wakeup_new:" in trace
+    info = json.loads((out / "kernel.json").read_text())
+    assert info["kernel_release"].startswith("6.12")
+    assert isinstance(info["launcher_wakee_flips"], int)
+    assert "threads_per_core = 2" in (out / "machine.toml").read_text()
