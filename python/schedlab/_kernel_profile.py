@@ -1,0 +1,90 @@
+"""The schedlab policy that models a recorded kernel.
+
+A trace from a real kernel is compared with simulations of *that* kernel: its
+release picks the nearest kernel profile, its version-dependent behaviours
+(which schedlab names as lower-case features) follow the release, and every
+sched feature the kernel printed in ``/sys/kernel/debug/sched/features``
+(``NAME`` on, ``NO_NAME`` off) overrides the profile's default. Distribution
+kernels backport: Debian's 6.12.95 prints ``NI_RANDOM``, which v6.12 as
+released did not have, so its policy is ``v6.12+NI_RANDOM``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from . import _native
+
+# Behaviours that are not sched_feat()s in the kernel but changed with a
+# release: (schedlab feature, first release with the behaviour, last release
+# with it or None). Sources are in each feature's summary (`schedlab policy
+# list`); the releases are when the change reached mainline.
+_VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
+    ("EEVDF", (6, 6), None),
+    ("wa_idle_prev", (5, 10), None),
+    ("legacy_find_idlest_group", (0, 0), (5, 4)),
+    ("capacity_spare_wake_current", (4, 15), (5, 4)),
+    ("wake_cap", (4, 9), (5, 6)),
+    ("UTIL_EST", (4, 17), None),
+    ("rt_bandwidth", (0, 0), (6, 11)),
+    ("fair_server", (6, 12), None),
+    ("avg_idle_put_prev", (7, 0), None),
+    # c6dcd97c8be7 went to sched/urgent in Sept 2026, after v7.2 was out.
+    ("avg_idle_stamp_guard", (7, 3), None),
+)
+
+
+# Behaviours that act only under another one: left as the profile has them
+# when the other is off (switching them alone is refused or inert).
+_ONLY_WITH: dict[str, str] = {
+    "avg_idle_stamp_guard": "avg_idle_put_prev",
+    "capacity_spare_wake_current": "legacy_find_idlest_group",
+}
+
+
+def _release(text: str) -> tuple[int, int]:
+    m = re.match(r"\s*(\d+)\.(\d+)", text)
+    if not m:
+        raise ValueError(f"kernel release: expected MAJOR.MINOR..., got '{text}'")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _base_profile(rel: tuple[int, int]) -> str:
+    if rel >= (7, 3):
+        return "eevdf"
+    if rel >= (7, 0):
+        return "v7.1"
+    if rel >= (6, 6):
+        return "v6.12"
+    if rel >= (5, 5):
+        return "v5.9"
+    return "v4.14"
+
+
+def policy_for_kernel(release: str, sched_features: Sequence[str]) -> tuple[str, list[str]]:
+    """The policy string for a kernel of `release` that printed
+    `sched_features`, and notes on what the kernel had that schedlab does
+    not model (its features unknown to schedlab)."""
+    rel = _release(release)
+    base = _base_profile(rel)
+    shown = json.loads(_native.policy_show(base))
+    state = {f["name"]: bool(f["on"]) for f in shown["features"]}
+    want = dict(state)
+    for name, first, last in _VERSIONED:
+        want[name] = rel >= first and (last is None or rel <= last)
+    for name, needs in _ONLY_WITH.items():
+        if not want[needs]:
+            want[name] = state[name]
+    unknown: list[str] = []
+    for raw in sched_features:
+        on = not raw.startswith("NO_")
+        name = raw[3:] if not on else raw
+        if name in want and name.isupper():
+            want[name] = on
+        elif name not in want:
+            unknown.append(raw)
+    changes = [("+" if want[n] else "-") + n for n in state if want[n] != state[n]]
+    notes = [f"not modelled: {', '.join(unknown)}"] if unknown else []
+    return base + "".join(changes), notes
