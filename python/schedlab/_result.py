@@ -119,14 +119,33 @@ def run_sources(
     trace: bool = False,
     check_invariants: bool = False,
     max_time_ns: int = 0,
+    trace_file: tuple[str, str] | None = None,
 ) -> RunResult:
     """Runs resolved sources through the core (used by `run` and by workers).
-    Several workload sources run together, composed in order."""
+    Several workload sources run together, composed in order. With
+    ``trace_file=(path, format)`` (format ``ftrace`` or ``perfetto``) the
+    trace is written to ``path`` while the run goes and ``trace`` is ignored."""
     first, *extra = (workload,) if isinstance(workload, Source) else tuple(workload)
     # Only a composed run passes the keyword (engines faked in tests need not know it).
     check_u64("seed", seed)
     check_u64("max_time_ns", max_time_ns)
     more = {"extra_workloads": [(w.text, w.format, w.origin) for w in extra]} if extra else {}
+    if trace_file is not None:
+        text = _native.run_to_file(
+            machine.text,
+            machine.format,
+            machine.origin,
+            first.text,
+            first.format,
+            policy,
+            seed,
+            trace_file[0],
+            trace_file[1],
+            check_invariants,
+            max_time_ns,
+            **more,
+        )
+        return RunResult.from_json(text, None)
     text, trace_text = _native.run(
         machine.text,
         machine.format,

@@ -360,7 +360,12 @@ def run_cmd(
     ] = 0,
     trace: Annotated[
         Path | None,
-        typer.Option("--trace", help="Write an ftrace-format trace here (only on success; - for stdout)."),
+        typer.Option(
+            "--trace",
+            help="Write the run's trace here while it runs: a Perfetto protobuf trace for a name "
+            "ending in .pftrace (or .perfetto-trace), else ftrace text; - for ftrace on stdout. "
+            "A failed or interrupted run keeps its trace so far, marked incomplete.",
+        ),
     ] = None,
     check_invariants: Annotated[
         bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
@@ -368,15 +373,34 @@ def run_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
+    if trace is not None and str(trace) != "-":
+        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants)
+    else:
+        result = _run_keeping_trace(machine, workload, policy, seed, trace, check_invariants)
+    if json_out:
+        _echo_json(result.to_dict())
+        return
+    title = f"{result.machine} · {result.workload} · {result.policy} · seed {result.seed}"
+    rows = [
+        (name, value, result.units[name], result.better[name])
+        for name, value in result.metrics.items()
+    ]
+    _out().print(_metrics_table(title, rows))
+
+
+def _run_keeping_trace(
+    machine: str, workload: list[str], policy: str, seed: int, trace: Path | None, check: bool
+) -> RunResult:
+    """A run whose trace (if any) comes back in memory: for ``--trace -``."""
     try:
-        result = _interruptible(
+        result: RunResult = _interruptible(
             run_sources,
             resolve_machine(machine),
             resolve_workloads(workload),
             policy,
             seed,
             trace=trace is not None,
-            check_invariants=check_invariants,
+            check_invariants=check,
         )
     except SimulationError as e:
         partial = getattr(e, "partial_trace", None)
@@ -389,15 +413,73 @@ def run_cmd(
         raise
     if trace is not None:
         _write_output(trace, result.trace or "")
-    if json_out:
-        _echo_json(result.to_dict())
-        return
-    title = f"{result.machine} · {result.workload} · {result.policy} · seed {result.seed}"
-    rows = [
-        (name, value, result.units[name], result.better[name])
-        for name, value in result.metrics.items()
-    ]
-    _out().print(_metrics_table(title, rows))
+    return result
+
+
+#: Suffixes that select a Perfetto protobuf trace; anything else is ftrace text.
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace", ".perfetto")
+
+
+def trace_format_of(path: Path) -> str:
+    """``perfetto`` for a Perfetto file name, else ``ftrace``."""
+    return "perfetto" if path.name.lower().endswith(PERFETTO_SUFFIXES) else "ftrace"
+
+
+def _run_streaming_trace(
+    machine: str, workload: list[str], policy: str, seed: int, trace: Path, check: bool
+) -> RunResult:
+    """A run that writes its trace to ``trace`` while it goes (memory stays
+    bounded), with the output-file rules of `_write_output`: a regular file
+    is written beside its target and renamed over it at the end; a FIFO or
+    device is written in place; a symlink is followed. A run that fails or is
+    interrupted keeps its trace so far, marked incomplete."""
+    real = Path(os.path.realpath(trace))
+    try:
+        try:
+            st: os.stat_result | None = os.stat(real)
+        except FileNotFoundError:
+            st = None
+        direct = st is not None and not stat.S_ISREG(st.st_mode)
+        if direct:
+            target = str(real)
+        else:
+            fd, target = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.")
+            os.close(fd)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(trace)) from e
+    mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_current_umask()
+
+    def keep() -> None:
+        if not direct:
+            os.chmod(target, mode)
+            os.replace(target, real)
+
+    try:
+        result: RunResult = _interruptible(
+            run_sources,
+            resolve_machine(machine),
+            resolve_workloads(workload),
+            policy,
+            seed,
+            check_invariants=check,
+            trace_file=(target, trace_format_of(trace)),
+        )
+    except SimulationError as e:
+        if not direct and os.path.getsize(target) > 0:
+            keep()
+            e.kept_trace = str(trace)  # type: ignore[attr-defined]
+        elif not direct:
+            Path(target).unlink(missing_ok=True)
+        raise
+    except BaseException:
+        if not direct:
+            Path(target).unlink(missing_ok=True)
+        raise
+    try:
+        keep()
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(trace)) from e
+    return result
 
 
 def _compare_table(summary: Any, policies: list[str], title: str) -> Table:

@@ -50,9 +50,29 @@ def fake_run(
     return json.dumps(doc), ("fake trace\n" if trace else None)
 
 
+def fake_run_to_file(
+    machine_text: str,
+    machine_format: str,
+    machine_origin: str,
+    workload: str,
+    workload_format: str,
+    policy: str,
+    seed: int,
+    trace_path: str,
+    trace_format: str,
+    check_invariants: bool = False,
+    max_time_ns: int = 0,
+) -> str:
+    # As the native writer: the trace goes to the file while the run goes.
+    Path(trace_path).write_text(f"fake {trace_format} trace\n")
+    text, _ = fake_run(machine_text, machine_format, machine_origin, workload, workload_format, policy, seed)
+    return text
+
+
 @pytest.fixture
 def fake_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_result._native, "run", fake_run)
+    monkeypatch.setattr(_result._native, "run_to_file", fake_run_to_file)
 
 
 @pytest.mark.usefixtures("fake_engine")
@@ -97,4 +117,4 @@ def test_cli_run_table_and_trace(tiny_machine: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "completion_time_s" in result.stdout
-    assert trace.read_text() == "fake trace\n"
+    assert trace.read_text() == "fake ftrace trace\n"

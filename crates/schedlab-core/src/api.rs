@@ -170,6 +170,18 @@ impl From<crate::SchedlabError> for FailedRun {
 /// [`run`], but a run that fails after it started keeps its trace so far,
 /// for the user to see what led to the failure.
 pub fn run_keeping_trace(spec: &RunSpec) -> std::result::Result<RunResult, FailedRun> {
+    run_inner(spec, None)
+}
+
+/// [`run`] writing its trace to `file` while it goes (whatever
+/// `spec.options.trace` says), so the trace never has to fit in memory;
+/// the result's `trace` is `None`. A run that fails or is interrupted keeps
+/// the trace so far, marked incomplete at its end.
+pub fn run_to_trace_file(spec: &RunSpec, file: &crate::trace::TraceFile) -> std::result::Result<RunResult, FailedRun> {
+    run_inner(spec, Some(file))
+}
+
+fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::result::Result<RunResult, FailedRun> {
     let machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
@@ -189,15 +201,23 @@ pub fn run_keeping_trace(spec: &RunSpec) -> std::result::Result<RunResult, Faile
         features: policy.features,
         class: policy.class,
         seed: spec.seed,
-        trace: spec.options.trace,
+        trace: spec.options.trace || file.is_some(),
         check_invariants: spec.options.check_invariants,
         cpuset: policy.cpuset(&machine),
     };
     let machine_name = machine.name.clone();
     let mut sim = crate::engine::Sim::build(machine, domains, &workload, cfg)?;
     sim.collector.set_parts(&composed.task_part, &prefixes);
+    let writer = match file {
+        Some(f) => Some(open_trace_file(&sim, f)?),
+        None => None,
+    };
+    if let Some(w) = &writer {
+        let w = std::rc::Rc::clone(w);
+        sim.trace_sink = Some(Box::new(move |events| w.borrow_mut().write_events(events)));
+    }
     let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
-    let outcome = sim.run(max).and_then(|()| {
+    let mut outcome = sim.run(max).and_then(|()| {
         if spec.options.max_time_ns == 0 && workload.duration_ns.is_none() && sim.alive > 0 {
             // The safety cap, not the workload, ended the run: its metrics would
             // describe an unfinished workload.
@@ -210,6 +230,28 @@ pub fn run_keeping_trace(spec: &RunSpec) -> std::result::Result<RunResult, Faile
         }
         Ok(())
     });
+    if let (Some(w), Some(f)) = (writer, file) {
+        // Drain what the run kept since the last batch, then close the file.
+        outcome = outcome.and_then(|()| sim.drain_trace(1));
+        sim.trace_sink = None;
+        let w = std::rc::Rc::try_unwrap(w).map_err(|_| runtime("the trace writer is still shared"))?.into_inner();
+        let incomplete = outcome.as_ref().err().map(|e| e.to_string());
+        if incomplete.is_some() {
+            // Whatever the failure left unwritten still goes in, before the marker.
+            let mut w = w;
+            if let Some(events) = sim.trace.take() {
+                let _ = w.write_events(&events);
+            }
+            let _ = w.finish(incomplete.as_deref());
+        } else {
+            w.finish(None).map_err(|e| runtime(format!("cannot write the trace to {}: {e}", f.path.display())))?;
+        }
+        if let Err(error) = outcome {
+            return Err(FailedRun { error, partial_trace: None });
+        }
+        sim.trace = None;
+        outcome = Ok(());
+    }
     let nr_cpus = sim.machine.nr_cpus();
     // The engine's tasks: the workload's plus the kernel threads it adds (ksoftirqd/N).
     let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
@@ -245,6 +287,29 @@ pub fn run_keeping_trace(spec: &RunSpec) -> std::result::Result<RunResult, Faile
         sim_time_ns: end,
         trace,
     })
+}
+
+fn runtime(msg: impl Into<String>) -> FailedRun {
+    FailedRun::from(crate::SchedlabError::Runtime(msg.into()))
+}
+
+/// Open `file` for the tasks of `sim`.
+fn open_trace_file(
+    sim: &crate::engine::Sim,
+    file: &crate::trace::TraceFile,
+) -> std::result::Result<std::rc::Rc<std::cell::RefCell<crate::trace::file::TraceFileWriter>>, FailedRun> {
+    let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
+    let prios: Vec<i32> = sim.tasks.iter().map(|t| t.prio).collect();
+    let kthreads: Vec<bool> = sim.tasks.iter().map(|t| t.kthread).collect();
+    let tasks = crate::trace::file::TraceTasks {
+        names: &names,
+        prios: &prios,
+        kthreads: &kthreads,
+        nr_cpus: sim.machine.nr_cpus(),
+    };
+    let w = crate::trace::file::TraceFileWriter::create(file, &tasks)
+        .map_err(|e| runtime(format!("cannot write the trace to {}: {e}", file.path.display())))?;
+    Ok(std::rc::Rc::new(std::cell::RefCell::new(w)))
 }
 
 /// `schedlab topo show`: the machine's CPUs and sched domains, as text

@@ -64,6 +64,55 @@ fn run(
     Ok((json, trace_text))
 }
 
+/// Runs one simulation writing its trace to `trace_path` while it goes, as
+/// ftrace text (`trace_format="ftrace"`) or a Perfetto protobuf trace
+/// (`"perfetto"`). Returns the result as JSON. A run that fails or is
+/// interrupted raises, and the file holds the trace so far, marked incomplete.
+#[pyfunction]
+#[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
+                    policy, seed, trace_path, trace_format, check_invariants=false, max_time_ns=0,
+                    extra_workloads=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
+fn run_to_file(
+    py: Python<'_>,
+    machine_text: String,
+    machine_format: String,
+    machine_origin: String,
+    workload: String,
+    workload_format: String,
+    policy: String,
+    seed: u64,
+    trace_path: String,
+    trace_format: String,
+    check_invariants: bool,
+    max_time_ns: u64,
+    extra_workloads: Vec<(String, String, String)>,
+) -> PyResult<String> {
+    let format = match trace_format.as_str() {
+        "ftrace" => schedlab_core::trace::TraceFormat::Ftrace,
+        "perfetto" => schedlab_core::trace::TraceFormat::Perfetto,
+        other => {
+            return Err(errors::SpecError::new_err(format!("trace format: expected ftrace or perfetto, got '{other}'")))
+        }
+    };
+    let spec = RunSpec {
+        machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
+        workload,
+        workload_format,
+        extra_workloads: extra_workloads
+            .into_iter()
+            .map(|(text, format, origin)| WorkloadSource { text, format, origin })
+            .collect(),
+        policy,
+        seed,
+        options: RunOptions { trace: false, check_invariants, max_time_ns },
+    };
+    let file = schedlab_core::trace::TraceFile { path: trace_path.into(), format };
+    let result = py.allow_threads(|| api::run_to_trace_file(&spec, &file)).map_err(|f| errors::to_py(f.error))?;
+    serde_json::to_string(&result)
+        .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the result: {e}")))
+}
+
 /// Asks runs in progress in this process to stop (they raise
 /// `RunInterrupted`); called from the CLI's SIGINT/SIGTERM handler.
 #[pyfunction]
@@ -121,6 +170,7 @@ fn analyze_trace(py: Python<'_>, text: String, origin: String) -> PyResult<Strin
 fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(py, m)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(run_to_file, m)?)?;
     m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(clear_stop, m)?)?;
     m.add_function(wrap_pyfunction!(topo_show, m)?)?;

@@ -161,6 +161,7 @@ impl Sim {
             sched_rng: Rng::named(cfg.seed, "sched", 0),
             collector: Collector::new(ctx),
             trace: if cfg.trace { Some(Vec::new()) } else { None },
+            trace_sink: None,
             base_slice_ns: base_slice,
             tick_ns,
             stats: EngineStats::default(),

@@ -123,6 +123,13 @@ pub struct EngineStats {
     pub handled: u64,
 }
 
+/// Receives the events of a run in order, in batches (see `Sim::drain_trace`).
+pub(crate) type TraceSink = Box<dyn FnMut(&[TimedEvent]) -> std::io::Result<()>>;
+
+/// Kept events that trigger a drain to the trace sink: large enough that
+/// writing is batched, small enough that a trace never fills memory.
+pub(crate) const TRACE_FLUSH_EVENTS: usize = 1 << 16;
+
 /// The whole simulated system. Its fields are visible inside the crate only:
 /// the classes read the runqueues they own through it, and users go through
 /// `api` (or the methods below).
@@ -161,6 +168,9 @@ pub struct Sim {
     pub(crate) collector: Collector,
     /// Every event, when a trace was asked for.
     pub(crate) trace: Option<Vec<TimedEvent>>,
+    /// Where `trace` is drained to while the run goes (a trace file written
+    /// as it is produced), every [`TRACE_FLUSH_EVENTS`] kept events.
+    pub(crate) trace_sink: Option<TraceSink>,
     /// Tasks not yet exited.
     pub(crate) alive: u32,
     /// `sysctl_sched_base_slice` for this machine, ns.
@@ -208,6 +218,17 @@ impl Sim {
         }
     }
 
+    /// Hand the kept events to the trace sink once there are at least `min`.
+    pub(crate) fn drain_trace(&mut self, min: usize) -> Result<()> {
+        let (Some(sink), Some(events)) = (self.trace_sink.as_mut(), self.trace.as_mut()) else { return Ok(()) };
+        if events.len() < min.max(1) {
+            return Ok(());
+        }
+        sink(events).map_err(|e| SchedlabError::Runtime(format!("cannot write the trace: {e}")))?;
+        events.clear();
+        Ok(())
+    }
+
     /// Schedule an engine event at `time`.
     #[inline]
     pub fn at(&mut self, time: Ns, ev: Ev) {
@@ -222,8 +243,11 @@ impl Sim {
             debug_assert!(t >= self.now, "time went back");
             self.now = t;
             self.stats.events += 1;
-            if self.stats.events.is_multiple_of(crate::api::STOP_CHECK_EVENTS) && crate::api::stop_requested() {
-                return Err(SchedlabError::Interrupted { events: self.stats.events });
+            if self.stats.events.is_multiple_of(crate::api::STOP_CHECK_EVENTS) {
+                if crate::api::stop_requested() {
+                    return Err(SchedlabError::Interrupted { events: self.stats.events });
+                }
+                self.drain_trace(TRACE_FLUSH_EVENTS)?;
             }
             self.handle(ev)?;
             if self.check_invariants {
