@@ -76,6 +76,20 @@ class RunResult:
         d.pop("trace")
         return d
 
+    def events(self, event: str | None = None) -> pd.DataFrame:
+        """The run's event stream as a DataFrame in LISA's ``df_event`` layout
+        (index ``Time`` in seconds; ``__cpu``, ``__pid``, ``__comm``, then the
+        event's fields): all events with an ``event`` column, or only
+        ``event`` (``"sched_switch"``, ``"sched_wakeup"``, ...). The same
+        frames `schedlab.trace.read` gives for a real trace. Needs a run with
+        ``trace=True``."""
+        from . import trace as _trace
+
+        if self.trace is None:
+            raise _native.SpecError("events(): this run kept no trace; run it with trace=True")
+        frames = _trace.parse(self.trace.splitlines())
+        return frames.df_all() if event is None else frames.df_event(event)
+
     def to_pandas(self) -> pd.DataFrame:
         """A one-row DataFrame: ``machine``, ``workload``, ``policy``, ``seed``,
         then one column per metric. Units, better directions and the primary
