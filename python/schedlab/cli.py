@@ -370,13 +370,31 @@ def run_cmd(
     check_invariants: Annotated[
         bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
     ] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Draw which task ran on which CPU over time into this PNG (with an ftrace "
+            "--trace or none; the trace is then kept in memory).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
-    if trace is not None and str(trace) != "-":
-        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants)
+    streamed = trace is not None and str(trace) != "-"
+    if plot is not None and streamed and trace_format_of(trace) != "ftrace":  # type: ignore[arg-type]
+        raise typer.BadParameter("--plot reads the trace as ftrace text: give --trace a .txt name or leave it out")
+    if streamed:
+        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants)  # type: ignore[arg-type]
     else:
-        result = _run_keeping_trace(machine, workload, policy, seed, trace, check_invariants)
+        result = _run_keeping_trace(machine, workload, policy, seed, trace, check_invariants, keep=plot is not None)
+    if plot is not None:
+        from . import plot as _plot
+        from . import trace as _trace
+
+        frames = _trace.read(trace) if streamed else _trace.parse((result.trace or "").splitlines())  # type: ignore[arg-type]
+        title = f"{result.machine} · {result.policy} · seed {result.seed}"
+        _plot.cpu_timeline(frames, plot, title=title)
     if json_out:
         _echo_json(result.to_dict())
         return
@@ -389,9 +407,16 @@ def run_cmd(
 
 
 def _run_keeping_trace(
-    machine: str, workload: list[str], policy: str, seed: int, trace: Path | None, check: bool
+    machine: str,
+    workload: list[str],
+    policy: str,
+    seed: int,
+    trace: Path | None,
+    check: bool,
+    keep: bool = False,
 ) -> RunResult:
-    """A run whose trace (if any) comes back in memory: for ``--trace -``."""
+    """A run whose trace (if any, or with ``keep``) comes back in memory:
+    for ``--trace -`` and ``--plot``."""
     try:
         result: RunResult = _interruptible(
             run_sources,
@@ -399,7 +424,7 @@ def _run_keeping_trace(
             resolve_workloads(workload),
             policy,
             seed,
-            trace=trace is not None,
+            trace=trace is not None or keep,
             check_invariants=check,
         )
     except SimulationError as e:
