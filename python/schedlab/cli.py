@@ -768,6 +768,34 @@ def demo_cmd(json_out: JsonOpt = False) -> None:
         )
 
 
+@app.command("report")
+@_cli_errors
+def report_cmd(
+    results: Annotated[
+        Path,
+        typer.Argument(help="What `schedlab compare --json` or `--csv` wrote.", show_default=False),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for index.html, report.md and the figures.")
+    ] = Path("report"),
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric to draw (repeatable; default: the primary and the usual secondaries)."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write an HTML page and a markdown summary of a comparison: per-metric bars with error
+    bars per policy, where wakeups were placed, migrations by distance, and the table."""
+    from . import report as _report
+
+    runs, meta = _report.load(results)
+    figures = _report.write_report(runs, meta, out, metric or None)
+    if json_out:
+        _echo_json({"out": str(out), "figures": [p.name for p in figures]})
+        return
+    _out().print(f"wrote {out / 'index.html'} and {out / 'report.md'} with {len(figures)} figures")
+
+
 @app.command("bench")
 @_cli_errors
 def bench_cmd(json_out: JsonOpt = False) -> None:

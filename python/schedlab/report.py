@@ -1,0 +1,204 @@
+"""`schedlab report`: an HTML page and a markdown summary of a comparison.
+
+Input: what ``schedlab compare --json`` or ``--csv`` wrote (one row per run:
+policy, seed, metrics). Output, in one directory: ``index.html`` (figures and
+the summary table), ``report.md`` (the same table and figure list), and one
+PNG per figure drawn with matplotlib:
+
+* per metric, each policy's mean with its standard deviation as an error
+  bar, every seed's value as a dot beside it;
+* where the wakeups were placed (the ``place_*`` paths) per policy, as
+  shares of all placements;
+* migrations by topological distance (SMT, cluster, LLC, package, node) per
+  policy.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ._compare import default_metrics
+from ._native import SpecError
+
+PLACE_PREFIX = "place_"
+MIGRATION_KINDS = ("migrations_smt", "migrations_cluster", "migrations_llc", "migrations_package", "migrations_node")
+
+
+def load(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The runs of a compare result (JSON or CSV) and what it says about
+    itself (machine, workload, primary metric, units, better directions)."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+            runs = pd.DataFrame(doc["runs"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise SpecError(f"{path}: expected schedlab compare --json output: {e}") from e
+        units = {r["metric"]: r.get("unit", "") for r in doc.get("summary", [])}
+        better = {r["metric"]: r.get("better", "") for r in doc.get("summary", [])}
+        meta = {
+            "machine": doc.get("machine", ""),
+            "workload": doc.get("workload", ""),
+            "primary": doc.get("primary", ""),
+            "units": units,
+            "better": better,
+        }
+    else:
+        try:
+            runs = pd.read_csv(path)
+        except (ValueError, pd.errors.ParserError) as e:
+            raise SpecError(f"{path}: expected schedlab compare --csv output: {e}") from e
+        meta = {"machine": "", "workload": "", "primary": "", "units": {}, "better": {}}
+        if not runs.empty:
+            meta["machine"] = str(runs["machine"].iloc[0]) if "machine" in runs else ""
+            meta["workload"] = str(runs["workload"].iloc[0]) if "workload" in runs else ""
+    if runs.empty or "policy" not in runs:
+        raise SpecError(f"{path}: no runs with a 'policy' column")
+    return runs, meta
+
+
+def _policies(runs: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(runs["policy"]))
+
+
+def _metric_figure(runs: pd.DataFrame, metric: str, unit: str, better: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    policies = _policies(runs)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(policies), 3.4))
+    for i, p in enumerate(policies):
+        vals = runs.loc[runs["policy"] == p, metric].astype(float)
+        sd = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+        ax.bar(i, float(vals.mean()), yerr=sd, capsize=4, color="#8fb3d9", edgecolor="#2c5d8f")
+        ax.plot([i + 0.3] * len(vals), vals, "o", color="#2c5d8f", markersize=3)
+    ax.set_xticks(range(len(policies)))
+    ax.set_xticklabels(policies, rotation=20, ha="right", fontsize="small")
+    ax.set_ylabel(f"{metric} ({unit})" if unit else metric)
+    ax.set_title(metric + (f"\n({better} is better)" if better else ""), fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path, share: bool) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = [c for c in cols if c in runs and float(runs[c].sum()) > 0]
+    if not cols:
+        return False
+    policies = _policies(runs)
+    means = runs.groupby("policy", sort=False)[cols].mean().reindex(policies)
+    if share:
+        totals = means.sum(axis=1).replace(0, math.nan)
+        means = means.div(totals, axis=0) * 100
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(policies) + 2.4, 3.6))
+    bottom = [0.0] * len(policies)
+    cmap = plt.get_cmap("tab20")
+    for j, c in enumerate(cols):
+        vals = [float(v) if not math.isnan(v) else 0.0 for v in means[c]]
+        ax.bar(range(len(policies)), vals, bottom=bottom, label=c, color=cmap(j % 20))
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_xticks(range(len(policies)))
+    ax.set_xticklabels(policies, rotation=20, ha="right", fontsize="small")
+    ax.set_ylabel("% of placements" if share else "per run")
+    ax.set_title(title, fontsize="medium")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", frameon=False)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def _summary(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    policies = _policies(runs)
+    rows = []
+    for m in metrics:
+        base = float(runs.loc[runs["policy"] == policies[0], m].astype(float).mean())
+        for p in policies:
+            vals = runs.loc[runs["policy"] == p, m].astype(float)
+            mean = float(vals.mean())
+            pct = None if p == policies[0] or base == 0 else 100 * (mean - base) / abs(base)
+            sd = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+            rows.append({"metric": m, "policy": p, "n": len(vals), "mean": mean, "sd": sd, "pct_vs_first": pct})
+    return pd.DataFrame(rows)
+
+
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def write_report(runs: pd.DataFrame, meta: dict[str, Any], out: Path, metrics: list[str] | None = None) -> list[Path]:
+    """Write the report into `out`; returns the figure files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c])]
+    if metrics is None:
+        frame = runs.copy()
+        frame.attrs["primary"] = meta.get("primary") or ("completion_time_s" if "completion_time_s" in runs else "")
+        metrics = [m for m in default_metrics(frame) if m in numeric]
+        metrics = metrics or [c for c in numeric if c not in ("run", "seed", "events_processed", "sim_time_ns")][:4]
+    missing = [m for m in metrics if m not in runs]
+    if missing:
+        raise SpecError(f"--metric: not in the results: {', '.join(missing)}")
+    figures: list[tuple[Path, str]] = []
+    for m in metrics:
+        f = out / f"metric-{m}.png"
+        _metric_figure(runs, m, meta["units"].get(m, ""), meta["better"].get(m, ""), f)
+        figures.append((f, f"{m}: mean and standard deviation per policy, each seed a dot"))
+    place_cols = [c for c in runs.columns if c.startswith(PLACE_PREFIX)]
+    f = out / "placement.png"
+    if _stacked_figure(runs, place_cols, "where wakeups were placed (select_task_rq paths)", f, share=True):
+        figures.append((f, "placement paths: share of all placements per policy"))
+    f = out / "migrations.png"
+    if _stacked_figure(runs, list(MIGRATION_KINDS), "migrations by distance, per run", f, share=False):
+        figures.append((f, "migrations by topological distance, mean per run"))
+    summary = _summary(runs, metrics)
+    title = f"schedlab report: {meta.get('machine', '')} · {meta.get('workload', '')}"
+    seeds = sorted({int(s) for s in runs["seed"]}) if "seed" in runs else []
+    header = ["metric", "policy", "n", "mean", "sd", "% vs first"]
+    table_rows = [[r.metric, r.policy, r.n, r.mean, r.sd, r.pct_vs_first] for r in summary.itertuples()]
+    md = [f"# {title}", "", f"Policies: {', '.join(_policies(runs))}; seeds: {seeds}.", ""]
+    md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in table_rows]
+    md += ["", "Figures:", ""] + [f"- `{p.name}`: {cap}" for p, cap in figures]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    esc = html.escape
+    rows_html = "\n".join(
+        "<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>" for row in table_rows
+    )
+    figs_html = "\n".join(
+        f'<figure><img src="{esc(p.name)}" alt="{esc(cap)}"><figcaption>{esc(cap)}</figcaption></figure>'
+        for p, cap in figures
+    )
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}figure{{margin:1.5em 0}}</style></head>
+<body><h1>{esc(title)}</h1>
+<p>Policies: {esc(", ".join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>
+<table><tr>{"".join(f"<th>{esc(h)}</th>" for h in header)}</tr>
+{rows_html}
+</table>
+{figs_html}
+</body></html>
+"""
+    (out / "index.html").write_text(page)
+    return [p for p, _ in figures]
