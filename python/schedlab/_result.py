@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -51,7 +52,8 @@ class RunResult:
         units: dict[str, str] = {}
         better: dict[str, str] = {}
         for m in doc["metrics"]:
-            metrics[m["name"]] = float(m["value"])
+            # An absent metric (no wakeups to place, ...) is NaN, null in JSON.
+            metrics[m["name"]] = math.nan if m["value"] is None else float(m["value"])
             units[m["name"]] = str(m["unit"])
             better[m["name"]] = BETTER_WORDS.get(str(m["better"]), str(m["better"]).lower())
         return cls(

@@ -875,10 +875,31 @@ def analyze_cmd(
             "instead of a warning.",
         ),
     ] = False,
+    machine: Annotated[
+        str | None,
+        typer.Option(
+            "--machine",
+            "-m",
+            help="The machine the trace was taken on (preset, TOML file, or what `schedlab record` "
+            "wrote): migration distances and placement fractions follow its topology.",
+        ),
+    ] = None,
+    comm: Annotated[
+        list[str] | None,
+        typer.Option("--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."),
+    ] = None,
+    pid: Annotated[
+        list[int] | None, typer.Option("--pid", help="Count only these pids (repeatable).")
+    ] = None,
 ) -> None:
-    """Metrics of a real or simulated ftrace text, by the same code as simulated runs."""
+    """Metrics of a real or simulated ftrace text, by the same code as simulated runs:
+    context switches, migrations by distance, wakeup placement fractions (previous CPU,
+    SMT sibling, same LLC, other LLC, other node, waker's CPU), latencies. Times count
+    from the trace's first event."""
     text = trace.read_text(encoding="utf-8", errors="replace")
-    doc = json.loads(_native.analyze_trace(text, str(trace)))
+    src = resolve_machine(machine) if machine is not None else None
+    mtuple = (src.text, src.format, src.origin) if src is not None else None
+    doc = json.loads(_native.analyze_trace(text, str(trace), mtuple, list(comm or []), list(pid or [])))
     _report_trace_problems(trace, doc, strict)
     if json_out:
         _echo_json(doc)
@@ -888,7 +909,7 @@ def analyze_cmd(
         rows = [
             (
                 str(m["name"]),
-                float(m["value"]),
+                math.nan if m["value"] is None else float(m["value"]),
                 str(m.get("unit", "")),
                 BETTER_WORDS.get(str(m.get("better")), "neither"),
             )

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 import schedlab
@@ -140,3 +141,52 @@ def test_bench_json() -> None:
     assert doc["handled_events_per_s"] > 0
     assert doc["stale_events"] >= 0
     assert doc["handled_events"] <= doc["events_processed"]
+
+
+# The scheduler metrics a trace carries exactly (counts and fractions);
+# latencies differ by the trace's microsecond timestamps.
+ROUND_TRIP_METRICS = (
+    "context_switches",
+    "migrations",
+    "migrations_smt",
+    "migrations_llc",
+    "migrations_package",
+    "migrations_node",
+    "wakeups",
+    "migrations_per_wakeup",
+    "wake_prev_cpu_pct",
+    "wake_smt_sibling_pct",
+    "wake_same_llc_pct",
+    "wake_other_llc_pct",
+    "wake_other_node_pct",
+    "wake_on_waker_cpu_pct",
+    "place_fallback",
+    "newidle_balance_calls",
+)
+
+
+@pytest.mark.parametrize("machine", ["laptop-4c8t", "xeon-2s-20c"])
+def test_analyze_of_a_simulated_trace_gives_the_runs_metrics(tmp_path: Path, machine: str) -> None:
+    r = schedlab.run(machine, "hackbench:groups=2,loops=30", trace=True)
+    trace = tmp_path / "sim.trace"
+    trace.write_text(r.trace or "")
+    result = runner.invoke(app, ["analyze", str(trace), "--machine", machine, "--json"])
+    assert result.exit_code == 0, result.output
+    got = {m["name"]: m["value"] for m in json.loads(result.stdout)["metrics"]}
+    for name in ROUND_TRIP_METRICS:
+        assert got[name] == pytest.approx(r.metrics[name], abs=1e-9), name
+    assert r.metrics["wakeups"] > 100 and r.metrics["wake_prev_cpu_pct"] < 100
+
+
+def test_analyze_comm_filter_counts_only_matching_tasks(tmp_path: Path) -> None:
+    r = schedlab.run("laptop-4c8t", ["hackbench:groups=1,loops=30", "kworkers:period=4ms,runtime=100us"], trace=True)
+    trace = tmp_path / "sim.trace"
+    trace.write_text(r.trace or "")
+    def wakeups(*args: str) -> float:
+        res = runner.invoke(app, ["analyze", str(trace), "--machine", "laptop-4c8t", "--json", *args])
+        assert res.exit_code == 0, res.output
+        return {m["name"]: m["value"] for m in json.loads(res.stdout)["metrics"]}["wakeups"]
+    everything = wakeups()
+    bench = wakeups("--comm", "hackbench")
+    kworkers = wakeups("--comm", "kworker/*")
+    assert everything == bench + kworkers and bench > 0 and kworkers > 0

@@ -431,14 +431,93 @@ pub fn workload_list() -> String {
 /// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N,
 /// "first_bad_line": N|null, "reversed_lines": N, "first_reversed_line": N|null}`.
 pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
+    analyze_trace_on(text, origin, None, &TaskFilter::default())
+}
+
+/// Which tasks of a trace the scheduler metrics are about: a task counts
+/// when its comm matches one of `comms` (shell-style `*` and `?`) or its pid
+/// is one of `pids`; with neither, every task counts.
+#[derive(Clone, Debug, Default)]
+pub struct TaskFilter {
+    /// Comm patterns.
+    pub comms: Vec<String>,
+    /// pids.
+    pub pids: Vec<u32>,
+}
+
+impl TaskFilter {
+    fn is_empty(&self) -> bool {
+        self.comms.is_empty() && self.pids.is_empty()
+    }
+
+    fn matches(&self, comm: &str, pid: u32) -> bool {
+        self.pids.contains(&pid) || self.comms.iter().any(|p| glob_match(p.as_bytes(), comm.as_bytes()))
+    }
+}
+
+/// Shell-style match of `name` against `pat` (`*` any run, `?` one byte).
+fn glob_match(pat: &[u8], name: &[u8]) -> bool {
+    let (mut p, mut n, mut star, mut mark) = (0, 0, None, 0);
+    while n < name.len() {
+        if p < pat.len() && (pat[p] == b'?' || pat[p] == name[n]) {
+            p += 1;
+            n += 1;
+        } else if p < pat.len() && pat[p] == b'*' {
+            star = Some(p);
+            mark = n;
+            p += 1;
+        } else if let Some(s) = star {
+            p = s + 1;
+            mark += 1;
+            n = mark;
+        } else {
+            return false;
+        }
+    }
+    pat[p..].iter().all(|&c| c == b'*')
+}
+
+/// `schedlab analyze --machine M --comm ... --pid ...`: the metrics of a
+/// trace with `machine`'s topology (migration distances, placement
+/// fractions), the scheduler metrics restricted to the tasks `filter` keeps.
+pub fn analyze_trace_on(
+    text: &str,
+    origin: &str,
+    machine: Option<&MachineSource>,
+    filter: &TaskFilter,
+) -> Result<String> {
     let parsed = crate::trace::ftrace_read::read_ftrace(text, origin)?;
-    let mut ctx = crate::metrics::MetricsContext::flat(parsed.nr_cpus);
+    let mut ctx = match machine {
+        None => crate::metrics::MetricsContext::flat(parsed.nr_cpus),
+        Some(m) => {
+            let machine = crate::topology::parse_machine(&m.text, &m.format, &m.origin)?;
+            if parsed.nr_cpus > machine.nr_cpus() {
+                return Err(crate::SchedlabError::spec(
+                    origin,
+                    "cpu",
+                    format!(
+                        "CPUs below {} (machine {}), the trace has {}",
+                        machine.nr_cpus(),
+                        machine.name,
+                        parsed.nr_cpus
+                    ),
+                ));
+            }
+            crate::metrics::MetricsContext::for_trace_on(&machine)
+        }
+    };
+    if !filter.is_empty() {
+        ctx.selection = parsed.names.iter().zip(&parsed.pids).map(|(n, &pid)| filter.matches(n, pid)).collect();
+    }
     ctx.primary = crate::workload::PrimaryMetric::CompletionTime;
     let metrics = crate::metrics::collect(ctx, &parsed.events, None);
+    let selected = (!filter.is_empty())
+        .then(|| parsed.names.iter().zip(&parsed.pids).filter(|(n, p)| filter.matches(n, **p)).count());
     let doc = serde_json::json!({
         "metrics": metrics,
         "events": parsed.events.len(),
         "tasks": parsed.names.len(),
+        "selected_tasks": selected,
         "nr_cpus": parsed.nr_cpus,
         "bad_lines": parsed.bad_lines,
         "first_bad_line": parsed.first_bad_line,

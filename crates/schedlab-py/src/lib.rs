@@ -159,10 +159,22 @@ fn workload_list() -> String {
     api::workload_list()
 }
 
-/// Metrics of an ftrace text (real or simulated), as JSON.
+/// Metrics of an ftrace text (real or simulated), as JSON; with `machine`
+/// (`(text, format, origin)`) topology-aware, and with `comms`/`pids` the
+/// scheduler metrics restricted to those tasks.
 #[pyfunction]
-fn analyze_trace(py: Python<'_>, text: String, origin: String) -> PyResult<String> {
-    py.allow_threads(|| api::analyze_trace(&text, &origin)).map_err(errors::to_py)
+#[pyo3(signature = (text, origin, machine=None, comms=Vec::new(), pids=Vec::new()))]
+fn analyze_trace(
+    py: Python<'_>,
+    text: String,
+    origin: String,
+    machine: Option<(String, String, String)>,
+    comms: Vec<String>,
+    pids: Vec<u32>,
+) -> PyResult<String> {
+    let machine = machine.map(|(text, format, origin)| MachineSource { text, format, origin });
+    let filter = api::TaskFilter { comms, pids };
+    py.allow_threads(|| api::analyze_trace_on(&text, &origin, machine.as_ref(), &filter)).map_err(errors::to_py)
 }
 
 /// The `schedlab._native` module.

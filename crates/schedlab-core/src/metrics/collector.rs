@@ -44,7 +44,14 @@ struct TaskRec {
     /// Whether its affinity excludes some CPU (then `Collector::allowed` has it).
     restricted: bool,
     exited: bool,
+    /// The CPU it last ran on, or `NO_CPU`.
+    last_cpu: u32,
+    /// The CPU of its pending `sched_waking` (the waker's), or `NO_CPU`.
+    waker_cpu: u32,
 }
+
+/// `last_cpu` / `waker_cpu` when unknown.
+const NO_CPU: u32 = u32::MAX;
 
 /// Per CPU: the reference for `avg_idle_error_us`, an `avg_idle` fed with
 /// every true idle period (see the registry's description).
@@ -103,8 +110,15 @@ pub const PART_METRICS: [&str; 6] = [
 ];
 
 impl TaskRec {
-    const NEW: TaskRec =
-        TaskRec { state: TaskState::Unknown, wait_since: 0, waking: NO_WAKING, restricted: false, exited: false };
+    const NEW: TaskRec = TaskRec {
+        state: TaskState::Unknown,
+        wait_since: 0,
+        waking: NO_WAKING,
+        restricted: false,
+        exited: false,
+        last_cpu: NO_CPU,
+        waker_cpu: NO_CPU,
+    };
 }
 
 /// Streaming metrics over an event stream.
@@ -131,6 +145,12 @@ pub struct Collector {
     /// Indexed by `Distance as usize - 1` (Smt..Node).
     migrations: [u64; 5],
     wakeups: u64,
+    /// Wakeups of tasks that ran before, by where they landed: previous CPU,
+    /// SMT sibling, same LLC, other LLC of the node, other node.
+    wake_dist: [u64; 5],
+    /// Wakeups with a known waker CPU, and those onto the waker's CPU.
+    wake_known_waker: u64,
+    wake_on_waker: u64,
     place: [u64; 12],
     scanned_sum: u64,
     placements: u64,
@@ -172,6 +192,9 @@ impl Collector {
             context_switches: 0,
             migrations: [0; 5],
             wakeups: 0,
+            wake_dist: [0; 5],
+            wake_known_waker: 0,
+            wake_on_waker: 0,
             place: [0; 12],
             scanned_sum: 0,
             placements: 0,
@@ -294,9 +317,10 @@ impl Collector {
         match te.ev {
             Event::Switch { cpu, prev, prev_state, next } => self.on_switch(t, counted, cpu, prev, prev_state, next),
             Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
-            Event::Waking { task, .. } => {
+            Event::Waking { task, cpu } => {
                 self.ensure_task(task);
                 let rec = &mut self.tasks[task.idx()];
+                rec.waker_cpu = cpu.0;
                 // A real trace can show sched_waking before the wakee's own
                 // switch-out (ttwu spins on p->on_cpu), so a running task's
                 // waking is kept; a sched_wakeup while it still runs, or its
@@ -309,7 +333,7 @@ impl Collector {
             Event::Migrate { task, orig, dest, .. } => {
                 self.ensure_task(task);
                 if orig != dest {
-                    if counted {
+                    if counted && self.ctx.selected(task.idx()) {
                         let d = self.ctx.distance(orig, dest);
                         if d != Distance::Same {
                             self.migrations[d as usize - 1] += 1;
@@ -428,7 +452,11 @@ impl Collector {
         prev_state: PrevState,
         next: Option<TaskId>,
     ) {
-        if counted {
+        if counted
+            && (prev.is_some_and(|p| self.ctx.selected(p.idx()))
+                || next.is_some_and(|n| self.ctx.selected(n.idx()))
+                || !self.ctx.has_selection())
+        {
             self.context_switches += 1;
         }
         if let Some(p) = prev {
@@ -467,6 +495,7 @@ impl Collector {
                 rec.waking = NO_WAKING;
             }
             rec.state = TaskState::Running { cpu };
+            rec.last_cpu = cpu.0;
         }
         let rt = next.is_some_and(|n| self.ctx.is_rt(n.idx()));
         if cpu.idx() >= self.rt_running.len() {
@@ -480,8 +509,20 @@ impl Collector {
 
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
         self.ensure_task(task);
-        if counted && !new {
+        if counted && !new && self.ctx.selected(task.idx()) {
             self.wakeups += 1;
+            let rec = &self.tasks[task.idx()];
+            if rec.last_cpu != NO_CPU {
+                let i = self.ctx.wake_distance(CpuId(rec.last_cpu), cpu);
+                self.wake_dist[i] += 1;
+            }
+            if rec.waker_cpu != NO_CPU {
+                self.wake_known_waker += 1;
+                self.wake_on_waker += (rec.waker_cpu == cpu.0) as u64;
+            }
+        }
+        if !new {
+            self.tasks[task.idx()].waker_cpu = NO_CPU;
         }
         match self.tasks[task.idx()].state {
             TaskState::Running { .. } => self.tasks[task.idx()].waking = NO_WAKING,
@@ -570,8 +611,11 @@ impl Collector {
             self.ctx.task_part.iter().filter(|&&p| p as usize == k).count() as u64
         };
         let end = if known > 0 && part.nr_exited == known { part.last_exit } else { end_ns };
-        // Completion time counts from the part's start (`start=`).
-        let completion = end.saturating_sub(self.ctx.part_start_ns(k));
+        // Completion time counts from the part's start (`start=`); in a real
+        // trace, whose clock started at boot, from its first event.
+        let origin =
+            if self.ctx.cpus_start_idle || !self.started { self.ctx.part_start_ns(k) } else { self.window_start };
+        let completion = end.saturating_sub(origin);
         let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
         let v = match name {
             "completion_time_s" => completion as f64 / NSEC_PER_SEC as f64,
@@ -607,6 +651,38 @@ impl Collector {
             "context_switches" => self.context_switches as f64,
             "migrations" => self.migrations.iter().sum::<u64>() as f64,
             "wakeups" => self.wakeups as f64,
+            "migrations_per_wakeup" => {
+                if self.wakeups == 0 {
+                    return None;
+                }
+                self.migrations.iter().sum::<u64>() as f64 / self.wakeups as f64
+            }
+            "wake_prev_cpu_pct"
+            | "wake_smt_sibling_pct"
+            | "wake_same_llc_pct"
+            | "wake_other_llc_pct"
+            | "wake_other_node_pct" => {
+                let total: u64 = self.wake_dist.iter().sum();
+                if total == 0 {
+                    return None;
+                }
+                let i = [
+                    "wake_prev_cpu_pct",
+                    "wake_smt_sibling_pct",
+                    "wake_same_llc_pct",
+                    "wake_other_llc_pct",
+                    "wake_other_node_pct",
+                ]
+                .iter()
+                .position(|n| *n == name)?;
+                100.0 * self.wake_dist[i] as f64 / total as f64
+            }
+            "wake_on_waker_cpu_pct" => {
+                if self.wake_known_waker == 0 {
+                    return None;
+                }
+                100.0 * self.wake_on_waker as f64 / self.wake_known_waker as f64
+            }
             "scanned_per_wakeup_mean" => {
                 if self.placements == 0 {
                     0.0

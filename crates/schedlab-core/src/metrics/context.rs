@@ -64,6 +64,10 @@ pub struct MetricsContext {
     pub parts: Vec<MeasuredPart>,
     /// When each task starts, ns (empty for real traces: all at 0).
     pub task_start_ns: Vec<Ns>,
+    /// Tasks the scheduler metrics are about (`analyze --comm/--pid`):
+    /// wakeups, migrations, placement fractions and context switches count
+    /// only these. Empty: every task.
+    pub selection: Vec<bool>,
 }
 
 impl MetricsContext {
@@ -88,6 +92,7 @@ impl MetricsContext {
             task_part: workload.tasks.iter().map(|t| if t.noise { NO_PART } else { 0 }).collect(),
             parts: vec![MeasuredPart { prefix: String::new() }],
             task_start_ns: workload.tasks.iter().map(|t| t.start_ns).collect(),
+            selection: Vec::new(),
         }
     }
 
@@ -108,6 +113,47 @@ impl MetricsContext {
             task_part: Vec::new(),
             parts: vec![MeasuredPart { prefix: String::new() }],
             task_start_ns: Vec::new(),
+            selection: Vec::new(),
+        }
+    }
+
+    /// Context of a real trace taken on `machine`: [`MetricsContext::flat`]
+    /// with the machine's topology, so migrations and placement fractions
+    /// know SMT siblings, LLCs and nodes.
+    pub fn for_trace_on(machine: &Machine) -> Self {
+        let mut c = Self::flat(machine.nr_cpus());
+        c.topo = machine
+            .cpus
+            .iter()
+            .map(|c| CpuTopo { core: c.core, cluster: c.cluster, llc: c.llc, node: c.node })
+            .collect();
+        c.has_clusters = machine.has_clusters;
+        c
+    }
+
+    /// Whether a selection restricts the scheduler metrics.
+    #[inline]
+    pub fn has_selection(&self) -> bool {
+        !self.selection.is_empty()
+    }
+
+    /// Whether `task` counts for the scheduler metrics.
+    #[inline]
+    pub fn selected(&self, task: usize) -> bool {
+        self.selection.is_empty() || self.selection.get(task).copied().unwrap_or(false)
+    }
+
+    /// Where a wakeup put a task relative to the CPU it last ran on: 0 the
+    /// same CPU, 1 an SMT sibling, 2 another core of the LLC, 3 another LLC
+    /// of the node, 4 another node.
+    #[inline]
+    pub fn wake_distance(&self, last: CpuId, to: CpuId) -> usize {
+        match self.distance(last, to) {
+            Distance::Same => 0,
+            Distance::Smt => 1,
+            Distance::Cluster | Distance::Llc => 2,
+            Distance::Package => 3,
+            Distance::Node => 4,
         }
     }
 

@@ -240,6 +240,11 @@ impl Reader {
             return None;
         }
         if let Some(&t) = self.by_pid.get(&pid) {
+            // A thread renames itself (prctl PR_SET_NAME) after it starts:
+            // keep the latest comm, the one its work runs under.
+            if self.out.names[t.idx()] != name && !name.is_empty() {
+                self.out.names[t.idx()] = name.to_string();
+            }
             return Some(t);
         }
         let t = TaskId(self.out.pids.len() as u32);
