@@ -768,6 +768,42 @@ def demo_cmd(json_out: JsonOpt = False) -> None:
         )
 
 
+@app.command(
+    "record",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+@_cli_errors
+def record_cmd(
+    ctx: typer.Context,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for trace.txt, machine.toml and kernel.json.")
+    ] = Path("record"),
+    buffer_kb: Annotated[
+        int,
+        typer.Option("--buffer-kb", min=64, help="Per-CPU trace buffer, KiB (raise it if kernel.json shows overruns)."),
+    ] = 16384,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run a command under the kernel's sched tracepoints (root; a tracefs instance of its own):
+    `schedlab record -o DIR -- CMD ARGS...` writes DIR/trace.txt, DIR/machine.toml (this
+    machine, imported from /sys) and DIR/kernel.json, for `schedlab analyze DIR/trace.txt
+    --machine DIR/machine.toml`."""
+    from . import _tracefs
+
+    argv = list(ctx.args)
+    info = _tracefs.record(argv, out, buffer_kb=buffer_kb, stop_signal=lambda: _stop_signal)
+    if info["stopped_by"]:
+        _fail(f"interrupted by {info['stopped_by']}: the command was stopped; the recording so far is kept in {out}", _stop_exit_code())
+    if json_out:
+        _echo_json(info)
+        return
+    lost = [o for o in info["overruns"] if o != "0"]  # type: ignore[union-attr]
+    _out().print(
+        f"recorded {' '.join(argv)} (exit {info['exit_status']}) into {out}/trace.txt, machine.toml, kernel.json"
+        + (f"; WARNING: {len(lost)} CPUs lost events (raise --buffer-kb)" if lost else "")
+    )
+
+
 @app.command("report")
 @_cli_errors
 def report_cmd(
