@@ -804,6 +804,55 @@ def record_cmd(
     )
 
 
+@app.command("validate")
+@_cli_errors
+def validate_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for the recordings (one per case and repetition).")
+    ] = Path("validate"),
+    reps: Annotated[int, typer.Option("--reps", min=1, help="Real recordings per case.")] = 3,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Simulated seeds per case.")] = 3,
+    scale: Annotated[
+        float, typer.Option("--scale", min=0.001, help="Workload size factor (1 = the cases' defaults).")
+    ] = 1.0,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", help="Also write the tables as markdown here.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run each validation case natively here under tracing (root) and in the simulator on
+    this machine's imported description, with the policy that models this kernel; print
+    real vs simulated per metric with the difference and the verdict against the targets
+    (placement fractions within 5 points, migrations per wakeup within 25% or 0.01, context
+    switches within 10%; times shown, not compared until calibrated)."""
+    from . import _validate
+
+    results = _interruptible(_validate.validate, out, reps=reps, seeds=seeds, scale=scale)
+    if markdown is not None:
+        _write_output(markdown, _validate.markdown(results, "This VM"))
+    if json_out:
+        _echo_json(results)
+        return
+    for r in results:
+        if "skipped" in r:
+            _out().print(f"{r['case']}: skipped ({r['skipped']})")
+            continue
+        table = _new_table(
+            f"{r['case']} · real: {r['native']} · sim: {r['policy']}",
+            "metric", "real", "simulated", "sim - real", "verdict",
+            right=("real", "simulated", "sim - real"),
+        )  # fmt: skip
+        for row in r["rows"]:
+            table.add_row(
+                row["metric"],
+                _validate._fmt(row["real"]),
+                _validate._fmt(row["sim"]),
+                _validate._fmt(row["diff"]),
+                row["verdict"],
+            )
+        _out().print(table)
+
+
 @app.command("report")
 @_cli_errors
 def report_cmd(

@@ -1,0 +1,201 @@
+"""`schedlab validate`: the same workloads on the real kernel and in the
+simulator, compared metric by metric against the targets of issue 8.
+
+For each case, the native program runs here under `schedlab record` (several
+repetitions) and is analyzed with its comm filter on the machine imported
+from this host's /sys; the simulated counterpart runs on that same machine
+description, with the policy that models the recorded kernel
+(`_kernel_profile.policy_for_kernel`), over several seeds. Targets:
+
+* placement fractions (``wake_*_pct``) within 5 percentage points;
+* ``migrations_per_wakeup`` within 25%, or 0.01 absolute when both are
+  below 0.04;
+* ``context_switches`` within 10% (of the real mean);
+* ``completion_time_s`` shown but not compared until the machine is
+  calibrated (``schedlab calibrate`` does not exist yet).
+
+No constant is tuned to pass: a miss is reported as one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _native, _tracefs
+from ._kernel_profile import policy_for_kernel
+from ._resolve import resolve_machine, resolve_workloads
+from ._result import run_sources
+
+FRACTIONS = (
+    "wake_prev_cpu_pct",
+    "wake_smt_sibling_pct",
+    "wake_same_llc_pct",
+    "wake_other_llc_pct",
+    "wake_other_node_pct",
+    "wake_on_waker_cpu_pct",
+)
+COMPARED = (*FRACTIONS, "migrations_per_wakeup", "context_switches", "completion_time_s")
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One workload, natively and simulated."""
+
+    name: str
+    #: The native command; its first word must be on PATH.
+    argv: tuple[str, ...]
+    #: Comm pattern of the workload's tasks in the real trace.
+    comm: str
+    #: The simulated counterpart (a workload spec).
+    workload: str
+    #: What the mapping between the two assumes.
+    note: str
+
+
+def default_cases(scale: float = 1.0) -> list[Case]:
+    """The cases this host can run. `perf bench` stands in for schedlab's own
+    native programs until they exist."""
+    loops = max(100, int(20000 * scale))
+    msg_loops = max(10, int(100 * scale))
+    return [
+        Case(
+            "ping-pong",
+            ("perf", "bench", "sched", "pipe", "-l", str(loops)),
+            "sched-pipe",
+            f"workqueue:threads=1,chunks={loops},chunk=1us",
+            "perf bench sched pipe (two processes over two pipes) simulated as a work queue with one "
+            "worker and 1 us chunks: the same request/reply ping-pong, with 1 us of work each way",
+        ),
+        Case(
+            "hackbench-saturated",
+            ("perf", "bench", "sched", "messaging", "-g", "2", "-l", str(msg_loops), "-t", "-p"),
+            "sched-messaging",
+            f"hackbench:groups=2,fds=20,loops={msg_loops},ipc=pipe,mode=thread",
+            "perf bench sched messaging -g 2 -t -p (2 groups of 20 sender and 20 receiver threads over pipes, "
+            "100-byte messages), hackbench's structure",
+        ),
+    ]
+
+
+def _metrics(doc: dict[str, Any]) -> dict[str, float]:
+    return {m["name"]: (math.nan if m["value"] is None else float(m["value"])) for m in doc["metrics"]}
+
+
+def _mean(values: Sequence[float]) -> float:
+    vals = [v for v in values if not math.isnan(v)]
+    return statistics.fmean(vals) if vals else math.nan
+
+
+def verdict(metric: str, real: float, sim: float) -> str:
+    """``pass``, ``MISS`` or ``not compared`` for one metric."""
+    if math.isnan(real) or math.isnan(sim):
+        return "absent"
+    if metric == "completion_time_s":
+        return "not compared (uncalibrated)"
+    if metric in FRACTIONS:
+        return "pass" if abs(sim - real) <= 5.0 else "MISS"
+    if metric == "migrations_per_wakeup":
+        if real < 0.04 and sim < 0.04:
+            return "pass" if abs(sim - real) <= 0.01 else "MISS"
+        return "pass" if abs(sim - real) <= 0.25 * max(abs(real), 1e-12) else "MISS"
+    if metric == "context_switches":
+        return "pass" if abs(sim - real) <= 0.10 * max(abs(real), 1e-12) else "MISS"
+    return "not compared"
+
+
+def run_case(
+    case: Case,
+    work: Path,
+    reps: int,
+    seeds: int,
+    record: Callable[[list[str], Path], dict[str, Any]],
+) -> dict[str, Any]:
+    """Records `case` `reps` times, simulates it over `seeds` seeds, and
+    compares the means."""
+    real_runs: list[dict[str, float]] = []
+    info: dict[str, Any] = {}
+    for i in range(reps):
+        out = work / case.name / f"real-{i}"
+        info = record(list(case.argv), out)
+        text = (out / "trace.txt").read_text(errors="replace")
+        machine_text = (out / "machine.toml").read_text()
+        doc = json.loads(
+            _native.analyze_trace(
+                text, str(out / "trace.txt"), (machine_text, "toml", str(out / "machine.toml")), [case.comm], []
+            )
+        )
+        if not doc.get("selected_tasks"):
+            raise _native.SimulationError(f"validate {case.name}: no task named '{case.comm}' in {out}/trace.txt")
+        real_runs.append(_metrics(doc))
+    policy, notes = policy_for_kernel(str(info.get("kernel_release", "")), list(info.get("sched_features", [])))
+    machine = resolve_machine(str(work / case.name / "real-0" / "machine.toml"))
+    sim_runs = [
+        run_sources(machine, resolve_workloads([case.workload]), policy, seed).metrics for seed in range(seeds)
+    ]
+    rows = []
+    for m in COMPARED:
+        real = _mean([r.get(m, math.nan) for r in real_runs])
+        sim = _mean([r.get(m, math.nan) for r in sim_runs])
+        rows.append({"metric": m, "real": real, "sim": sim, "diff": sim - real, "verdict": verdict(m, real, sim)})
+    return {
+        "case": case.name,
+        "native": " ".join(case.argv),
+        "workload": case.workload,
+        "policy": policy,
+        "kernel": info.get("kernel_release", ""),
+        "notes": [case.note, *notes],
+        "reps": reps,
+        "seeds": seeds,
+        "rows": rows,
+    }
+
+
+def validate(
+    out: Path, reps: int = 3, seeds: int = 3, scale: float = 1.0, cases: Sequence[Case] | None = None
+) -> list[dict[str, Any]]:
+    """Every case this host can run; a case whose native program is missing
+    is reported as skipped with the reason."""
+    results: list[dict[str, Any]] = []
+    for case in cases if cases is not None else default_cases(scale):
+        if shutil.which(case.argv[0]) is None:
+            results.append({"case": case.name, "skipped": f"'{case.argv[0]}' not found"})
+            continue
+        results.append(run_case(case, out, reps, seeds, lambda argv, o: _tracefs.record(argv, o)))
+    return results
+
+
+def _fmt(v: float) -> str:
+    if isinstance(v, float) and math.isnan(v):
+        return "-"
+    return f"{v:.4g}"
+
+
+def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
+    """The results as markdown tables, one per case."""
+    lines = [f"## {title}", ""]
+    for r in results:
+        if "skipped" in r:
+            lines += [f"### {r['case']}: skipped ({r['skipped']})", ""]
+            continue
+        lines += [
+            f"### {r['case']}",
+            "",
+            f"Native: `{r['native']}` ({r['reps']} recordings, kernel {r['kernel']}); simulated: "
+            f"`{r['workload']}` under `{r['policy']}` ({r['seeds']} seeds).",
+            "",
+            "| metric | real | simulated | sim - real | verdict |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {row['metric']} | {_fmt(row['real'])} | {_fmt(row['sim'])} | {_fmt(row['diff'])} | {row['verdict']} |"
+            for row in r["rows"]
+        ]
+        lines += ["", *[f"- {n}" for n in r["notes"]], ""]
+    return "\n".join(lines) + "\n"

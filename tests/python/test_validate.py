@@ -1,0 +1,68 @@
+"""`schedlab validate`: verdict rules, and the comparison on recordings
+faked from a simulated trace (no root needed)."""
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import schedlab
+from schedlab import _native, _validate
+
+
+@pytest.mark.parametrize(
+    ("metric", "real", "sim", "want"),
+    [
+        ("wake_prev_cpu_pct", 90.0, 94.9, "pass"),
+        ("wake_prev_cpu_pct", 90.0, 95.1, "MISS"),
+        ("migrations_per_wakeup", 0.02, 0.029, "pass"),  # both below 0.04: 0.01 absolute
+        ("migrations_per_wakeup", 0.02, 0.031, "MISS"),
+        ("migrations_per_wakeup", 0.2, 0.24, "pass"),  # within 25%
+        ("migrations_per_wakeup", 0.2, 0.26, "MISS"),
+        ("context_switches", 1000.0, 1099.0, "pass"),
+        ("context_switches", 1000.0, 1101.0, "MISS"),
+        ("completion_time_s", 1.0, 3.0, "not compared (uncalibrated)"),
+        ("wake_prev_cpu_pct", math.nan, 50.0, "absent"),
+    ],
+)
+def test_targets(metric: str, real: float, sim: float, want: str) -> None:
+    assert _validate.verdict(metric, real, sim) == want
+
+
+def test_a_case_compares_a_recording_with_its_simulation(tmp_path: Path) -> None:
+    # The "recording" is the simulator's own trace of the case's workload on
+    # the laptop preset, named as the native program would be: the comparison
+    # then must pass on every compared metric but the uncalibrated time.
+    case = _validate.Case("self", ("sim",), "hackbench", "hackbench:groups=1,loops=30,ipc=pipe,mode=thread", "test")
+    machine = (Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text()
+
+    def fake_record(argv: list[str], out: Path) -> dict[str, Any]:
+        out.mkdir(parents=True)
+        r = schedlab.run("laptop-4c8t", case.workload, policy="v6.12", seed=0, trace=True)
+        (out / "trace.txt").write_text(r.trace or "")
+        (out / "machine.toml").write_text(machine)
+        return {"kernel_release": "6.12.0", "sched_features": []}
+
+    res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=fake_record)
+    assert res["policy"] == "v6.12"
+    got = {row["metric"]: row for row in res["rows"]}
+    for m in ("wake_prev_cpu_pct", "wake_on_waker_cpu_pct", "migrations_per_wakeup", "context_switches"):
+        assert got[m]["verdict"] == "pass", got[m]
+        assert got[m]["diff"] == pytest.approx(0.0, abs=1e-9), got[m]
+    md = _validate.markdown([res, {"case": "other", "skipped": "'x' not found"}], "Test")
+    assert "| wake_prev_cpu_pct |" in md and "### other: skipped ('x' not found)" in md
+
+
+def test_a_case_without_its_tasks_in_the_trace_fails_clearly(tmp_path: Path) -> None:
+    case = _validate.Case("none", ("sim",), "no-such-comm", "hackbench:groups=1,loops=5", "test")
+
+    def fake_record(argv: list[str], out: Path) -> dict[str, Any]:
+        out.mkdir(parents=True)
+        r = schedlab.run("laptop-4c8t", "hackbench:groups=1,loops=5", trace=True)
+        (out / "trace.txt").write_text(r.trace or "")
+        (out / "machine.toml").write_text((Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text())
+        return {"kernel_release": "6.12.0", "sched_features": []}
+
+    with pytest.raises(_native.SimulationError, match="no task named 'no-such-comm'"):
+        _validate.run_case(case, tmp_path, reps=1, seeds=1, record=fake_record)
