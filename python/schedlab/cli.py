@@ -818,6 +818,17 @@ def validate_cmd(
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the tables as markdown here.")
     ] = None,
+    parent_wakee_flips: Annotated[
+        int | None,
+        typer.Option(
+            "--parent-wakee-flips",
+            min=0,
+            max=1_000_000,
+            help="The launcher's wakee_flips the simulated tasks inherit (an assumption on a host "
+            "without kprobes; default 0).",
+        ),
+    ] = None,
+    title: Annotated[str, typer.Option("--title", help="Heading of the --markdown section.")] = "This VM",
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -827,9 +838,11 @@ def validate_cmd(
     switches within 10%; times shown, not compared until calibrated)."""
     from . import _validate
 
-    results = _interruptible(_validate.validate, out, reps=reps, seeds=seeds, scale=scale)
+    results = _interruptible(
+        _validate.validate, out, reps=reps, seeds=seeds, scale=scale, parent_wakee_flips=parent_wakee_flips
+    )
     if markdown is not None:
-        _write_output(markdown, _validate.markdown(results, "This VM"))
+        _write_output(markdown, _validate.markdown(results, title))
     if json_out:
         _echo_json(results)
         return

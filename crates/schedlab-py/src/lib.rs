@@ -177,12 +177,29 @@ fn analyze_trace(
     py.allow_threads(|| api::analyze_trace_on(&text, &origin, machine.as_ref(), &filter)).map_err(errors::to_py)
 }
 
+/// Runs a native workload program (`schedlab-wl`'s families, in this
+/// process's threads) with the GIL released; returns its exit status. Its
+/// JSON line goes to stdout, errors to stderr.
+#[pyfunction]
+fn wl_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    schedlab_wl::clear_stop();
+    py.allow_threads(|| schedlab_wl::main_with_args(&argv))
+}
+
+/// Asks a running native workload to stop (its loops check a flag).
+#[pyfunction]
+fn wl_stop() {
+    schedlab_wl::request_stop();
+}
+
 /// The `schedlab._native` module.
 #[pymodule]
 fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(py, m)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_to_file, m)?)?;
+    m.add_function(wrap_pyfunction!(wl_main, m)?)?;
+    m.add_function(wrap_pyfunction!(wl_stop, m)?)?;
     m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(clear_stop, m)?)?;
     m.add_function(wrap_pyfunction!(topo_show, m)?)?;

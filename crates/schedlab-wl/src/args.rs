@@ -1,0 +1,204 @@
+//! `family:key=value,...` specs, with the simulated families' units
+//! (durations like `5ms`, `50us`, `2s`; counts), and the syscall helpers the
+//! families share.
+
+use std::collections::BTreeMap;
+
+/// Why a workload did not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WlError {
+    /// Bad arguments (exit 2).
+    Bad(String),
+    /// A syscall failed (exit 1).
+    Sys(String),
+}
+
+/// A parsed spec: family and its keys; `take_*` consume keys so that
+/// [`Spec::finish`] can reject the ones left over.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// Family name.
+    pub family: String,
+    keys: std::cell::RefCell<BTreeMap<String, String>>,
+}
+
+/// Parse `family:key=value,...`.
+pub fn parse(spec: &str) -> Result<Spec, WlError> {
+    let (family, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    if family.is_empty() {
+        return Err(WlError::Bad(format!("'{spec}': expected FAMILY:key=value,...")));
+    }
+    let mut keys = BTreeMap::new();
+    for part in rest.split(',').filter(|p| !p.is_empty()) {
+        let Some((k, v)) = part.split_once('=') else {
+            return Err(WlError::Bad(format!("{family}: '{part}' is not key=value")));
+        };
+        if keys.insert(k.to_string(), v.to_string()).is_some() {
+            return Err(WlError::Bad(format!("{family}: key '{k}' given twice")));
+        }
+    }
+    Ok(Spec { family: family.to_string(), keys: std::cell::RefCell::new(keys) })
+}
+
+/// Nanoseconds in a duration like `5ms`, `50us`, `1500ns`, `2s` (a bare
+/// number is in `default_unit_ns`).
+pub fn parse_duration(v: &str, default_unit_ns: u64) -> Option<u64> {
+    let v = v.trim();
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let mult = match unit {
+        "" => default_unit_ns as f64,
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    let ns = n * mult;
+    (ns.is_finite() && ns >= 0.0 && ns < 3.6e12).then_some(ns.round() as u64)
+}
+
+impl Spec {
+    fn take(&self, key: &str) -> Option<String> {
+        self.keys.borrow_mut().remove(key)
+    }
+
+    /// A count in `min..=max`.
+    pub fn count(&self, key: &str, default: u64, min: u64, max: u64) -> Result<u64, WlError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(v) => v.parse::<u64>().ok().filter(|n| (min..=max).contains(n)).ok_or_else(|| {
+                WlError::Bad(format!("{}: {key}: expected a count {min}..={max}, got '{v}'", self.family))
+            }),
+        }
+    }
+
+    /// A duration, ns.
+    pub fn duration(&self, key: &str, default_ns: u64, default_unit_ns: u64) -> Result<u64, WlError> {
+        match self.take(key) {
+            None => Ok(default_ns),
+            Some(v) => parse_duration(&v, default_unit_ns).ok_or_else(|| {
+                WlError::Bad(format!("{}: {key}: expected a duration such as 5ms, got '{v}'", self.family))
+            }),
+        }
+    }
+
+    /// One of `choices` (the first is the default).
+    pub fn choice(&self, key: &str, choices: &[&str]) -> Result<String, WlError> {
+        match self.take(key) {
+            None => Ok(choices[0].to_string()),
+            Some(v) if choices.contains(&v.as_str()) => Ok(v),
+            Some(v) => {
+                Err(WlError::Bad(format!("{}: {key}: expected one of {}, got '{v}'", self.family, choices.join("|"))))
+            }
+        }
+    }
+
+    /// Accept and ignore keys the simulation reads but a real run cannot
+    /// use (costs the real machine has by itself, a seed).
+    pub fn ignore(&self, keys: &[&str]) {
+        for k in keys {
+            self.take(k);
+        }
+    }
+
+    /// Error on any key left.
+    pub fn finish(&self) -> Result<(), WlError> {
+        let left: Vec<String> = self.keys.borrow().keys().cloned().collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(WlError::Bad(format!("{}: unknown key(s): {}", self.family, left.join(", "))))
+        }
+    }
+}
+
+/// The last OS error as a `WlError::Sys` naming `what`.
+pub fn sys(what: &str) -> WlError {
+    WlError::Sys(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+/// A pipe (or a unix stream socketpair with `socket`): (read end, write end).
+pub fn channel(socket: bool) -> Result<(libc::c_int, libc::c_int), WlError> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors both calls write.
+    let rc = unsafe {
+        if socket {
+            libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr())
+        } else {
+            libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC)
+        }
+    };
+    if rc != 0 {
+        return Err(sys(if socket { "socketpair" } else { "pipe" }));
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Write all of `buf`; `false` when the other end is gone.
+pub fn write_all(fd: libc::c_int, buf: &[u8]) -> bool {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unwritten part of `buf`.
+        let n = unsafe { libc::write(fd, buf[done..].as_ptr().cast(), buf.len() - done) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        done += n as usize;
+    }
+    true
+}
+
+/// Read exactly `buf.len()` bytes; `false` at end of file or on error.
+pub fn read_exact(fd: libc::c_int, buf: &mut [u8]) -> bool {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled part of `buf`.
+        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        done += n as usize;
+    }
+    true
+}
+
+/// Close a descriptor.
+pub fn close(fd: libc::c_int) {
+    // SAFETY: closing a descriptor this program opened.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// Spawn a named thread (`comm` = `name`, cut to 15 bytes by the kernel).
+pub fn spawn<F: FnOnce() + Send + 'static>(name: String, f: F) -> Result<std::thread::JoinHandle<()>, WlError> {
+    std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| WlError::Sys(format!("thread {name}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_and_units() {
+        let s = parse("hackbench:groups=2,loops=10").unwrap();
+        assert_eq!(s.family, "hackbench");
+        assert_eq!(s.count("groups", 1, 1, 10).unwrap(), 2);
+        assert_eq!(s.count("fds", 20, 1, 100).unwrap(), 20);
+        assert!(s.finish().is_err(), "loops is left");
+        assert_eq!(parse_duration("5ms", 1), Some(5_000_000));
+        assert_eq!(parse_duration("1500ns", 1), Some(1500));
+        assert_eq!(parse_duration("2", 1_000_000), Some(2_000_000));
+        assert_eq!(parse_duration("2h", 1), None);
+        assert!(matches!(parse("x:oops"), Err(WlError::Bad(m)) if m.contains("not key=value")));
+        assert!(matches!(parse("x:a=1,a=2"), Err(WlError::Bad(m)) if m.contains("twice")));
+    }
+}

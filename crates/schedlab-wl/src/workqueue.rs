@@ -1,0 +1,73 @@
+//! `workqueue`: a manager hands `chunks` CPU-bound chunks of `chunk` each to
+//! `threads` workers; a worker asks for a chunk over a shared request pipe,
+//! gets it on its own reply pipe, computes it, and asks again (SEEDS idea 2's
+//! program, the simulated `workqueue` family). Threads `wl-wq-mgr` and
+//! `wl-wq-w<N>`. Metric: completion time.
+
+use serde_json::json;
+
+use crate::args::{channel, close, read_exact, spawn, write_all, Spec, WlError};
+use crate::clock::spin_ns;
+
+pub(crate) const SUMMARY: &str = "a manager handing chunks of CPU-bound work to worker threads over pipes: completion time";
+
+pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
+    let threads = s.count("threads", 4, 1, 100_000)?;
+    let chunks = s.count("chunks", 10_000, 1, 1_000_000_000)?;
+    let chunk_ns = s.duration("chunk", 5_000_000, 1_000_000)?;
+    s.ignore(&["jitter", "write", "read", "footprint"]);
+    s.finish()?;
+    let (req_rd, req_wr) = channel(false)?;
+    let mut replies = Vec::with_capacity(threads as usize);
+    let mut workers = Vec::with_capacity(threads as usize);
+    let t0 = std::time::Instant::now();
+    for w in 0..threads {
+        let (rd, wr) = channel(false)?;
+        replies.push(wr);
+        workers.push(spawn(format!("wl-wq-w{w}"), move || {
+            let id = (w as u32).to_le_bytes();
+            let mut reply = [0u8; 8];
+            loop {
+                if !write_all(req_wr, &id) || !read_exact(rd, &mut reply) {
+                    break;
+                }
+                if u64::from_le_bytes(reply) == u64::MAX {
+                    break;
+                }
+                spin_ns(chunk_ns);
+            }
+            close(rd);
+        })?);
+    }
+    let mgr = spawn("wl-wq-mgr".into(), move || {
+        let (mut given, mut done) = (0u64, 0u64);
+        let mut id = [0u8; 4];
+        while done < threads {
+            if !read_exact(req_rd, &mut id) {
+                break;
+            }
+            let w = u32::from_le_bytes(id) as usize;
+            let msg = if given < chunks && !crate::stopping() {
+                given += 1;
+                given - 1
+            } else {
+                done += 1;
+                u64::MAX
+            };
+            if !write_all(replies[w], &msg.to_le_bytes()) {
+                break;
+            }
+        }
+        for r in replies {
+            close(r);
+        }
+    })?;
+    let _ = mgr.join();
+    for w in workers {
+        let _ = w.join();
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    close(req_rd);
+    close(req_wr);
+    Ok(json!({ "family": "workqueue", "threads": threads, "chunks": chunks, "completion_time_s": secs }))
+}
