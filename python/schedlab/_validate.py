@@ -60,26 +60,37 @@ class Case:
 
 
 def default_cases(scale: float = 1.0) -> list[Case]:
-    """The cases this host can run. `perf bench` stands in for schedlab's own
-    native programs until they exist."""
+    """The validation cases, run natively with schedlab's own programs
+    (``schedlab-wl``, installed with the package)."""
     loops = max(100, int(20000 * scale))
     msg_loops = max(10, int(100 * scale))
+    chunks = max(20, int(400 * scale))
+    hb = f"hackbench:groups=2,fds=20,loops={msg_loops},ipc=pipe,mode=thread"
+    wq = f"workqueue:threads=4,chunks={chunks},chunk=1ms"
     return [
         Case(
             "ping-pong",
-            ("perf", "bench", "sched", "pipe", "-l", str(loops)),
-            "sched-pipe",
+            ("schedlab-wl", f"pipe:loops={loops}"),
+            "wl-pipe-*",
             f"workqueue:threads=1,chunks={loops},chunk=1us",
-            "perf bench sched pipe (two processes over two pipes) simulated as a work queue with one "
-            "worker and 1 us chunks: the same request/reply ping-pong, with 1 us of work each way",
+            "schedlab-wl pipe (two threads over two pipes, as perf bench sched pipe) simulated as a work queue "
+            "with one worker and 1 us chunks, the same request/reply ping-pong with 1 us of work each way, until "
+            "the simulated pipe family exists",
         ),
         Case(
             "hackbench-saturated",
-            ("perf", "bench", "sched", "messaging", "-g", "2", "-l", str(msg_loops), "-t", "-p"),
-            "sched-messaging",
-            f"hackbench:groups=2,fds=20,loops={msg_loops},ipc=pipe,mode=thread",
-            "perf bench sched messaging -g 2 -t -p (2 groups of 20 sender and 20 receiver threads over pipes, "
-            "100-byte messages), hackbench's structure",
+            ("schedlab-wl", hb),
+            "wl-hb-*",
+            hb,
+            "2 groups of 20 sender and 20 receiver threads over pipes, 100-byte messages: the same spec natively "
+            "and simulated",
+        ),
+        Case(
+            "work-queue",
+            ("schedlab-wl", wq),
+            "wl-wq-*",
+            wq,
+            "a manager and 4 workers over pipes, 1 ms chunks: the same spec natively and simulated",
         ),
     ]
 
@@ -167,17 +178,42 @@ def validate(
     scale: float = 1.0,
     cases: Sequence[Case] | None = None,
     parent_wakee_flips: int | None = None,
+    qemu: str | None = None,
+    wl_bin: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Every case this host can run; a case whose native program is missing
-    is reported as skipped with the reason."""
+    """Every case, natively on this host (under `schedlab record`) or, with
+    `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
+    kernel with that topology, running the static `wl_bin`. A case whose
+    native program is missing is reported as skipped with the reason."""
     results: list[dict[str, Any]] = []
+    record: Callable[[list[str], Path], dict[str, Any]]
+    if qemu is not None:
+        from . import _guest
+
+        shape = _guest.GuestShape.parse(qemu)
+        if wl_bin is None or not wl_bin.is_file():
+            raise _native.SpecError(
+                "--wl-bin: validate --qemu needs the static schedlab-wl binary (RUSTFLAGS='-C "
+                "target-feature=+crt-static' cargo build --release -p schedlab-wl --target x86_64-unknown-linux-gnu)"
+            )
+        binary = wl_bin
+
+        def record(argv: list[str], o: Path) -> dict[str, Any]:
+            guest_argv = ["/wl" if argv[0] == "schedlab-wl" else argv[0], *argv[1:]]
+            _guest.record_in_guest(shape, guest_argv, {"/wl": binary}, o)
+            info: dict[str, Any] = json.loads((o / "kernel.json").read_text())
+            return info
+
+    else:
+
+        def record(argv: list[str], o: Path) -> dict[str, Any]:
+            return _tracefs.record(argv, o)
+
     for case in cases if cases is not None else default_cases(scale):
-        if shutil.which(case.argv[0]) is None:
+        if qemu is None and shutil.which(case.argv[0]) is None:
             results.append({"case": case.name, "skipped": f"'{case.argv[0]}' not found"})
             continue
-        results.append(
-            run_case(case, out, reps, seeds, lambda argv, o: _tracefs.record(argv, o), parent_wakee_flips)
-        )
+        results.append(run_case(case, out, reps, seeds, record, parent_wakee_flips))
     return results
 
 

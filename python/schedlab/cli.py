@@ -829,6 +829,17 @@ def validate_cmd(
         ),
     ] = None,
     title: Annotated[str, typer.Option("--title", help="Heading of the --markdown section.")] = "This VM",
+    qemu: Annotated[
+        str | None,
+        typer.Option(
+            "--qemu",
+            help="Record inside a QEMU guest instead of this host: sockets=,cores=,threads=,nodes=,"
+            "kernel=6.12|6.1,mem= (Debian's kernel package, downloaded once into ~/.cache/schedlab).",
+        ),
+    ] = None,
+    wl_bin: Annotated[
+        Path | None, typer.Option("--wl-bin", help="The static schedlab-wl binary for --qemu.")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -839,7 +850,14 @@ def validate_cmd(
     from . import _validate
 
     results = _interruptible(
-        _validate.validate, out, reps=reps, seeds=seeds, scale=scale, parent_wakee_flips=parent_wakee_flips
+        _validate.validate,
+        out,
+        reps=reps,
+        seeds=seeds,
+        scale=scale,
+        parent_wakee_flips=parent_wakee_flips,
+        qemu=qemu,
+        wl_bin=wl_bin,
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))
