@@ -365,6 +365,15 @@ def run_cmd(
     check_invariants: Annotated[
         bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
     ] = False,
+    governor: Annotated[
+        str | None,
+        typer.Option(
+            "--governor",
+            help="cpufreq governor of every frequency domain, overriding the machine's "
+            "[freq_domain] governor: performance, powersave or schedutil. With a governor "
+            "the run reports energy_j, power_mw, freq_transitions and freq_residency.*.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
@@ -377,6 +386,7 @@ def run_cmd(
             seed,
             trace=trace is not None,
             check_invariants=check_invariants,
+            governor=governor,
         )
     except SimulationError as e:
         partial = getattr(e, "partial_trace", None)

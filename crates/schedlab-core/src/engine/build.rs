@@ -143,6 +143,7 @@ impl Sim {
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,
+            cpufreq: crate::cpufreq::CpufreqState::new(&machine),
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),

@@ -105,6 +105,11 @@ pub enum Ev {
         /// Softirq time just spent, ns.
         softirq_ns: Ns,
     },
+    /// A slow-path frequency switch of a policy completes (`sugov_work`).
+    FreqSwitch {
+        /// Frequency domain.
+        domain: u32,
+    },
     /// The workload's duration has elapsed.
     Stop,
 }
@@ -190,6 +195,8 @@ pub struct Sim {
     pub(crate) irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
     pub(crate) irq: Vec<irq::CpuIrq>,
+    /// Frequencies and the cpufreq governor (`cpufreq`).
+    pub(crate) cpufreq: crate::cpufreq::CpufreqState,
 }
 
 impl Sim {
@@ -305,6 +312,11 @@ impl Sim {
             Ev::SoftirqExit { cpu, softirq_ns } => {
                 self.stats.handled += 1;
                 self.softirq_exit(cpu, softirq_ns)
+            }
+            Ev::FreqSwitch { domain } => {
+                self.stats.handled += 1;
+                self.sugov_work(domain);
+                Ok(())
             }
             Ev::Stop => {
                 self.stats.handled += 1;

@@ -39,6 +39,8 @@ impl Sim {
             rq.cfs.h_nr_runnable as u64,
             fair_running,
         );
+        // cfs_rq_util_change: the root runqueue's utilisation changed.
+        self.cpufreq_update_util(cpu);
     }
 
     /// The PELT part of `enqueue_task_fair` shared with the peer classes:

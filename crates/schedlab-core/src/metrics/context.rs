@@ -64,6 +64,8 @@ pub struct MetricsContext {
     pub parts: Vec<MeasuredPart>,
     /// When each task starts, ns (empty for real traces: all at 0).
     pub task_start_ns: Vec<Ns>,
+    /// The energy model, when the run has a governor (`energy_j` & co.).
+    pub energy: Option<super::energy::EnergyCtx>,
 }
 
 impl MetricsContext {
@@ -88,6 +90,10 @@ impl MetricsContext {
             task_part: workload.tasks.iter().map(|t| if t.noise { NO_PART } else { 0 }).collect(),
             parts: vec![MeasuredPart { prefix: String::new() }],
             task_start_ns: workload.tasks.iter().map(|t| t.start_ns).collect(),
+            energy: machine
+                .cpufreq
+                .governor
+                .map(|_| super::energy::EnergyCtx::from_machine(machine, crate::cpufreq::start_khz(machine))),
         }
     }
 
@@ -108,6 +114,7 @@ impl MetricsContext {
             task_part: Vec::new(),
             parts: vec![MeasuredPart { prefix: String::new() }],
             task_start_ns: Vec::new(),
+            energy: None,
         }
     }
 

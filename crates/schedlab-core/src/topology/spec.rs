@@ -28,13 +28,18 @@
 //! nominal_freq_mhz, smt_speed_pct (default 60), opps, idle_states
 //! [freq_domain]
 //! per = "package"         # cpu | core | cluster | llc | package
+//! governor = "schedutil"  # performance | powersave | schedutil; absent: no
+//!                         # cpufreq model (nominal frequency, no energy)
+//! transition_latency_us   # default 0; rate_limit_us: see `parse_cpufreq`
 //! [cost]                  # see `CostParams` defaults in `default_cost`
 //! ```
 
 use crate::cpumask::{CpuMask, MAX_CPUS};
 use crate::error::{Result, SchedlabError};
 use crate::ids::{CpuId, Ns, NSEC_PER_USEC};
-use crate::topology::machine::{CoreType, CostParams, CpuInfo, Distance, FreqDomain, IdleState, Machine, Opp};
+use crate::topology::machine::{
+    CoreType, CostParams, CpuInfo, CpufreqParams, Distance, FreqDomain, Governor, IdleState, Machine, Opp,
+};
 use serde_json::{Map, Value};
 
 /// `LOCAL_DISTANCE` in include/linux/topology.h.
@@ -261,12 +266,17 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         return Err(p.err("core_type", "the biggest core type to have capacity 1024 (capacities are relative to it)"));
     }
 
-    let per = match p.opt_table(top, "", "freq_domain")? {
+    let fdt = p.opt_table(top, "", "freq_domain")?;
+    let per = match fdt {
         Some(ft) => {
-            p.keys(ft, "freq_domain", &["per"])?;
+            p.keys(ft, "freq_domain", &["per", "governor", "transition_latency_us", "rate_limit_us"])?;
             p.opt_str(ft, "freq_domain", "per")?.unwrap_or("package")
         }
         None => "package",
+    };
+    let cpufreq = match fdt {
+        Some(ft) => parse_cpufreq(p, ft, &core_types)?,
+        None => CpufreqParams::default(),
     };
     if !["cpu", "core", "cluster", "llc", "package"].contains(&per) {
         return Err(p.err("freq_domain.per", format!("one of cpu, core, cluster, llc, package; got \"{per}\"")));
@@ -279,6 +289,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         cpus: Vec::with_capacity(nr_cpus as usize),
         core_types,
         freq_domains: Vec::new(),
+        cpufreq,
         numa_distance,
         cost,
         hz,
@@ -332,6 +343,47 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         m.cpus.push(CpuInfo { id, core, cluster, llc, node, package, core_type, freq_domain: fd });
     }
     Ok(m)
+}
+
+/// Parse governor `name` for a machine of `core_types`: `Err` holds what was
+/// expected. `powersave` and `schedutil` need OPP tables to choose from.
+fn check_governor(name: &str, core_types: &[CoreType]) -> std::result::Result<Governor, String> {
+    let g = Governor::parse(name).ok_or_else(|| format!("one of performance, powersave, schedutil; got \"{name}\""))?;
+    if g != Governor::Performance && core_types.iter().all(|t| t.opps.len() < 2) {
+        return Err(format!(
+            "performance, or OPP tables (core_type.opps with two or more entries) for {name} to choose from"
+        ));
+    }
+    Ok(g)
+}
+
+/// The `--governor` run override: put every policy of `m` under `name`
+/// (errors name `origin`, e.g. the option).
+pub fn set_governor(m: &mut Machine, name: &str, origin: &str) -> Result<()> {
+    let g = check_governor(name, &m.core_types).map_err(|e| SchedlabError::spec(origin, "governor", e))?;
+    m.cpufreq.governor = Some(g);
+    Ok(())
+}
+
+/// The `[freq_domain]` keys of the frequency model: `governor` (absent: no
+/// cpufreq model, every CPU at its nominal frequency), `transition_latency_us`
+/// (default 0: the driver reports none, as `CPUFREQ_ETERNAL`-free drivers
+/// with instant switches do) and `rate_limit_us` (default
+/// `cpufreq_policy_transition_delay_us()` of drivers/cpufreq/cpufreq.c,
+/// v6.12+: the latency plus 50%, or 1000 us when the latency is 0).
+fn parse_cpufreq(p: &P, ft: &Map<String, Value>, core_types: &[CoreType]) -> Result<CpufreqParams> {
+    let governor = match p.opt_str(ft, "freq_domain", "governor")? {
+        None => None,
+        Some(g) => Some(check_governor(g, core_types).map_err(|e| p.err("freq_domain.governor", e))?),
+    };
+    let latency_us = p.u64_or(ft, "freq_domain", "transition_latency_us", 0, 1_000_000, 0)?;
+    let default_rate = if latency_us > 0 { latency_us + (latency_us >> 1) } else { 1000 };
+    let rate_limit_us = p.u64_or(ft, "freq_domain", "rate_limit_us", 0, 10_000_000, default_rate)?;
+    Ok(CpufreqParams {
+        governor,
+        transition_latency_ns: latency_us * NSEC_PER_USEC,
+        rate_limit_ns: rate_limit_us * NSEC_PER_USEC,
+    })
 }
 
 fn parse_distance(p: &P, tt: &Map<String, Value>, n: u32) -> Result<Vec<Vec<u32>>> {
