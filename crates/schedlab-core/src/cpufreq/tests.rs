@@ -179,3 +179,87 @@ fn no_governor_no_energy_metrics() {
     let r = run(&spec).unwrap();
     assert!(r.metrics.iter().all(|m| !m.name.starts_with("energy") && !m.name.starts_with("freq_")));
 }
+
+/// Frequency residencies and energies of hackbench on hikey960 under
+/// schedutil, without TTWU_QUEUE (the waker enqueues on the target itself,
+/// so wakeups within a cluster are remote cpufreq updates), plus `extra`.
+fn hikey_remote(extra: &str) -> Vec<f64> {
+    let w = "hackbench:groups=1,fds=4,loops=200,buf=8";
+    let mut spec =
+        run_spec(crate::testkit::preset_source("hikey960"), w, &format!("eevdf-TTWU_QUEUE{extra}"), 1, false);
+    spec.options.governor = Some("schedutil".into());
+    let r = run(&spec).unwrap();
+    r.metrics
+        .iter()
+        .filter(|m| m.name.starts_with("freq_residency.") || m.name.starts_with("energy_j"))
+        .map(|m| m.value)
+        .collect()
+}
+
+#[test]
+fn remote_cpufreq_update_changes_freq_residency() {
+    let off = hikey_remote("");
+    let on = hikey_remote("+remote_cpufreq_update");
+    assert_eq!(off.len(), on.len());
+    assert_ne!(off, on, "remote updates at once must move some domain's OPP residency and the energy");
+}
+
+#[test]
+fn remote_enqueue_updates_the_policy_only_with_the_feature() {
+    for (feature, want) in [(false, 1_000_000), (true, 2_000_000)] {
+        let mut f = crate::features::Features::default();
+        f.set(crate::features::Feat::remote_cpufreq_update, feature);
+        let mut s = sim_from_toml(&two_opp("governor = \"schedutil\"", ""), 1, f);
+        s.cpufreq_set_freq(0, 1_000_000);
+        s.cpufreq.policies[0].need_freq_update = false;
+        s.cpufreq.policies[0].next_freq = 1_000_000;
+        s.now = 10 * NSEC_PER_MSEC;
+        // CPU 1 became busy (util 800 -> 1.25 x 800 / 1024 x 2000 MHz = 1953 MHz -> 2000),
+        // the enqueue done by CPU 0 of the same policy.
+        s.rqs[1].cfs_avg.util_avg = 800;
+        s.cpufreq.this_cpu = Some(CpuId(0));
+        s.cpufreq_update_util(CpuId(1));
+        assert_eq!(s.cpufreq.policies[0].cur_khz, want, "remote_cpufreq_update={feature}");
+        // The target's own next update takes it anyway.
+        s.cpufreq.this_cpu = None;
+        s.cpufreq_update_util(CpuId(1));
+        assert_eq!(s.cpufreq.policies[0].cur_khz, 2_000_000);
+    }
+}
+
+#[test]
+fn rate_limit_and_slow_path() {
+    let mut s =
+        sim_from_toml(&two_opp("governor = \"schedutil\"", "transition_latency_us = 200"), 1, Default::default());
+    s.cpufreq.policies[0].need_freq_update = false;
+    s.now = 5 * NSEC_PER_MSEC;
+    // Idle: the request drops to the lowest OPP, in effect after 200 us.
+    s.cpufreq_update_util(CpuId(0));
+    assert_eq!(s.cpufreq.policies[0].next_freq, 1_000_000);
+    assert_eq!(s.cpufreq.policies[0].cur_khz, 2_000_000);
+    assert!(s.cpufreq.policies[0].work_in_progress);
+    s.now += 200_000;
+    s.sugov_work(0);
+    assert_eq!(s.cpufreq.policies[0].cur_khz, 1_000_000);
+    // Within rate_limit_us (300 us) of the last decision nothing changes.
+    s.rqs[0].cfs_avg.util_avg = 900;
+    s.now = 5 * NSEC_PER_MSEC + 250_000;
+    s.cpufreq_update_util(CpuId(0));
+    assert_eq!(s.cpufreq.policies[0].next_freq, 1_000_000);
+    s.now = 5 * NSEC_PER_MSEC + 300_000;
+    s.cpufreq_update_util(CpuId(0));
+    assert_eq!(s.cpufreq.policies[0].next_freq, 2_000_000);
+}
+
+#[test]
+fn remote_cpufreq_update_needs_schedutil() {
+    let spec = run_spec(
+        crate::testkit::preset_source("hikey960"),
+        "hackbench:groups=1,loops=5",
+        "eevdf+remote_cpufreq_update",
+        1,
+        false,
+    );
+    let e = run(&spec).unwrap_err().to_string();
+    assert!(e.contains("remote_cpufreq_update") && e.contains("schedutil"), "{e}");
+}

@@ -260,14 +260,14 @@ impl Sim {
     /// that ends (`avg_idle`), and preempt or wake the CPU.
     fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId, migrated: bool) {
         let flags = if migrated { EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED } else { EnqueueFlags::WAKEUP };
-        // The waker enqueues: its CPU is `smp_processor_id()` for cpufreq.
+        // The waker activates: its CPU is `smp_processor_id()` for cpufreq.
         self.cpufreq.this_cpu = Some(waker_cpu);
         self.enqueue_task(cpu, p, flags);
-        self.cpufreq.this_cpu = None;
         self.emit(Event::Wakeup { task: p, cpu, new: false });
         self.update_avg_idle_on_wakeup(cpu);
         self.wakeup_preempt(cpu, p, waker_cpu);
         self.class_task_woken(cpu, p);
+        self.cpufreq.this_cpu = None;
     }
 
     /// `update_avg(&rq->avg_idle, delta)` with the cap of `ttwu_do_activate`:
