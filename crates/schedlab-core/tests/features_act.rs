@@ -45,7 +45,7 @@ const PIXEL2_RT: &[&str] =
 
 /// Wakeups within a cluster done by the waker itself (no TTWU_QUEUE): remote
 /// cpufreq updates.
-const REMOTE_FREQ: &[&str] = &["hackbench:groups=1,fds=4,loops=200,buf=8"];
+const REMOTE_FREQ: &[&str] = &["hackbench:groups=1,fds=8,loops=100,buf=8"];
 
 fn scenario(f: Feat) -> Option<Scenario> {
     use Feat::*;

@@ -184,7 +184,7 @@ fn no_governor_no_energy_metrics() {
 /// schedutil, without TTWU_QUEUE (the waker enqueues on the target itself,
 /// so wakeups within a cluster are remote cpufreq updates), plus `extra`.
 fn hikey_remote(extra: &str) -> Vec<f64> {
-    let w = "hackbench:groups=1,fds=4,loops=200,buf=8";
+    let w = "hackbench:groups=1,fds=8,loops=100,buf=8";
     let mut spec =
         run_spec(crate::testkit::preset_source("hikey960"), w, &format!("eevdf-TTWU_QUEUE{extra}"), 1, false);
     spec.options.governor = Some("schedutil".into());
