@@ -167,6 +167,9 @@ fn schedutil_follows_utilisation_and_writes_cpu_frequency() {
     let low = m_of(&r, "freq_residency.fd0.1000000");
     assert!(low > 0.5, "a 10% duty cycle should spend most of its time at the lower OPP, got {low}");
     assert!(m_of(&r, "freq_transitions") >= 1.0);
+    // The per-CPU split adds up to the total.
+    let cpus = m_of(&r, "energy_j.cpu0") + m_of(&r, "energy_j.cpu1");
+    assert!((cpus - m_of(&r, "energy_j")).abs() < 1e-12 * cpus.max(1.0), "{cpus} vs {}", m_of(&r, "energy_j"));
     assert!(text.contains("cpu_frequency: state=1000000 cpu_id=0"), "no cpu_frequency line");
     let parsed = read_ftrace(&text, "t").unwrap();
     let n = parsed.events.iter().filter(|e| matches!(e.ev, Event::CpuFrequency { .. })).count();

@@ -64,7 +64,8 @@ fn every_registry_metric_has_a_value_in_order() {
     assert_eq!(m.len(), METRICS.len() - energy.len());
     assert!(m.iter().all(|v| !energy.contains(&v.name.as_str())));
     // With one, every registry metric comes first, in order, then the
-    // per-domain ones (energy_j.fd0, freq_residency.fd0.KHZ).
+    // per-domain and per-CPU ones (energy_j.fd0, freq_residency.fd0.KHZ,
+    // energy_j.cpuN).
     c.energy = Some(crate::metrics::energy::EnergyCtx {
         cpu_domain: vec![0, 0],
         domain_opps: vec![vec![crate::topology::Opp { freq_khz: 1_000_000, power_mw: 100 }]],
@@ -72,7 +73,8 @@ fn every_registry_metric_has_a_value_in_order() {
         domain_start_khz: vec![1_000_000],
     });
     let m = run(c, &two_task_script(), 50_000);
-    assert_eq!(m.len(), METRICS.len() + 2);
+    assert_eq!(m.len(), METRICS.len() + 4);
+    assert_eq!(m[METRICS.len() + 3].name, "energy_j.cpu1");
     assert_eq!(m[METRICS.len()].name, "energy_j.fd0");
     assert_eq!(m[METRICS.len() + 1].name, "freq_residency.fd0.1000000");
     for (v, d) in m.iter().zip(METRICS) {

@@ -58,6 +58,22 @@ struct DomainMeter {
     energy: u128,
     /// Time at each OPP, ns (counted window only).
     residency: Vec<u128>,
+    /// Integral of one busy CPU's power up to `a_last`, mW x ns: a CPU's
+    /// active energy over a busy period is the difference of two readings.
+    a_acc: u128,
+    /// Time of `a_acc`, ns.
+    a_last: Ns,
+}
+
+/// Per-CPU meter state (the split of its domain's energy).
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuMeter {
+    /// The domain's active integral when the CPU went busy, mW x ns.
+    busy_from: u128,
+    /// When the CPU went idle, ns.
+    idle_from: Ns,
+    /// Energy so far, mW x ns.
+    energy: u128,
 }
 
 /// The energy meter of a collector.
@@ -66,6 +82,7 @@ pub struct EnergyMeter {
     ctx: EnergyCtx,
     domains: Vec<DomainMeter>,
     busy: Vec<bool>,
+    cpus: Vec<CpuMeter>,
     /// Frequency transitions in the counted window.
     pub transitions: u64,
 }
@@ -89,13 +106,41 @@ impl EnergyMeter {
                 last_t: 0,
                 energy: 0,
                 residency: vec![0; opps.len().max(1)],
+                a_acc: 0,
+                a_last: 0,
             })
             .collect();
         for &d in &ctx.cpu_domain {
             domains[d as usize].nr_cpus += 1;
         }
         let busy = vec![false; ctx.cpu_domain.len()];
-        EnergyMeter { ctx, domains, busy, transitions: 0 }
+        let cpus = vec![CpuMeter::default(); ctx.cpu_domain.len()];
+        EnergyMeter { ctx, domains, busy, cpus, transitions: 0 }
+    }
+
+    /// Energy one CPU of domain `d` would have drawn busy from the window's
+    /// start to `t`, mW x ns.
+    fn active_integral(&self, d: usize, t: Ns, window_start: Ns) -> u128 {
+        let m = &self.domains[d];
+        let mw = self.ctx.domain_opps[d].get(m.opp).map_or(0, |o| o.power_mw) as u128;
+        let dt = t.max(window_start).saturating_sub(m.a_last.max(window_start));
+        m.a_acc + mw * dt as u128
+    }
+
+    /// Close the current busy or idle stretch of `cpu` at `t` into its energy.
+    fn account_cpu(&mut self, cpu: usize, t: Ns, window_start: Ns) {
+        let d = self.ctx.cpu_domain[cpu] as usize;
+        let a = self.active_integral(d, t, window_start);
+        let idle_mw = self.ctx.domain_idle_mw[d] as u128;
+        let c = &mut self.cpus[cpu];
+        if self.busy[cpu] {
+            c.energy += a - c.busy_from;
+            c.busy_from = a;
+        } else {
+            let dt = t.max(window_start).saturating_sub(c.idle_from.max(window_start));
+            c.energy += idle_mw * dt as u128;
+            c.idle_from = t;
+        }
     }
 
     /// Power drawn by domain `d` now, mW.
@@ -128,6 +173,14 @@ impl EnergyMeter {
             return;
         }
         self.account(d as usize, t, window_start);
+        // Close the stretch that ends in the state it had.
+        self.busy[cpu.idx()] = was;
+        self.account_cpu(cpu.idx(), t, window_start);
+        self.busy[cpu.idx()] = busy;
+        let a = self.active_integral(d as usize, t, window_start);
+        let c = &mut self.cpus[cpu.idx()];
+        c.busy_from = a;
+        c.idle_from = t;
         let m = &mut self.domains[d as usize];
         if busy {
             m.nr_busy += 1;
@@ -145,7 +198,11 @@ impl EnergyMeter {
             return;
         }
         self.account(d, t, window_start);
-        self.domains[d].opp = opp;
+        let a = self.active_integral(d, t, window_start);
+        let m = &mut self.domains[d];
+        m.a_acc = a;
+        m.a_last = t;
+        m.opp = opp;
         if t >= window_start {
             self.transitions += 1;
         }
@@ -156,6 +213,14 @@ impl EnergyMeter {
         for d in 0..self.domains.len() {
             self.account(d, t, window_start);
         }
+        for c in 0..self.cpus.len() {
+            self.account_cpu(c, t, window_start);
+        }
+    }
+
+    /// Energy of CPU `c`, joules.
+    pub fn cpu_energy_j(&self, c: usize) -> f64 {
+        self.cpus[c].energy as f64 / 1e12
     }
 
     /// Energy of domain `d`, joules.
@@ -199,7 +264,8 @@ impl EnergyMeter {
         }
     }
 
-    /// Per-domain metrics: `energy_j.fdN` and `freq_residency.fdN.KHZ`.
+    /// Per-domain and per-CPU metrics: `energy_j.fdN`,
+    /// `freq_residency.fdN.KHZ`, then `energy_j.cpuN`.
     pub fn domain_metrics(&self) -> Vec<MetricValue> {
         let mut out = Vec::new();
         for d in 0..self.nr_domains() {
@@ -217,6 +283,14 @@ impl EnergyMeter {
                     better: Better::Neither,
                 });
             }
+        }
+        for c in 0..self.cpus.len() {
+            out.push(MetricValue {
+                name: format!("energy_j.cpu{c}"),
+                unit: "J".into(),
+                value: self.cpu_energy_j(c),
+                better: Better::Lower,
+            });
         }
         out
     }
@@ -288,6 +362,10 @@ mod tests {
         // 1340 uJ over 4 ms = 335 mW.
         assert!((value(&out, "power_mw") - 335.0).abs() < 1e-9);
         assert_eq!(value(&out, "freq_transitions"), 1.0);
+        // Per CPU: CPU0 busy 0..3 ms (100 + 400 + 400 uJ) then idle 1 ms (10 uJ);
+        // CPU1 idle 0..2 ms (20 uJ), busy 2..3 ms (400 uJ), idle 3..4 ms (10 uJ).
+        assert!((value(&out, "energy_j.cpu0") - 910e-6).abs() < 1e-12, "{}", value(&out, "energy_j.cpu0"));
+        assert!((value(&out, "energy_j.cpu1") - 430e-6).abs() < 1e-12, "{}", value(&out, "energy_j.cpu1"));
         assert_eq!(value(&out, "freq_residency.fd0.1000000"), 0.25);
         assert_eq!(value(&out, "freq_residency.fd0.2000000"), 0.75);
     }
@@ -304,7 +382,9 @@ mod tests {
             ev: Event::Switch { cpu: CpuId(0), prev: None, prev_state: PrevState::Runnable, next: Some(TaskId(0)) },
         });
         let out = c.finish(3 * NSEC_PER_MSEC);
-        // Counted 1..3 ms: 110 mW x 2 ms = 220 uJ.
+        // Counted 1..3 ms: 110 mW x 2 ms = 220 uJ: CPU0 busy 200, CPU1 idle 20.
         assert!((value(&out, "energy_j") - 220e-6).abs() < 1e-12, "{}", value(&out, "energy_j"));
+        assert!((value(&out, "energy_j.cpu0") - 200e-6).abs() < 1e-12, "{}", value(&out, "energy_j.cpu0"));
+        assert!((value(&out, "energy_j.cpu1") - 20e-6).abs() < 1e-12);
     }
 }
