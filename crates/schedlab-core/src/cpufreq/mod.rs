@@ -14,6 +14,7 @@
 //! at its nominal frequency and nothing here runs: the behaviour of schedlab
 //! before DVFS, byte for byte.
 
+pub mod sugov;
 #[cfg(test)]
 mod tests;
 
@@ -59,6 +60,9 @@ pub struct CpufreqState {
     /// (a remote wakeup), else `None`: `smp_processor_id()` for
     /// `cpufreq_this_cpu_can_update`.
     pub this_cpu: Option<CpuId>,
+    /// The `sugov:N` thread of domain 0 (the others follow), when the
+    /// slow path is used.
+    pub sugov_first: Option<crate::ids::TaskId>,
 }
 
 /// `cpufreq_driver_resolve_freq(policy, f)` with `CPUFREQ_RELATION_L`: the
@@ -69,7 +73,7 @@ pub fn resolve_freq(opps: &[crate::topology::Opp], khz: u64) -> u32 {
 
 /// The starting frequency of each domain, kHz (see [`CpufreqState::new`]).
 pub fn start_khz(machine: &Machine) -> Vec<u32> {
-    CpufreqState::new(machine).policies.iter().map(|p| p.cur_khz).collect()
+    CpufreqState::new(machine, None).policies.iter().map(|p| p.cur_khz).collect()
 }
 
 impl CpufreqState {
@@ -77,7 +81,7 @@ impl CpufreqState {
     /// the highest OPP under `performance` and `schedutil` (assumption: the
     /// boot frequency is the highest; schedutil moves it at its first
     /// decision), the lowest under `powersave`.
-    pub fn new(machine: &Machine) -> Self {
+    pub fn new(machine: &Machine, sugov_first: Option<crate::ids::TaskId>) -> Self {
         let governor = machine.cpufreq.governor;
         let policies = machine
             .freq_domains
@@ -105,7 +109,8 @@ impl CpufreqState {
             })
             .collect();
         let n = machine.nr_cpus();
-        let mut s = CpufreqState { governor, policies, speed: vec![0; n], freq_cap: vec![0; n], this_cpu: None };
+        let mut s =
+            CpufreqState { governor, policies, speed: vec![0; n], freq_cap: vec![0; n], this_cpu: None, sugov_first };
         for c in 0..n {
             s.refresh_cpu(machine, CpuId(c as u32));
         }
@@ -164,21 +169,19 @@ impl Sim {
         pol.need_freq_update = false;
         pol.next_freq = next;
         pol.last_freq_update_time = now;
-        let latency = self.machine.cpufreq.transition_latency_ns;
-        if latency == 0 {
+        if self.machine.cpufreq.fast_switch {
             // cpufreq_driver_fast_switch: in effect at once.
             self.cpufreq_set_freq(fd, next);
         } else if !pol.work_in_progress {
-            // sugov_deferred_update: the switch completes after the
-            // driver's transition latency and applies the newest request.
-            // DEVIATION(kernel): the `sugov:N` kthread that does the switch
-            // is not a task here; its CPU time is not charged.
+            // sugov_deferred_update: an irq_work wakes `sugov:N`, which
+            // applies the newest request when its switch is over (sugov.rs).
             pol.work_in_progress = true;
-            self.at(now + latency, Ev::FreqSwitch { domain: fd });
+            self.at(now, Ev::SugovIrqWork { domain: fd, cpu });
         }
     }
 
-    /// The slow-path switch of policy `fd` completes (`sugov_work`).
+    /// The slow-path switch of policy `fd` completes (`sugov_work`): the
+    /// newest request takes effect.
     pub(crate) fn sugov_work(&mut self, fd: u32) {
         let pol = &mut self.cpufreq.policies[fd as usize];
         pol.work_in_progress = false;

@@ -266,3 +266,24 @@ fn remote_cpufreq_update_needs_schedutil() {
     let e = run(&spec).unwrap_err().to_string();
     assert!(e.contains("remote_cpufreq_update") && e.contains("schedutil"), "{e}");
 }
+
+#[test]
+fn slow_path_switches_through_the_sugov_thread() {
+    // A latency without fast_switch: the sugov:0 thread switches.
+    let m = two_opp("governor = \"schedutil\"", "transition_latency_us = 200\nsugov_work_us = 30");
+    let (r, text) = duty_cycle_run(&m, &[]);
+    assert!(m_of(&r, "freq_transitions") >= 1.0);
+    assert!(m_of(&r, "rt_pct") > 0.0, "the thread's CPU time is RT time");
+    // Every frequency change comes right after sugov:0 ran its switch
+    // (30 us of work, then 200 us of transition).
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines.iter().position(|l| l.contains("cpu_frequency:")).expect("a frequency change");
+    assert!(lines[..first].iter().any(|l| l.contains("next_comm=sugov:0")), "sugov:0 never ran before the switch");
+    // With fast_switch the thread does not exist.
+    let fast = two_opp("governor = \"schedutil\"", "transition_latency_us = 200\nfast_switch = true");
+    let (r2, text2) = duty_cycle_run(&fast, &[]);
+    assert!(!text2.contains("sugov:"));
+    assert_eq!(m_of(&r2, "rt_pct"), 0.0);
+    let e = parse_machine(&two_opp("", "fast_switch = 1"), "toml", "m.toml").unwrap_err().to_string();
+    assert!(e.contains("freq_domain.fast_switch"), "{e}");
+}

@@ -105,10 +105,13 @@ pub enum Ev {
         /// Softirq time just spent, ns.
         softirq_ns: Ns,
     },
-    /// A slow-path frequency switch of a policy completes (`sugov_work`).
-    FreqSwitch {
+    /// The irq_work of `sugov_deferred_update` runs: wake the policy's
+    /// `sugov:N` thread.
+    SugovIrqWork {
         /// Frequency domain.
         domain: u32,
+        /// The CPU that queued it.
+        cpu: CpuId,
     },
     /// The workload's duration has elapsed.
     Stop,
@@ -313,10 +316,9 @@ impl Sim {
                 self.stats.handled += 1;
                 self.softirq_exit(cpu, softirq_ns)
             }
-            Ev::FreqSwitch { domain } => {
+            Ev::SugovIrqWork { domain, cpu } => {
                 self.stats.handled += 1;
-                self.sugov_work(domain);
-                Ok(())
+                self.sugov_irq_work(domain, cpu)
             }
             Ev::Stop => {
                 self.stats.handled += 1;

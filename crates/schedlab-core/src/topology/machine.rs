@@ -138,7 +138,7 @@ impl Governor {
 }
 
 /// The frequency model of a machine (`[freq_domain]` keys besides `per`).
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CpufreqParams {
     /// The governor; `None` keeps every CPU at its core type's
     /// `nominal_freq_khz` with no cpufreq model at all (no frequency events,
@@ -150,6 +150,27 @@ pub struct CpufreqParams {
     /// schedutil's `rate_limit_us` (`freq_update_delay_ns`): the shortest
     /// time between two frequency decisions of one policy, ns.
     pub rate_limit_ns: Ns,
+    /// Whether the driver switches from the scheduler's context
+    /// (`fast_switch_enabled`): the new frequency applies at once. Without
+    /// it, schedutil's per-policy `sugov:N` thread switches, taking
+    /// `sugov_work_ns` of CPU time and `transition_latency_ns` of waiting.
+    pub fast_switch: bool,
+    /// CPU time of one slow-path switch (`sugov_work`), ns.
+    pub sugov_work_ns: Ns,
+}
+
+impl Default for CpufreqParams {
+    /// No governor; the defaults `spec.rs` documents for the other keys (a
+    /// driver with no transition latency: fast switch, 1000 us rate limit).
+    fn default() -> Self {
+        CpufreqParams {
+            governor: None,
+            transition_latency_ns: 0,
+            rate_limit_ns: 1000 * crate::ids::NSEC_PER_USEC,
+            fast_switch: true,
+            sugov_work_ns: 20 * crate::ids::NSEC_PER_USEC,
+        }
+    }
 }
 
 /// A frequency domain: CPUs that always run at the same frequency.

@@ -30,7 +30,8 @@
 //! per = "package"         # cpu | core | cluster | llc | package
 //! governor = "schedutil"  # performance | powersave | schedutil; absent: no
 //!                         # cpufreq model (nominal frequency, no energy)
-//! transition_latency_us   # default 0; rate_limit_us: see `parse_cpufreq`
+//! transition_latency_us   # default 0; rate_limit_us, fast_switch,
+//!                         # sugov_work_us: see `parse_cpufreq`
 //! [cost]                  # see `CostParams` defaults in `default_cost`
 //! ```
 
@@ -269,7 +270,11 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
     let fdt = p.opt_table(top, "", "freq_domain")?;
     let per = match fdt {
         Some(ft) => {
-            p.keys(ft, "freq_domain", &["per", "governor", "transition_latency_us", "rate_limit_us"])?;
+            p.keys(
+                ft,
+                "freq_domain",
+                &["per", "governor", "transition_latency_us", "rate_limit_us", "fast_switch", "sugov_work_us"],
+            )?;
             p.opt_str(ft, "freq_domain", "per")?.unwrap_or("package")
         }
         None => "package",
@@ -370,7 +375,9 @@ pub fn set_governor(m: &mut Machine, name: &str, origin: &str) -> Result<()> {
 /// (default 0: the driver reports none, as `CPUFREQ_ETERNAL`-free drivers
 /// with instant switches do) and `rate_limit_us` (default
 /// `cpufreq_policy_transition_delay_us()` of drivers/cpufreq/cpufreq.c,
-/// v6.12+: the latency plus 50%, or 1000 us when the latency is 0).
+/// v6.12+: the latency plus 50%, or 1000 us when the latency is 0),
+/// `fast_switch` (default: true when the latency is 0) and `sugov_work_us`
+/// (`cpufreq::sugov::DEFAULT_SUGOV_WORK_NS`).
 fn parse_cpufreq(p: &P, ft: &Map<String, Value>, core_types: &[CoreType]) -> Result<CpufreqParams> {
     let governor = match p.opt_str(ft, "freq_domain", "governor")? {
         None => None,
@@ -379,10 +386,22 @@ fn parse_cpufreq(p: &P, ft: &Map<String, Value>, core_types: &[CoreType]) -> Res
     let latency_us = p.u64_or(ft, "freq_domain", "transition_latency_us", 0, 1_000_000, 0)?;
     let default_rate = if latency_us > 0 { latency_us + (latency_us >> 1) } else { 1000 };
     let rate_limit_us = p.u64_or(ft, "freq_domain", "rate_limit_us", 0, 10_000_000, default_rate)?;
+    // A driver that reports no latency is taken to switch from the
+    // scheduler's context; one with a latency (cpufreq-dt, whose OPP tables
+    // give clock-latency-ns) has no fast_switch callback and uses sugov:N.
+    let fast_switch = match ft.get("fast_switch") {
+        None => latency_us == 0,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(p.err("freq_domain.fast_switch", format!("true or false, got {}", kind(v)))),
+    };
+    let work_default = crate::cpufreq::sugov::DEFAULT_SUGOV_WORK_NS / NSEC_PER_USEC;
+    let work_us = p.u64_or(ft, "freq_domain", "sugov_work_us", 0, 1_000_000, work_default)?;
     Ok(CpufreqParams {
         governor,
         transition_latency_ns: latency_us * NSEC_PER_USEC,
         rate_limit_ns: rate_limit_us * NSEC_PER_USEC,
+        fast_switch,
+        sugov_work_ns: work_us * NSEC_PER_USEC,
     })
 }
 
