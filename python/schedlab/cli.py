@@ -441,6 +441,7 @@ def _do_compare(
     metrics: list[str] | None,
     json_out: bool,
     csv: Path | None,
+    governor: str | None = None,
 ) -> None:
     machine_src = resolve_machine(machine)
     workload_src = resolve_workloads(workload)
@@ -461,6 +462,7 @@ def _do_compare(
                 jobs=jobs,
                 progress=lambda done, _total: bar.update(task, completed=done),
                 stop=lambda: _stop_signal is not None,
+                governor=governor,
             )
         except MatrixInterrupted as e:
             interrupted, results = e, e.results
@@ -546,10 +548,20 @@ def compare_cmd(
     csv: Annotated[
         Path | None, typer.Option("--csv", help="Write every run (one row each) to this CSV.")
     ] = None,
+    governor: Annotated[
+        str | None,
+        typer.Option(
+            "--governor",
+            help="cpufreq governor for every run (performance, powersave, schedutil), "
+            "overriding the machine's; adds the energy metrics (--metric energy_j).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Compare policies over several seeds: mean ± sd and % vs the first policy."""
-    _do_compare(machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv)
+    _do_compare(
+        machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor
+    )
 
 
 @app.command("reproduce")

@@ -79,3 +79,21 @@ def test_remote_cpufreq_update_needs_schedutil() -> None:
     code, out = _run_json("--policy", "eevdf+remote_cpufreq_update")
     assert code == 2
     assert "schedutil" in out
+
+
+def test_compare_with_governor_shows_energy() -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare", "-m", "hikey960", "-w", "hackbench:groups=1,fds=4,loops=100,buf=8",
+            "-p", "eevdf", "-p", "eevdf+eas", "--runs", "2", "--jobs", "1",
+            "--governor", "schedutil", "--metric", "energy_j", "--json",
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "energy_j" in res.output
+    df = schedlab.compare(
+        "hikey960", "hackbench:groups=1,fds=4,loops=100,buf=8", ["eevdf"], runs=1, jobs=1,
+        governor="powersave",
+    )  # fmt: skip
+    assert (df["energy_j"] > 0).all()
