@@ -203,6 +203,7 @@ fn hikey_remote(extra: &str) -> Vec<f64> {
 fn remote_cpufreq_update_changes_freq_residency() {
     let off = hikey_remote("");
     let on = hikey_remote("+remote_cpufreq_update");
+    assert_eq!(off, hikey_remote(""), "same spec and seed, same frequencies and energy");
     assert_eq!(off.len(), on.len());
     assert_ne!(off, on, "remote updates at once must move some domain's OPP residency and the energy");
 }
