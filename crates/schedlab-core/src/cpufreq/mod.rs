@@ -3,12 +3,15 @@
 //! does to the CPUs of the domain (their speed, their PELT clock, the end of
 //! their running segments, a `cpu_frequency` event per CPU).
 //!
-//! Read for this: kernel/sched/cpufreq_schedutil.c and the
-//! `cpufreq_update_util` call sites of kernel/sched/fair.c
-//! (`cfs_rq_util_change` from `update_load_avg`, attach/detach) of the
-//! linux-next copies indexed by the search tools (v6.12+ era: `rate_limit_us`
-//! from `cpufreq_policy_transition_delay_us`, `sugov_update_next_freq`,
-//! `sugov_deferred_update`), and v4.14's remote-callback change.
+//! Read for this: `cpufreq_schedutil.c` excerpts of several kernel trees
+//! found by the search tools (`sugov_update_shared`, `sugov_should_update_freq`,
+//! `sugov_update_next_freq`, `sugov_deferred_update`; Android/vendor copies
+//! among them), the LKML threads on `cpufreq_policy_transition_delay_us`
+//! (v6.8's 2 ms cap, then `latency + latency / 2`), and hi3660.dtsi of
+//! torvalds/linux for the OPP clock latency. The `cpufreq_update_util` call
+//! sites (`cfs_rq_util_change` from `update_load_avg`, util_est added
+//! before `enqueue_entity`) follow mainline fair.c as known to the author;
+//! no linux-next fair.c was opened for this work.
 //!
 //! Without a governor (`Machine::cpufreq.governor == None`) every CPU stays
 //! at its nominal frequency and nothing here runs: the behaviour of schedlab
