@@ -7,7 +7,7 @@
 //! found by the search tools (`sugov_update_shared`, `sugov_should_update_freq`,
 //! `sugov_update_next_freq`, `sugov_deferred_update`; Android/vendor copies
 //! among them), the LKML threads on `cpufreq_policy_transition_delay_us`
-//! (v6.8's 2 ms cap, then `latency + latency / 2`), and hi3660.dtsi of
+//! (the 2 ms cap of 2024, then `latency + latency / 2`), and hi3660.dtsi of
 //! torvalds/linux for the OPP clock latency. The `cpufreq_update_util` call
 //! sites (`cfs_rq_util_change` from `update_load_avg`, util_est added
 //! before `enqueue_entity`) follow mainline fair.c as known to the author;

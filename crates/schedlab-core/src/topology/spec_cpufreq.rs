@@ -33,7 +33,8 @@ pub fn set_governor(m: &mut Machine, name: &str, origin: &str) -> Result<()> {
 /// (default 0: the driver reports none, as `CPUFREQ_ETERNAL`-free drivers
 /// with instant switches do) and `rate_limit_us` (default
 /// `cpufreq_policy_transition_delay_us()` of drivers/cpufreq/cpufreq.c,
-/// v6.12+: the latency plus 50%, or 1000 us when the latency is 0),
+/// since the 2024 removal of LATENCY_MULTIPLIER: the latency plus 50%, or
+/// 1000 us when the latency is 0),
 /// `fast_switch` (default: true when the latency is 0) and `sugov_work_us`
 /// (`cpufreq::sugov::DEFAULT_SUGOV_WORK_NS`).
 pub(super) fn parse_cpufreq(p: &P, ft: &Map<String, Value>, core_types: &[CoreType]) -> Result<CpufreqParams> {
