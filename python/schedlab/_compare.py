@@ -33,10 +33,15 @@ Progress = Callable[[int, int], None]
 
 
 def _run_one(
-    machine: Source, workload: Source | Sequence[Source], policy: str, seed: int, check: bool
+    machine: Source,
+    workload: Source | Sequence[Source],
+    policy: str,
+    seed: int,
+    check: bool,
+    governor: str | None = None,
 ) -> RunResult:
     """One run in a worker process (module level so that it pickles)."""
-    return run_sources(machine, workload, policy, seed, check_invariants=check)
+    return run_sources(machine, workload, policy, seed, check_invariants=check, governor=governor)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -84,6 +89,7 @@ def run_matrix(
     check_invariants: bool = False,
     progress: Progress | None = None,
     stop: Callable[[], bool] | None = None,
+    governor: str | None = None,
 ) -> list[list[RunResult]]:
     """Every policy x seed; ``out[p][i]`` is policy ``p`` with seed ``seeds[i]``.
     When ``stop()`` turns true (or an in-process run is interrupted) raises
@@ -100,7 +106,9 @@ def run_matrix(
     if workers <= 1:
         for n, (p, i) in enumerate(tasks, 1):
             try:
-                out[p][i] = _run_one(machine, workload, policies[p], seeds[i], check_invariants)
+                out[p][i] = _run_one(
+                    machine, workload, policies[p], seeds[i], check_invariants, governor
+                )
             except RunInterrupted:
                 raise MatrixInterrupted(finished(), n - 1, total) from None
             if progress:
@@ -112,7 +120,9 @@ def run_matrix(
             max_workers=workers, mp_context=_pool_context(), initializer=_ignore_sigint
         ) as pool:
             futures: dict[Future[RunResult], tuple[int, int]] = {
-                pool.submit(_run_one, machine, workload, policies[p], seeds[i], check_invariants): (
+                pool.submit(
+                    _run_one, machine, workload, policies[p], seeds[i], check_invariants, governor
+                ): (
                     p,
                     i,
                 )
@@ -179,12 +189,14 @@ def compare(
     jobs: int | None = None,
     check_invariants: bool = False,
     progress: Progress | None = None,
+    governor: str | None = None,
 ) -> pd.DataFrame:
     """Runs every policy ``runs`` times (run ``i`` uses seed ``seed + i`` for
     every policy) and returns one row per policy x run. Metric units, better
     directions and the primary metric are in ``df.attrs``; `summarize` turns
     the frame into the seed-style table. ``jobs`` defaults to the CPU count;
-    ``jobs=1`` runs in this process."""
+    ``jobs=1`` runs in this process. ``governor`` overrides the machine's
+    cpufreq governor for every run (energy metrics then appear)."""
     if not policies:
         raise ValueError("compare needs at least one policy")
     if runs < 1:
@@ -200,6 +212,7 @@ def compare(
         jobs=jobs,
         check_invariants=check_invariants,
         progress=progress,
+        governor=governor,
     )
     return results_frame(results)
 

@@ -23,6 +23,7 @@ def run(
     check_invariants: bool = False,
     max_time_ns: int = 0,
     extra_workloads: list[tuple[str, str, str]] = ...,
+    governor: str | None = None,
 ) -> tuple[str, str | None]: ...
 def run_to_file(
     machine_text: str,
@@ -37,6 +38,7 @@ def run_to_file(
     check_invariants: bool = False,
     max_time_ns: int = 0,
     extra_workloads: list[tuple[str, str, str]] = ...,
+    governor: str | None = None,
 ) -> str: ...
 def topo_show(text: str, format: str, origin: str, json: bool = False) -> str: ...
 def topo_import(root: str) -> str: ...

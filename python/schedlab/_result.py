@@ -136,16 +136,22 @@ def run_sources(
     check_invariants: bool = False,
     max_time_ns: int = 0,
     trace_file: tuple[str, str] | None = None,
+    governor: str | None = None,
 ) -> RunResult:
     """Runs resolved sources through the core (used by `run` and by workers).
     Several workload sources run together, composed in order. With
     ``trace_file=(path, format)`` (format ``ftrace`` or ``perfetto``) the
-    trace is written to ``path`` while the run goes and ``trace`` is ignored."""
+    trace is written to ``path`` while the run goes and ``trace`` is ignored.
+    ``governor`` overrides the machine's cpufreq governor."""
     first, *extra = (workload,) if isinstance(workload, Source) else tuple(workload)
     # Only a composed run passes the keyword (engines faked in tests need not know it).
     check_u64("seed", seed)
     check_u64("max_time_ns", max_time_ns)
-    more = {"extra_workloads": [(w.text, w.format, w.origin) for w in extra]} if extra else {}
+    more: dict[str, Any] = (
+        {"extra_workloads": [(w.text, w.format, w.origin) for w in extra]} if extra else {}
+    )
+    if governor is not None:
+        more["governor"] = governor
     if trace_file is not None:
         text = _native.run_to_file(
             machine.text,
@@ -186,6 +192,7 @@ def run(
     trace: bool = False,
     check_invariants: bool = False,
     max_time_ns: int = 0,
+    governor: str | None = None,
 ) -> RunResult:
     """Runs one simulation.
 
@@ -194,7 +201,9 @@ def run(
     ``hackbench:groups=2``, a path to a TOML file or a dict, or a list of
     these run together on the machine (``["hackbench:groups=1",
     "rt-periodic:count=4,cpus=4-7"]``); ``policy`` a
-    policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``.
+    policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``;
+    ``governor`` (``performance``, ``powersave`` or ``schedutil``) overrides
+    the machine's ``[freq_domain] governor``.
     Raises a subclass of `SchedlabError` on bad input or a failed run.
     """
     check_u64("seed", seed)
@@ -207,4 +216,5 @@ def run(
         trace=trace,
         check_invariants=check_invariants,
         max_time_ns=max_time_ns,
+        governor=governor,
     )

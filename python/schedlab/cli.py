@@ -378,6 +378,15 @@ def run_cmd(
             "--trace or none; the trace is then kept in memory).",
         ),
     ] = None,
+    governor: Annotated[
+        str | None,
+        typer.Option(
+            "--governor",
+            help="cpufreq governor of every frequency domain, overriding the machine's "
+            "[freq_domain] governor: performance, powersave or schedutil. With a governor "
+            "the run reports energy_j, power_mw, freq_transitions and freq_residency.*.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
@@ -385,9 +394,11 @@ def run_cmd(
     if plot is not None and streamed and trace_format_of(trace) != "ftrace":  # type: ignore[arg-type]
         raise typer.BadParameter("--plot reads the trace as ftrace text: give --trace a .txt name or leave it out")
     if streamed:
-        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants)  # type: ignore[arg-type]
+        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants, governor)  # type: ignore[arg-type]
     else:
-        result = _run_keeping_trace(machine, workload, policy, seed, trace, check_invariants, keep=plot is not None)
+        result = _run_keeping_trace(
+            machine, workload, policy, seed, trace, check_invariants, keep=plot is not None, governor=governor
+        )
     if plot is not None:
         from . import plot as _plot
         from . import trace as _trace
@@ -414,6 +425,7 @@ def _run_keeping_trace(
     trace: Path | None,
     check: bool,
     keep: bool = False,
+    governor: str | None = None,
 ) -> RunResult:
     """A run whose trace (if any, or with ``keep``) comes back in memory:
     for ``--trace -`` and ``--plot``."""
@@ -426,6 +438,7 @@ def _run_keeping_trace(
             seed,
             trace=trace is not None or keep,
             check_invariants=check,
+            governor=governor,
         )
     except SimulationError as e:
         partial = getattr(e, "partial_trace", None)
@@ -451,7 +464,7 @@ def trace_format_of(path: Path) -> str:
 
 
 def _run_streaming_trace(
-    machine: str, workload: list[str], policy: str, seed: int, trace: Path, check: bool
+    machine: str, workload: list[str], policy: str, seed: int, trace: Path, check: bool, governor: str | None = None
 ) -> RunResult:
     """A run that writes its trace to ``trace`` while it goes (memory stays
     bounded), with the output-file rules of `_write_output`: a regular file
@@ -488,6 +501,7 @@ def _run_streaming_trace(
             seed,
             check_invariants=check,
             trace_file=(target, trace_format_of(trace)),
+            governor=governor,
         )
     except SimulationError as e:
         if not direct and os.path.getsize(target) > 0:
@@ -538,6 +552,7 @@ def _do_compare(
     metrics: list[str] | None,
     json_out: bool,
     csv: Path | None,
+    governor: str | None = None,
 ) -> None:
     machine_src = resolve_machine(machine)
     workload_src = resolve_workloads(workload)
@@ -558,6 +573,7 @@ def _do_compare(
                 jobs=jobs,
                 progress=lambda done, _total: bar.update(task, completed=done),
                 stop=lambda: _stop_signal is not None,
+                governor=governor,
             )
         except MatrixInterrupted as e:
             interrupted, results = e, e.results
@@ -643,10 +659,20 @@ def compare_cmd(
     csv: Annotated[
         Path | None, typer.Option("--csv", help="Write every run (one row each) to this CSV.")
     ] = None,
+    governor: Annotated[
+        str | None,
+        typer.Option(
+            "--governor",
+            help="cpufreq governor for every run (performance, powersave, schedutil), "
+            "overriding the machine's; adds the energy metrics (--metric energy_j).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Compare policies over several seeds: mean ± sd and % vs the first policy."""
-    _do_compare(machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv)
+    _do_compare(
+        machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor
+    )
 
 
 @app.command("reproduce")

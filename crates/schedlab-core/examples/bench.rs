@@ -3,6 +3,7 @@
 //! second of wall time (handled events; stale ones, popped and dropped, are
 //! counted apart). Run with `cargo run --release --example bench`, or under
 //! `valgrind --tool=callgrind` to count instructions, which repeat exactly.
+//! Arguments (optional): machine preset, workload spec, cpufreq governor.
 
 use schedlab_core::api::{run, MachineSource, RunOptions, RunSpec};
 use std::time::Instant;
@@ -20,7 +21,8 @@ fn main() {
         extra_workloads: Vec::new(),
         policy: "eevdf".into(),
         seed: 0,
-        options: RunOptions::default(),
+        // Third argument: a cpufreq governor (`performance`, ...), none by default.
+        options: RunOptions { governor: args.get(3).cloned(), ..RunOptions::default() },
     };
     let t0 = Instant::now();
     let r = run(&spec).unwrap_or_else(|e| panic!("{e}"));

@@ -54,6 +54,10 @@ pub struct RunOptions {
     /// Stop at this simulated time even if the workload has not finished, ns
     /// (0 = the workload's own end, with a safety cap of one simulated hour).
     pub max_time_ns: u64,
+    /// Governor of every frequency domain, overriding the machine file's
+    /// `[freq_domain] governor` (`--governor`): `performance`, `powersave`
+    /// or `schedutil`.
+    pub governor: Option<String>,
 }
 
 /// Where one further workload of a composed run comes from.
@@ -182,7 +186,10 @@ pub fn run_to_trace_file(spec: &RunSpec, file: &crate::trace::TraceFile) -> std:
 }
 
 fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::result::Result<RunResult, FailedRun> {
-    let machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
+    let mut machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
+    if let Some(g) = &spec.options.governor {
+        crate::topology::set_governor(&mut machine, g, "--governor")?;
+    }
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
     let origin = if wl_format == "spec" { "workload" } else { "workload file" };
@@ -197,6 +204,17 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
     let prefixes: Vec<Option<String>> = composed.parts.iter().map(|p| p.metric_prefix.clone()).collect();
     let workload = composed.workload;
     let policy = crate::policy::parse_policy(&spec.policy)?;
+    if policy.features.on(crate::features::Feat::remote_cpufreq_update)
+        && machine.cpufreq.governor != Some(crate::topology::Governor::Schedutil)
+    {
+        return Err(crate::SchedlabError::spec(
+            "policy",
+            &spec.policy,
+            "no remote_cpufreq_update without schedutil: it changes when schedutil updates a frequency request; \
+             give the machine [freq_domain] governor = \"schedutil\" or run with --governor schedutil",
+        )
+        .into());
+    }
     let cfg = crate::engine::build::SimConfig {
         features: policy.features,
         class: policy.class,

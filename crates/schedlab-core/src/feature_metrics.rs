@@ -53,7 +53,7 @@ pub fn shown_by(f: Feat) -> &'static str {
         wake_cap => "place_slow_path, migrations (asymmetric machine, wakees too big for a LITTLE CPU)",
         cas => "placed_capacity_min, placed_capacity_mean (IRQ or RT pressure)",
         nohz_blocked_load_update => "nohz_balance_pulls, place_slow_path",
-        remote_cpufreq_update => "refused until the frequency model exists",
+        remote_cpufreq_update => "freq_residency.*, energy_j (schedutil governor, wakeups within a frequency domain)",
         eas => "place_policy-free EAS placements: migrations, placed_capacity_mean (asymmetric machine with an energy model)",
         sd_overutilized => "periodic_balance_pulls (with eas)",
         eas_cluster_candidates => "placed_capacity_mean (with eas)",

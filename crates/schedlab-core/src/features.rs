@@ -131,7 +131,7 @@ sched_features! {
     cas = false;
     /// Idea 5: update blocked load of idle NOHZ CPUs when stale.
     nohz_blocked_load_update = true;
-    /// Idea 5: update a remote CPU's frequency request on enqueue.
+    /// Idea 5: under schedutil, an enqueue by another CPU of the target's frequency domain updates the domain's request at once (v4.14), not at the target's next update.
     remote_cpufreq_update = false;
     /// Idea 6: energy-aware placement when not overutilized.
     eas = false;

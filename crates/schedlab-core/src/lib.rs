@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod class;
+pub mod cpufreq;
 pub mod cpumask;
 pub mod engine;
 pub mod error;

@@ -248,14 +248,6 @@ pub fn parse_policy(s: &str) -> Result<Policy> {
         seen.push((f, on));
         features.set(f, on);
     }
-    if features.on(Feat::remote_cpufreq_update) {
-        return Err(SchedlabError::spec(
-            "policy",
-            s,
-            "no remote_cpufreq_update yet: it changes when a CPU's frequency request is updated, and schedlab has no \
-             frequency model (every CPU runs at its nominal frequency), so it could change nothing",
-        ));
-    }
     if !features.on(Feat::capacity_spare_wake_current) && !features.on(Feat::legacy_find_idlest_group) {
         return Err(SchedlabError::spec(
             "policy",
@@ -322,12 +314,6 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_feature_that_needs_a_missing_model_is_refused() {
-        let e = parse_policy("eevdf+remote_cpufreq_update").unwrap_err().to_string();
-        assert!(e.contains("frequency model"), "{e}");
-    }
 
     #[test]
     fn capacity_spare_wake_off_needs_the_legacy_slow_path() {

@@ -10,8 +10,9 @@ use schedlab_core::features::Feat;
 use schedlab_core::policy::parse_policy;
 use schedlab_core::testkit::{preset_source, run_spec};
 
-/// Where a feature shows: machine preset, workloads (the first is the main
-/// one), and the base policy it is toggled against.
+/// Where a feature shows: machine preset (`preset@governor` runs it under
+/// that cpufreq governor), workloads (the first is the main one), and the
+/// base policy it is toggled against.
 struct Scenario {
     machine: &'static str,
     workloads: &'static [&'static str],
@@ -42,6 +43,10 @@ const RT_HOG_SHARED: &[&str] =
 const PIXEL2_RT: &[&str] =
     &["hackbench:groups=1,fds=8,loops=400,buf=8,start=1s", "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"];
 
+/// Wakeups within a cluster done by the waker itself (no TTWU_QUEUE): remote
+/// cpufreq updates.
+const REMOTE_FREQ: &[&str] = &["hackbench:groups=1,fds=8,loops=100,buf=8"];
+
 fn scenario(f: Feat) -> Option<Scenario> {
     use Feat::*;
     let s = |machine, workloads, base| Some(Scenario { machine, workloads, base });
@@ -69,6 +74,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
             s("threadripper-3970x", WQ, "eevdf")
         }
         SIS_PROP => s("kunpeng920", KUNPENG_HB, "eevdf-SIS_UTIL"),
+        remote_cpufreq_update => s("hikey960@schedutil", REMOTE_FREQ, "eevdf-TTWU_QUEUE"),
         sis_cluster_first => s("kunpeng920", KUNPENG_SB, "eevdf"),
         eas => s("hikey960", EAS, "eevdf"),
         sd_overutilized => s("hikey960", EAS, "eevdf+eas"),
@@ -85,8 +91,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         | sis_time_limit
         | eas_cluster_candidates
         | avg_idle_stamp_guard
-        | CACHE_HOT_BUDDY
-        | remote_cpufreq_update => None,
+        | CACHE_HOT_BUDDY => None,
     }
 }
 
@@ -147,7 +152,12 @@ const PENDING: &[(Feat, &str)] = &[];
 
 /// The trace of `workloads` on `machine` under `policy`, seed 1.
 fn trace(machine: &str, workloads: &[&str], policy: &str) -> String {
-    let mut spec = run_spec(preset_source(machine), workloads[0], policy, 1, true);
+    let (preset, governor) = match machine.split_once('@') {
+        Some((p, g)) => (p, Some(g.to_string())),
+        None => (machine, None),
+    };
+    let mut spec = run_spec(preset_source(preset), workloads[0], policy, 1, true);
+    spec.options.governor = governor;
     spec.options.check_invariants = false;
     // An RT hog with no limit starves fair tasks for ever: stop at 2 s.
     spec.options.max_time_ns = 2_000_000_000;

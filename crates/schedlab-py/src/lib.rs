@@ -18,11 +18,12 @@ use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec, WorkloadSourc
 /// the ftrace-format trace text.
 ///
 /// `extra_workloads` are further workloads run at the same time, each as
-/// `(text, format, origin)` (see `RunSpec::extra_workloads`).
+/// `(text, format, origin)` (see `RunSpec::extra_workloads`); `governor`
+/// overrides the machine's cpufreq governor (`RunOptions::governor`).
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace=false, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new()))]
+                    extra_workloads=Vec::new(), governor=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -37,6 +38,7 @@ fn run(
     check_invariants: bool,
     max_time_ns: u64,
     extra_workloads: Vec<(String, String, String)>,
+    governor: Option<String>,
 ) -> PyResult<(String, Option<String>)> {
     let spec = RunSpec {
         machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
@@ -48,7 +50,7 @@ fn run(
             .collect(),
         policy,
         seed,
-        options: RunOptions { trace, check_invariants, max_time_ns },
+        options: RunOptions { trace, check_invariants, max_time_ns, governor },
     };
     let mut result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
         let err = errors::to_py(f.error);
@@ -71,7 +73,7 @@ fn run(
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace_path, trace_format, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new()))]
+                    extra_workloads=Vec::new(), governor=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_to_file(
     py: Python<'_>,
@@ -87,6 +89,7 @@ fn run_to_file(
     check_invariants: bool,
     max_time_ns: u64,
     extra_workloads: Vec<(String, String, String)>,
+    governor: Option<String>,
 ) -> PyResult<String> {
     let format = match trace_format.as_str() {
         "ftrace" => schedlab_core::trace::TraceFormat::Ftrace,
@@ -105,7 +108,7 @@ fn run_to_file(
             .collect(),
         policy,
         seed,
-        options: RunOptions { trace: false, check_invariants, max_time_ns },
+        options: RunOptions { trace: false, check_invariants, max_time_ns, governor },
     };
     let file = schedlab_core::trace::TraceFile { path: trace_path.into(), format };
     let result = py.allow_threads(|| api::run_to_trace_file(&spec, &file)).map_err(|f| errors::to_py(f.error))?;

@@ -56,7 +56,7 @@ pub fn parse_duration(v: &str, default_unit_ns: u64) -> Option<u64> {
         _ => return None,
     };
     let ns = n * mult;
-    (ns.is_finite() && ns >= 0.0 && ns < 3.6e12).then_some(ns.round() as u64)
+    (ns.is_finite() && (0.0..3.6e12).contains(&ns)).then_some(ns.round() as u64)
 }
 
 impl Spec {

@@ -28,7 +28,13 @@ struct Gate {
 fn futex(word: &AtomicU32, op: libc::c_int, val: u32) {
     // SAFETY: `word` is a live, aligned u32 for the duration of the call.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), op | libc::FUTEX_PRIVATE_FLAG, val, std::ptr::null::<libc::timespec>());
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        );
     }
 }
 

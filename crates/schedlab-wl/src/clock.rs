@@ -33,7 +33,8 @@ pub fn sleep_until_ns(at_ns: u64) {
     let ts = libc::timespec { tv_sec: (at_ns / 1_000_000_000) as libc::time_t, tv_nsec: (at_ns % 1_000_000_000) as _ };
     loop {
         // SAFETY: `ts` is a valid absolute time; the remainder is unused with TIMER_ABSTIME.
-        let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        let rc =
+            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         if rc != libc::EINTR || crate::stopping() {
             return;
         }

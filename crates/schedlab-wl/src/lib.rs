@@ -60,9 +60,8 @@ pub const FAMILIES: &[(&str, &str)] = &[
 ];
 
 fn usage() -> String {
-    let mut s = String::from(
-        "usage: schedlab-wl FAMILY:key=value,...   (the simulated family's spec syntax)\n\nfamilies:\n",
-    );
+    let mut s =
+        String::from("usage: schedlab-wl FAMILY:key=value,...   (the simulated family's spec syntax)\n\nfamilies:\n");
     for (name, summary) in FAMILIES {
         s.push_str(&format!("  {name:<10} {summary}\n"));
     }

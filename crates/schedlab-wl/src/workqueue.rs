@@ -9,7 +9,8 @@ use serde_json::json;
 use crate::args::{channel, close, read_exact, spawn, write_all, Spec, WlError};
 use crate::clock::spin_ns;
 
-pub(crate) const SUMMARY: &str = "a manager handing chunks of CPU-bound work to worker threads over pipes: completion time";
+pub(crate) const SUMMARY: &str =
+    "a manager handing chunks of CPU-bound work to worker threads over pipes: completion time";
 
 pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let threads = s.count("threads", 4, 1, 100_000)?;

@@ -35,6 +35,7 @@ impl Sim {
     pub fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
         let nr = machine.nr_cpus();
         let (with_kthreads, irq, irq_streams) = super::irq::with_ksoftirqd(workload, nr, cfg.seed)?;
+        let (with_kthreads, sugov_first) = crate::cpufreq::sugov::with_sugov_kthreads(with_kthreads, &machine);
         let workload = &with_kthreads;
         let mut rqs = Vec::with_capacity(nr);
         for c in 0..nr {
@@ -146,6 +147,7 @@ impl Sim {
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,
+            cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first),
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),

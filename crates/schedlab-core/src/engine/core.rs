@@ -263,6 +263,8 @@ impl Sim {
     /// that ends (`avg_idle`), and preempt or wake the CPU.
     fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId, migrated: bool) {
         let flags = if migrated { EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED } else { EnqueueFlags::WAKEUP };
+        // The waker activates: its CPU is `smp_processor_id()` for cpufreq.
+        self.cpufreq.this_cpu = Some(waker_cpu);
         self.enqueue_task(cpu, p, flags);
         self.emit(Event::Wakeup { task: p, cpu, new: false });
         if !sched_feat!(self.features, avg_idle_put_prev) {
@@ -270,6 +272,7 @@ impl Sim {
         }
         self.wakeup_preempt(cpu, p, waker_cpu);
         self.class_task_woken(cpu, p);
+        self.cpufreq.this_cpu = None;
     }
 
     /// `update_avg(&rq->avg_idle, delta)` with the cap of `ttwu_do_activate`:

@@ -17,11 +17,9 @@ impl Sim {
     /// Speed of `cpu` now, in work units per ns: `capacity_orig x f/f_max`,
     /// scaled by the SMT factor when a sibling is busy.
     pub fn cpu_speed(&self, cpu: CpuId) -> u64 {
-        let ct = self.machine.core_type(cpu);
-        let fmax = ct.opps.last().map(|o| o.freq_khz).unwrap_or(ct.nominal_freq_khz).max(1) as u64;
-        let mut s = ct.capacity as u64 * ct.nominal_freq_khz as u64 / fmax;
+        let mut s = self.cpufreq.speed[cpu.idx()];
         if self.sibling_busy(cpu) {
-            s = s * ct.smt_speed_pct as u64 / 100;
+            s = s * self.machine.core_type(cpu).smt_speed_pct as u64 / 100;
         }
         s.max(1)
     }
@@ -32,10 +30,9 @@ impl Sim {
     }
 
     /// `arch_scale_freq_capacity(cpu)`: current frequency over the maximum, out of 1024.
+    #[inline]
     pub fn freq_capacity(&self, cpu: CpuId) -> u32 {
-        let ct = self.machine.core_type(cpu);
-        let fmax = ct.opps.last().map(|o| o.freq_khz).unwrap_or(ct.nominal_freq_khz).max(1) as u64;
-        (ct.nominal_freq_khz as u64 * 1024 / fmax).min(1024) as u32
+        self.cpufreq.freq_cap[cpu.idx()]
     }
 
     /// Cache refill work (ns of work) that task `p` owes when it starts

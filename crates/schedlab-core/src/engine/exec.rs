@@ -186,6 +186,9 @@ impl Sim {
                 }
             }
             Action::Wait => {
+                if let Some(fd) = self.sugov_domain_of(p) {
+                    self.sugov_thread_waits(fd);
+                }
                 let t = &mut self.tasks[p.idx()];
                 if t.wake_tokens > 0 {
                     t.wake_tokens -= 1;

@@ -110,6 +110,14 @@ pub enum Ev {
         /// Softirq time just spent, ns.
         softirq_ns: Ns,
     },
+    /// The irq_work of `sugov_deferred_update` runs: wake the policy's
+    /// `sugov:N` thread.
+    SugovIrqWork {
+        /// Frequency domain.
+        domain: u32,
+        /// The CPU that queued it.
+        cpu: CpuId,
+    },
     /// The workload's duration has elapsed.
     Stop,
 }
@@ -205,6 +213,8 @@ pub struct Sim {
     pub(crate) irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
     pub(crate) irq: Vec<irq::CpuIrq>,
+    /// Frequencies and the cpufreq governor (`cpufreq`).
+    pub(crate) cpufreq: crate::cpufreq::CpufreqState,
 }
 
 impl Sim {
@@ -338,6 +348,10 @@ impl Sim {
             Ev::SoftirqExit { cpu, softirq_ns } => {
                 self.stats.handled += 1;
                 self.softirq_exit(cpu, softirq_ns)
+            }
+            Ev::SugovIrqWork { domain, cpu } => {
+                self.stats.handled += 1;
+                self.sugov_irq_work(domain, cpu)
             }
             Ev::Stop => {
                 self.stats.handled += 1;

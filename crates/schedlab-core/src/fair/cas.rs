@@ -24,9 +24,9 @@
 //! Remote cpufreq updates (`remote_cpufreq_update`, v4.14): when a task is
 //! enqueued on another CPU of the waker's frequency domain, schedutil
 //! updates that domain's frequency at once instead of at the target's next
-//! scheduler event. schedlab has no DVFS model yet (CPUs run at their
-//! nominal frequency), so [`Sim::remote_cpufreq_update`] only reports the
-//! decision; nothing in the engine acts on it.
+//! scheduler event. [`Sim::remote_cpufreq_update`] is the decision;
+//! `cpufreq::sugov_update_shared` acts on it under the schedutil governor
+//! (the run is refused with the feature and another governor).
 
 use crate::cpumask::CpuMask;
 use crate::engine::Sim;
@@ -148,9 +148,8 @@ impl Sim {
         core.opps.iter().map(|o| o.freq_khz).find(|&f| f as u64 >= want).unwrap_or(fmax as u32)
     }
 
-    /// Seed idea 5, decision only: what the cpufreq update of an enqueue of
-    /// a task on `target`, done by `this_cpu`, would do. Has no effect on the
-    /// simulation until a DVFS model exists.
+    /// Seed idea 5: what the cpufreq update of an enqueue of a task on
+    /// `target`, done by `this_cpu`, does (`cpufreq_this_cpu_can_update`).
     pub fn remote_cpufreq_update(&self, this_cpu: CpuId, target: CpuId) -> CpufreqUpdate {
         let domain = self.machine.cpus[target.idx()].freq_domain;
         if this_cpu == target {

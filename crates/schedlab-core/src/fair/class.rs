@@ -39,6 +39,8 @@ impl Sim {
             rq.cfs.h_nr_runnable as u64,
             fair_running,
         );
+        // cfs_rq_util_change: the root runqueue's utilisation changed.
+        self.cpufreq_update_util(cpu);
     }
 
     /// The PELT part of `enqueue_task_fair` shared with the peer classes:
@@ -61,6 +63,9 @@ impl Sim {
         if !delayed_move {
             pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
+        // The kernel adds util_est before enqueue_entity's update_load_avg
+        // and attaches inside it, so its cpufreq update sees the task.
+        self.cpufreq_update_util(cpu);
     }
 
     /// The PELT part of `dequeue_task_fair` shared with the peer classes.
@@ -73,6 +78,8 @@ impl Sim {
             pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
         pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
+        // As on enqueue: the kernel's update sees util_est without the task.
+        self.cpufreq_update_util(cpu);
     }
 
     /// `enqueue_task_fair`.

@@ -12,6 +12,7 @@ use crate::tunables::{update_avg, SYSCTL_SCHED_MIGRATION_COST_NS};
 use crate::workload::MarkKind;
 
 use super::context::MetricsContext;
+use super::energy::EnergyMeter;
 use super::hist::LatencyHist;
 use super::occupancy::CpuOccupancy;
 use super::registry::METRICS;
@@ -129,6 +130,8 @@ pub struct Collector {
     tasks: Vec<TaskRec>,
     /// Start of the counted window: `max(warmup, 0 or first event)`.
     window_start: Ns,
+    /// Energy and frequency accounting, when the context has an energy model.
+    energy: Option<EnergyMeter>,
     last_t: Ns,
     started: bool,
     /// Workload metrics, indexed like `ctx.parts`.
@@ -206,6 +209,7 @@ impl Collector {
             idle_ref: vec![IdleRef::NEW; ctx.nr_cpus],
             avg_idle_err_sum: 0,
             avg_idle_samples: 0,
+            energy: ctx.energy.clone().map(EnergyMeter::new),
             ctx,
         };
         let n = c.ctx.allowed.len();
@@ -315,7 +319,17 @@ impl Collector {
         self.advance_to(t);
         let counted = t >= self.ctx.warmup_ns;
         match te.ev {
-            Event::Switch { cpu, prev, prev_state, next } => self.on_switch(t, counted, cpu, prev, prev_state, next),
+            Event::Switch { cpu, prev, prev_state, next } => {
+                if let Some(e) = self.energy.as_mut() {
+                    e.set_busy(t, self.window_start, cpu, next.is_some());
+                }
+                self.on_switch(t, counted, cpu, prev, prev_state, next)
+            }
+            Event::CpuFrequency { cpu, khz } => {
+                if let Some(e) = self.energy.as_mut() {
+                    e.set_freq(t, self.window_start, cpu, khz);
+                }
+            }
             Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
             Event::Waking { task, cpu } => {
                 self.ensure_task(task);
@@ -580,6 +594,8 @@ impl Collector {
             .iter()
             // rt_pct needs each task's policy: absent for a real trace.
             .filter(|d| d.name != "rt_pct" || self.ctx.policy.is_some())
+            // Energy needs a frequency model and power figures.
+            .filter(|d| self.energy.is_some() || !super::energy::ENERGY_METRICS.contains(&d.name))
             .map(|d| MetricValue {
                 name: d.name.to_string(),
                 unit: d.unit.to_string(),
@@ -587,6 +603,14 @@ impl Collector {
                 better: d.better,
             })
             .collect();
+        if let Some(e) = self.energy.as_mut() {
+            e.finish(end_ns.max(self.last_t), self.window_start);
+            let window = end_ns.max(self.last_t).saturating_sub(self.window_start.min(end_ns.max(self.last_t)));
+            for m in out.iter_mut().filter(|m| super::energy::ENERGY_METRICS.contains(&m.name.as_str())) {
+                m.value = e.value(&m.name, window);
+            }
+            out.extend(e.domain_metrics());
+        }
         for (k, part) in self.ctx.parts.iter().enumerate().skip(1) {
             for name in PART_METRICS {
                 let Some(d) = super::registry::metric_def(name) else { continue };

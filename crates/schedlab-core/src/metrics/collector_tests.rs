@@ -58,8 +58,25 @@ fn two_task_script() -> Vec<(Ns, Event)> {
 fn every_registry_metric_has_a_value_in_order() {
     let mut c = ctx(2, 2);
     c.policy = Some(vec![crate::workload::SchedPolicy::Normal; 2]);
+    // Without an energy model the energy metrics are left out.
+    let m = run(c.clone(), &two_task_script(), 50_000);
+    let energy = crate::metrics::energy::ENERGY_METRICS;
+    assert_eq!(m.len(), METRICS.len() - energy.len());
+    assert!(m.iter().all(|v| !energy.contains(&v.name.as_str())));
+    // With one, every registry metric comes first, in order, then the
+    // per-domain and per-CPU ones (energy_j.fd0, freq_residency.fd0.KHZ,
+    // energy_j.cpuN).
+    c.energy = Some(crate::metrics::energy::EnergyCtx {
+        cpu_domain: vec![0, 0],
+        domain_opps: vec![vec![crate::topology::Opp { freq_khz: 1_000_000, power_mw: 100 }]],
+        domain_idle_mw: vec![0],
+        domain_start_khz: vec![1_000_000],
+    });
     let m = run(c, &two_task_script(), 50_000);
-    assert_eq!(m.len(), METRICS.len());
+    assert_eq!(m.len(), METRICS.len() + 4);
+    assert_eq!(m[METRICS.len() + 3].name, "energy_j.cpu1");
+    assert_eq!(m[METRICS.len()].name, "energy_j.fd0");
+    assert_eq!(m[METRICS.len() + 1].name, "freq_residency.fd0.1000000");
     for (v, d) in m.iter().zip(METRICS) {
         assert_eq!(v.name, d.name);
         // A metric that does not apply to a stream is absent (NaN), and its

@@ -68,6 +68,8 @@ pub struct MetricsContext {
     /// wakeups, migrations, placement fractions and context switches count
     /// only these. Empty: every task.
     pub selection: Vec<bool>,
+    /// The energy model, when the run has a governor (`energy_j` & co.).
+    pub energy: Option<super::energy::EnergyCtx>,
 }
 
 impl MetricsContext {
@@ -93,6 +95,10 @@ impl MetricsContext {
             parts: vec![MeasuredPart { prefix: String::new() }],
             task_start_ns: workload.tasks.iter().map(|t| t.start_ns).collect(),
             selection: Vec::new(),
+            energy: machine
+                .cpufreq
+                .governor
+                .map(|_| super::energy::EnergyCtx::from_machine(machine, crate::cpufreq::start_khz(machine))),
         }
     }
 
@@ -114,6 +120,7 @@ impl MetricsContext {
             parts: vec![MeasuredPart { prefix: String::new() }],
             task_start_ns: Vec::new(),
             selection: Vec::new(),
+            energy: None,
         }
     }
 

@@ -13,6 +13,7 @@
 
 pub mod collector;
 pub mod context;
+pub mod energy;
 pub mod hist;
 pub mod occupancy;
 pub mod registry;

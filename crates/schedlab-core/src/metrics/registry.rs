@@ -97,6 +97,11 @@ pub const METRICS: &[MetricDef] = &[
       "Time in interrupt handlers (irq_handler_entry..exit and inline softirq_entry..exit; not ksoftirqd) over total CPU time."),
     m("rt_pct", "pct", Lower,
       "CPU time spent running RT tasks (SCHED_FIFO/SCHED_RR: rt-periodic noise, or a workload given policy=fifo|rr), over total CPU time, from sched_switch. Lower leaves more to fair tasks. Absent for real traces, whose task policies are unknown."),
+    m("energy_j", "J", Lower,
+      "Energy over the measured window: each CPU draws its OPP's power_mw while it runs a task and its core type's shallowest idle state's power_mw otherwise (interrupts on an idle CPU count as idle). Per frequency domain as energy_j.fdN, per CPU as energy_j.cpuN; the time share of each OPP as freq_residency.fdN.KHZ (fractions). Reported only when the machine has a governor ([freq_domain] governor or --governor)."),
+    m("power_mw", "mW", Lower, "Mean power over the measured window: energy_j / window. Reported with energy_j."),
+    m("freq_transitions", "count", Neither,
+      "Frequency changes of the policies (one per policy, not per CPU) in the measured window, from cpu_frequency events. Reported with energy_j."),
 ];
 
 /// Look a metric up by name.

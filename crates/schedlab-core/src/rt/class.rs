@@ -302,6 +302,11 @@ impl Sim {
         let rq = &mut self.rqs[cpu.idx()];
         let now = rq.clock_pelt.rq_clock_pelt();
         pelt::update_rt_rq_load_avg(&mut rq.rt_avg, now, running);
+        // DEVIATION(kernel): the kernel kicks cpufreq from the RT runqueue's
+        // enqueue/dequeue (`enqueue_top_rt_rq`, `dequeue_top_rt_rq`); here
+        // from the RT class's PELT updates (tick, put_prev), so an RT task's
+        // utilisation reaches schedutil at the same points as a fair task's.
+        self.cpufreq_update_util(cpu);
     }
 
     /// `put_prev_task_rt`: account, PELT, and a still-queued task that may

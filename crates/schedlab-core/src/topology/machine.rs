@@ -94,14 +94,83 @@ pub struct CoreType {
     pub capacity: u32,
     /// Operating points, ascending frequency. The last one is the maximum.
     pub opps: Vec<Opp>,
-    /// Frequency the CPUs run at in this version of the model (fixed, no
-    /// DVFS yet), in kHz.
+    /// Frequency the CPUs run at when the machine has no governor (no
+    /// cpufreq model), in kHz.
     pub nominal_freq_khz: u32,
     /// Speed of one hardware thread while its SMT sibling is busy, in percent
     /// of its speed alone.
     pub smt_speed_pct: u32,
     /// Idle states, shallowest first.
     pub idle_states: Vec<IdleState>,
+}
+
+/// The cpufreq governor of every frequency domain (`scaling_governor`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Governor {
+    /// `performance`: the highest OPP, always.
+    Performance,
+    /// `powersave`: the lowest OPP, always.
+    Powersave,
+    /// `schedutil`: the scheduler's utilisation picks the OPP
+    /// (kernel/sched/cpufreq_schedutil.c).
+    Schedutil,
+}
+
+impl Governor {
+    /// The name as `scaling_governor` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Governor::Performance => "performance",
+            Governor::Powersave => "powersave",
+            Governor::Schedutil => "schedutil",
+        }
+    }
+
+    /// Parse a governor name.
+    pub fn parse(s: &str) -> Option<Governor> {
+        match s {
+            "performance" => Some(Governor::Performance),
+            "powersave" => Some(Governor::Powersave),
+            "schedutil" => Some(Governor::Schedutil),
+            _ => None,
+        }
+    }
+}
+
+/// The frequency model of a machine (`[freq_domain]` keys besides `per`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpufreqParams {
+    /// The governor; `None` keeps every CPU at its core type's
+    /// `nominal_freq_khz` with no cpufreq model at all (no frequency events,
+    /// no energy metrics): the behaviour of schedlab before DVFS.
+    pub governor: Option<Governor>,
+    /// `cpuinfo.transition_latency`: time from a frequency request to the
+    /// new frequency being in effect, ns.
+    pub transition_latency_ns: Ns,
+    /// schedutil's `rate_limit_us` (`freq_update_delay_ns`): the shortest
+    /// time between two frequency decisions of one policy, ns.
+    pub rate_limit_ns: Ns,
+    /// Whether the driver switches from the scheduler's context
+    /// (`fast_switch_enabled`): the new frequency applies at once. Without
+    /// it, schedutil's per-policy `sugov:N` thread switches, taking
+    /// `sugov_work_ns` of CPU time and `transition_latency_ns` of waiting.
+    pub fast_switch: bool,
+    /// CPU time of one slow-path switch (`sugov_work`), ns.
+    pub sugov_work_ns: Ns,
+}
+
+impl Default for CpufreqParams {
+    /// No governor; the defaults `spec.rs` documents for the other keys (a
+    /// driver with no transition latency: fast switch, 1000 us rate limit).
+    fn default() -> Self {
+        CpufreqParams {
+            governor: None,
+            transition_latency_ns: 0,
+            rate_limit_ns: 1000 * crate::ids::NSEC_PER_USEC,
+            fast_switch: true,
+            sugov_work_ns: 20 * crate::ids::NSEC_PER_USEC,
+        }
+    }
 }
 
 /// A frequency domain: CPUs that always run at the same frequency.
@@ -150,6 +219,8 @@ pub struct Machine {
     pub core_types: Vec<CoreType>,
     /// Frequency domains.
     pub freq_domains: Vec<FreqDomain>,
+    /// The frequency model (governor and driver timings).
+    pub cpufreq: CpufreqParams,
     /// NUMA distance matrix (`node_distance`), `nr_nodes x nr_nodes`, local = 10.
     pub numa_distance: Vec<Vec<u32>>,
     /// Cost parameters.

@@ -28,6 +28,10 @@
 //! nominal_freq_mhz, smt_speed_pct (default 60), opps, idle_states
 //! [freq_domain]
 //! per = "package"         # cpu | core | cluster | llc | package
+//! governor = "schedutil"  # performance | powersave | schedutil; absent: no
+//!                         # cpufreq model (nominal frequency, no energy)
+//! transition_latency_us   # default 0; rate_limit_us, fast_switch,
+//!                         # sugov_work_us: see `parse_cpufreq`
 //! [cost]                  # see `CostParams` defaults in `default_cost`
 //! ```
 
@@ -36,6 +40,11 @@ use crate::error::{Result, SchedlabError};
 use crate::ids::{CpuId, Ns, NSEC_PER_USEC};
 use crate::topology::machine::{CoreType, CostParams, CpuInfo, Distance, FreqDomain, IdleState, Machine, Opp};
 use serde_json::{Map, Value};
+
+#[path = "spec_cpufreq.rs"]
+mod spec_cpufreq;
+use spec_cpufreq::parse_cpufreq;
+pub use spec_cpufreq::set_governor;
 
 /// `LOCAL_DISTANCE` in include/linux/topology.h.
 const LOCAL_DISTANCE: u32 = 10;
@@ -261,12 +270,21 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         return Err(p.err("core_type", "the biggest core type to have capacity 1024 (capacities are relative to it)"));
     }
 
-    let per = match p.opt_table(top, "", "freq_domain")? {
+    let fdt = p.opt_table(top, "", "freq_domain")?;
+    let per = match fdt {
         Some(ft) => {
-            p.keys(ft, "freq_domain", &["per"])?;
+            p.keys(
+                ft,
+                "freq_domain",
+                &["per", "governor", "transition_latency_us", "rate_limit_us", "fast_switch", "sugov_work_us"],
+            )?;
             p.opt_str(ft, "freq_domain", "per")?.unwrap_or("package")
         }
         None => "package",
+    };
+    let cpufreq = match fdt {
+        Some(ft) => parse_cpufreq(p, ft, &core_types)?,
+        None => crate::topology::CpufreqParams::default(),
     };
     if !["cpu", "core", "cluster", "llc", "package"].contains(&per) {
         return Err(p.err("freq_domain.per", format!("one of cpu, core, cluster, llc, package; got \"{per}\"")));
@@ -279,6 +297,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         cpus: Vec::with_capacity(nr_cpus as usize),
         core_types,
         freq_domains: Vec::new(),
+        cpufreq,
         numa_distance,
         cost,
         hz,

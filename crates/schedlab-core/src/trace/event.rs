@@ -213,6 +213,14 @@ pub enum Event {
         /// Entry (`true`) or exit.
         entry: bool,
     },
+    /// `cpu_frequency`: the CPU's frequency changed (one event per CPU of
+    /// the policy, as `cpufreq_notify_transition` writes them).
+    CpuFrequency {
+        /// CPU.
+        cpu: CpuId,
+        /// The new frequency, kHz (`state=`).
+        khz: u32,
+    },
     /// `sched_process_exit`.
     Exit {
         /// Task.

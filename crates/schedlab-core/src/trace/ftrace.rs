@@ -294,6 +294,13 @@ impl FtraceWriter {
                 let what = if entry { "softirq_entry" } else { "softirq_exit" };
                 write!(out, "{what}: vec=3 [action=NET_RX]")?;
             }
+            Event::CpuFrequency { cpu, khz } => {
+                // Written by the CPU that switched; schedlab has every CPU of
+                // the policy write its own line.
+                self.ensure(cpu, None);
+                self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
+                write!(out, "cpu_frequency: state={khz} cpu_id={}", cpu.0)?;
+            }
             Event::Exit { task } => {
                 self.ensure(CpuId(0), Some(task));
                 let cpu = self.task_cpu[task.idx()];

@@ -382,6 +382,7 @@ impl Reader {
                 let irq = num::<u32>(p, "irq")?.min(u16::MAX as u32) as u16;
                 Event::Irq { cpu: self.cpu(h.cpu), irq, entry: h.event == "irq_handler_entry" }
             }
+            "cpu_frequency" => Event::CpuFrequency { cpu: self.cpu(num(p, "cpu_id")?), khz: num(p, "state")? },
             "softirq_entry" | "softirq_exit" => {
                 Event::Softirq { cpu: self.cpu(h.cpu), entry: h.event == "softirq_entry" }
             }

@@ -317,6 +317,12 @@ impl<W: Write> PerfettoWriter<W> {
                 let ev = if entry { K::SoftirqEntry(v) } else { K::SoftirqExit(v) };
                 self.ftrace(cpu, time, self.curr[cpu.idx()], ev)?;
             }
+            Event::CpuFrequency { cpu, khz } => {
+                // As the kernel logs it: on the CPU, state = the new frequency in kHz.
+                self.ensure(cpu, None);
+                let ev = K::CpuFrequency(pb::CpuState { state: Some(khz), cpu_id: Some(cpu.0) });
+                self.ftrace(cpu, time, self.curr[cpu.idx()], ev)?;
+            }
             Event::Place { task, prev, waker_cpu, cpu, path, scanned, capacity } => {
                 self.ensure(waker_cpu, Some(task));
                 let args = vec![

@@ -507,7 +507,12 @@ mod tests {
                 extra_workloads: Vec::new(),
                 policy: "eevdf".into(),
                 seed: 1,
-                options: crate::api::RunOptions { trace: false, check_invariants: true, max_time_ns: 0 },
+                options: crate::api::RunOptions {
+                    trace: false,
+                    check_invariants: true,
+                    max_time_ns: 0,
+                    governor: None,
+                },
             };
             let r = crate::api::run(&spec).unwrap();
             let get = |n: &str| r.metrics.iter().find(|m| m.name == n).unwrap().value;

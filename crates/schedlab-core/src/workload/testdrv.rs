@@ -37,6 +37,7 @@ pub(crate) fn test_machine(n: usize) -> Machine {
             idle_states: vec![],
         }],
         freq_domains: vec![FreqDomain { span: all }],
+        cpufreq: Default::default(),
         numa_distance: vec![vec![10]],
         cost: CostParams {
             refill_ns_per_kib: [0; 6],

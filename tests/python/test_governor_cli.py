@@ -1,0 +1,99 @@
+"""Frequency governors and energy metrics, through the CLI and the Python API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import schedlab
+from schedlab.cli import app
+
+WORKLOAD = "hackbench:groups=1,fds=4,loops=200,buf=8"
+
+
+def _run_json(*extra: str) -> tuple[int, str]:
+    res = CliRunner().invoke(
+        app, ["run", "--machine", "hikey960", "--workload", WORKLOAD, "--json", *extra]
+    )
+    return res.exit_code, res.output
+
+
+def _metrics(output: str) -> dict[str, float]:
+    metrics: dict[str, float] = json.loads(output)["metrics"]
+    return metrics
+
+
+def test_governor_reports_energy_and_residency() -> None:
+    code, out = _run_json("--governor", "schedutil")
+    assert code == 0, out
+    m = _metrics(out)
+    assert m["energy_j"] > 0
+    assert m["power_mw"] > 0
+    residency = [v for k, v in m.items() if k.startswith("freq_residency.fd0.")]
+    assert len(residency) == 5  # the A53 cluster's five OPPs
+    assert abs(sum(residency) - 1.0) < 1e-9
+
+
+def test_no_governor_no_energy_and_powersave_is_slower_and_cheaper() -> None:
+    code, out = _run_json()
+    assert code == 0, out
+    assert "energy_j" not in _metrics(out)
+    perf = schedlab.run("hikey960", WORKLOAD, governor="performance")
+    save = schedlab.run("hikey960", WORKLOAD, governor="powersave")
+    assert save.metrics["completion_time_s"] > perf.metrics["completion_time_s"]
+    assert save.metrics["power_mw"] < perf.metrics["power_mw"]
+
+
+def test_schedutil_trace_has_cpu_frequency_lines(tmp_path: Path) -> None:
+    trace = tmp_path / "t.txt"
+    res = CliRunner().invoke(
+        app,
+        ["run", "-m", "hikey960", "-w", WORKLOAD, "--governor", "schedutil", "--trace", str(trace)],
+    )
+    assert res.exit_code == 0, res.output
+    text = trace.read_text()
+    assert "cpu_frequency: state=" in text
+    analyzed = CliRunner().invoke(app, ["analyze", str(trace), "--json"])
+    assert analyzed.exit_code == 0, analyzed.output
+
+
+def test_bad_governor_exits_2_naming_the_option() -> None:
+    code, out = _run_json("--governor", "ondemand")
+    assert code == 2
+    assert "--governor" in out
+    assert "schedutil" in out
+    assert "Traceback" not in out
+
+
+def test_governor_needing_opps_is_refused(tiny_machine: Path) -> None:
+    res = CliRunner().invoke(
+        app, ["run", "-m", str(tiny_machine), "-w", WORKLOAD, "--governor", "schedutil"]
+    )
+    assert res.exit_code == 2, res.output
+    assert "OPP" in res.output
+
+
+def test_remote_cpufreq_update_needs_schedutil() -> None:
+    code, out = _run_json("--policy", "eevdf+remote_cpufreq_update")
+    assert code == 2
+    assert "schedutil" in out
+
+
+def test_compare_with_governor_shows_energy() -> None:
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare", "-m", "hikey960", "-w", "hackbench:groups=1,fds=4,loops=100,buf=8",
+            "-p", "eevdf", "-p", "eevdf+eas", "--runs", "2", "--jobs", "1",
+            "--governor", "schedutil", "--metric", "energy_j", "--json",
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "energy_j" in res.output
+    df = schedlab.compare(
+        "hikey960", "hackbench:groups=1,fds=4,loops=100,buf=8", ["eevdf"], runs=1, jobs=1,
+        governor="powersave",
+    )  # fmt: skip
+    assert (df["energy_j"] > 0).all()
