@@ -274,6 +274,7 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
     // The engine's tasks: the workload's plus the kernel threads it adds (ksoftirqd/N).
     let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
     let prios: Vec<i32> = sim.tasks.iter().map(|t| t.prio).collect();
+    let kthreads: Vec<bool> = sim.tasks.iter().map(|t| t.kthread).collect();
     // An interrupted run keeps no trace: rendering millions of events would
     // take seconds, and the user asked to stop now.
     let interrupted = matches!(outcome, Err(crate::SchedlabError::Interrupted { .. }));
@@ -281,7 +282,7 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
         .trace
         .take()
         .filter(|_| !interrupted)
-        .map(|events| crate::trace::ftrace::write_ftrace_tasks(names, prios, nr_cpus, &events));
+        .map(|events| crate::trace::ftrace::write_ftrace_tasks(names, prios, &kthreads, nr_cpus, &events));
     if let Err(error) = outcome {
         return Err(FailedRun { error, partial_trace: trace });
     }

@@ -144,7 +144,7 @@ pub(crate) fn duty_cycle_run(toml: &str, features: &[crate::features::Feat]) -> 
     let names = s.tasks.iter().map(|t| t.name.clone()).collect();
     let prios = s.tasks.iter().map(|t| t.prio).collect();
     let events = s.trace.take().unwrap();
-    let text = crate::trace::ftrace::write_ftrace_tasks(names, prios, s.machine.nr_cpus(), &events);
+    let text = crate::trace::ftrace::write_ftrace_tasks(names, prios, &[], s.machine.nr_cpus(), &events);
     (s.collector.finish(end), text)
 }
 

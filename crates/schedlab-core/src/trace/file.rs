@@ -57,7 +57,9 @@ impl TraceFileWriter {
         let out = BufWriter::with_capacity(1 << 20, File::create(&file.path)?);
         Ok(match file.format {
             TraceFormat::Ftrace => {
-                let w = FtraceWriter::new(tasks.names.to_vec(), tasks.nr_cpus).with_prios(tasks.prios.to_vec());
+                let w = FtraceWriter::new(tasks.names.to_vec(), tasks.nr_cpus)
+                    .with_prios(tasks.prios.to_vec())
+                    .with_kthreads(tasks.kthreads);
                 let mut io = IoWriter::new(out);
                 // The entry count is not known while streaming: 0/0, as a
                 // kernel buffer that was read while being written says.

@@ -45,6 +45,29 @@ use crate::workload::MarkKind;
 /// pid of task 0 in written traces; task `t` gets `t + PID_BASE`.
 pub const PID_BASE: u32 = 1000;
 
+/// pid of the first kernel thread in written traces: per-CPU kernel threads
+/// (`ksoftirqd/N`, bound kworkers, `sugov:N`) get 10, 11, ... in task order,
+/// below the workload's pids, as the kernel's boot-time threads have low pids.
+pub const KTHREAD_PID_BASE: u32 = 10;
+
+/// The pid written for each task: kernel threads from [`KTHREAD_PID_BASE`],
+/// the others `task id + PID_BASE`.
+pub fn trace_pids(kthreads: &[bool]) -> Vec<u32> {
+    let mut next_k = KTHREAD_PID_BASE;
+    kthreads
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            if k {
+                next_k += 1;
+                next_k - 1
+            } else {
+                i as u32 + PID_BASE
+            }
+        })
+        .collect()
+}
+
 /// Priority printed for every task: `MAX_RT_PRIO + 20`, nice 0.
 const PRIO_NICE_0: u32 = 120;
 
@@ -100,6 +123,8 @@ pub struct FtraceWriter {
     comms: Vec<String>,
     /// `p->prio` per task (120 when not given: nice 0).
     prios: Vec<i32>,
+    /// pid per task (`task id + PID_BASE` when not given).
+    pids: Vec<u32>,
     curr: Vec<Option<TaskId>>,
     task_cpu: Vec<CpuId>,
     nr_cpus: usize,
@@ -111,7 +136,14 @@ impl FtraceWriter {
     pub fn new(names: Vec<String>, nr_cpus: usize) -> Self {
         let comms: Vec<String> = names.iter().map(|n| kernel_comm(n)).collect();
         let n = comms.len();
-        Self { comms, prios: Vec::new(), curr: vec![None; nr_cpus], task_cpu: vec![CpuId(0); n], nr_cpus }
+        Self {
+            comms,
+            prios: Vec::new(),
+            pids: Vec::new(),
+            curr: vec![None; nr_cpus],
+            task_cpu: vec![CpuId(0); n],
+            nr_cpus,
+        }
     }
 
     /// Write `prios[t]` as task `t`'s `prio` (0..=98 for RT tasks, 100..=139
@@ -127,10 +159,16 @@ impl FtraceWriter {
         self.prios.get(task.idx()).copied().unwrap_or(PRIO_NICE_0 as i32)
     }
 
+    /// Write kernel threads (`kthreads[t]`) with low pids ([`trace_pids`]).
+    pub fn with_kthreads(mut self, kthreads: &[bool]) -> Self {
+        self.pids = trace_pids(kthreads);
+        self
+    }
+
     /// pid written for `task`.
     #[inline]
-    pub fn pid_of(task: TaskId) -> u32 {
-        task.0 + PID_BASE
+    pub fn pid_of(&self, task: TaskId) -> u32 {
+        self.pids.get(task.idx()).copied().unwrap_or(task.0 + PID_BASE)
     }
 
     fn ensure(&mut self, cpu: CpuId, task: Option<TaskId>) {
@@ -156,7 +194,10 @@ impl FtraceWriter {
         writeln!(out, "#")?;
         let n = nr_entries.unwrap_or(0);
         writeln!(out, "# entries-in-buffer/entries-written: {n}/{n}   #P:{}", self.nr_cpus)?;
-        writeln!(out, "# schedlab simulated trace: pid = task id + {PID_BASE}")?;
+        writeln!(
+            out,
+            "# schedlab simulated trace: pid = task id + {PID_BASE}; kernel threads from {KTHREAD_PID_BASE}"
+        )?;
         writeln!(out, "#")?;
         writeln!(out, "#                                _-----=> irqs-off/BH-disabled")?;
         writeln!(out, "#                               / _----=> need-resched")?;
@@ -173,7 +214,7 @@ impl FtraceWriter {
         let us = time / 1000 + u64::from(time % 1000 >= 500);
         let (secs, usecs) = (us / 1_000_000, us % 1_000_000);
         match task {
-            Some(t) => write!(out, "{:>16}-{:<7}", self.comms[t.idx()], Self::pid_of(t))?,
+            Some(t) => write!(out, "{:>16}-{:<7}", self.comms[t.idx()], self.pid_of(t))?,
             None => write!(out, "{:>16}-{:<7}", "<idle>", 0)?,
         }
         write!(out, " [{:03}] {FLAGS} {secs:>5}.{usecs:06}: ", cpu.0)
@@ -181,7 +222,7 @@ impl FtraceWriter {
 
     /// `comm=.. pid=..` of a task.
     fn comm_pid<W: Write>(&self, out: &mut W, key: &str, t: TaskId) -> fmt::Result {
-        write!(out, "{key}comm={} {key}pid={}", self.comms[t.idx()], Self::pid_of(t))
+        write!(out, "{key}comm={} {key}pid={}", self.comms[t.idx()], self.pid_of(t))
     }
 
     fn switch_side<W: Write>(&self, out: &mut W, key: &str, t: Option<TaskId>, cpu: CpuId) -> fmt::Result {
@@ -342,12 +383,18 @@ impl<W: std::io::Write> Write for IoWriter<W> {
 
 /// A whole trace as one string: header, then one line per event.
 pub fn write_ftrace(names: Vec<String>, nr_cpus: usize, events: &[TimedEvent]) -> String {
-    write_ftrace_tasks(names, Vec::new(), nr_cpus, events)
+    write_ftrace_tasks(names, Vec::new(), &[], nr_cpus, events)
 }
 
 /// [`write_ftrace`] with each task's `prio`.
-pub fn write_ftrace_tasks(names: Vec<String>, prios: Vec<i32>, nr_cpus: usize, events: &[TimedEvent]) -> String {
-    let mut w = FtraceWriter::new(names, nr_cpus).with_prios(prios);
+pub fn write_ftrace_tasks(
+    names: Vec<String>,
+    prios: Vec<i32>,
+    kthreads: &[bool],
+    nr_cpus: usize,
+    events: &[TimedEvent],
+) -> String {
+    let mut w = FtraceWriter::new(names, nr_cpus).with_prios(prios).with_kthreads(kthreads);
     let mut s = String::with_capacity(events.len() * 128 + 1024);
     // Writing into a String cannot fail.
     let _ = w.write_header(&mut s, Some(events.len() as u64));

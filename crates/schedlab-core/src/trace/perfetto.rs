@@ -26,7 +26,7 @@ use std::io::Write;
 
 use super::perfetto_proto as pb;
 use crate::ids::{CpuId, Ns, TaskId};
-use crate::trace::ftrace::{balance_kind_name, mark_kind_name, PID_BASE};
+use crate::trace::ftrace::{balance_kind_name, mark_kind_name, trace_pids, PID_BASE};
 use crate::trace::{Event, PrevState, TimedEvent};
 
 /// Events per `FtraceEventBundle` packet before it is written out.
@@ -66,6 +66,7 @@ pub struct PerfettoWriter<W: Write> {
     out: W,
     comms: Vec<String>,
     prios: Vec<i32>,
+    pids: Vec<u32>,
     curr: Vec<Option<TaskId>>,
     task_cpu: Vec<CpuId>,
     bundles: Vec<Vec<pb::FtraceEvent>>,
@@ -86,9 +87,12 @@ impl<W: Write> PerfettoWriter<W> {
         nr_cpus: usize,
     ) -> std::io::Result<Self> {
         let comms: Vec<String> = names.iter().map(|n| kernel_comm(n)).collect();
+        let mut kt = kthreads.to_vec();
+        kt.resize(names.len(), false);
+        let pids = trace_pids(&kt);
         let mut tree = pb::ProcessTree::default();
         for (i, comm) in comms.iter().enumerate() {
-            let pid = (i as u32 + PID_BASE) as i32;
+            let pid = pids[i] as i32;
             tree.processes.push(pb::Process {
                 pid: Some(pid),
                 ppid: Some(if kthreads.get(i).copied().unwrap_or(false) { 2 } else { 1 }),
@@ -121,6 +125,7 @@ impl<W: Write> PerfettoWriter<W> {
             out,
             comms,
             prios: prios.to_vec(),
+            pids,
             curr: vec![None; nr_cpus],
             task_cpu: vec![CpuId(0); names.len()],
             bundles: vec![Vec::new(); nr_cpus],
@@ -130,8 +135,8 @@ impl<W: Write> PerfettoWriter<W> {
         })
     }
 
-    fn pid(t: TaskId) -> i32 {
-        (t.0 + PID_BASE) as i32
+    fn pid(&self, t: TaskId) -> i32 {
+        self.pids.get(t.idx()).copied().unwrap_or(t.0 + PID_BASE) as i32
     }
 
     fn comm(&self, t: TaskId) -> String {
@@ -157,7 +162,7 @@ impl<W: Write> PerfettoWriter<W> {
     fn wakeup_fields(&self, t: TaskId, target: CpuId) -> pb::SchedWakeup {
         pb::SchedWakeup {
             comm: Some(self.comm(t)),
-            pid: Some(Self::pid(t)),
+            pid: Some(self.pid(t)),
             prio: Some(self.prio(t)),
             success: Some(1),
             target_cpu: Some(target.0 as i32),
@@ -172,7 +177,7 @@ impl<W: Write> PerfettoWriter<W> {
         running: Option<TaskId>,
         ev: pb::FtraceEventKind,
     ) -> std::io::Result<()> {
-        let pid = running.map_or(0, |t| Self::pid(t) as u32);
+        let pid = running.map_or(0, |t| self.pid(t) as u32);
         let bundle = &mut self.bundles[cpu.idx()];
         bundle.push(pb::FtraceEvent { timestamp: Some(time), pid: Some(pid), event: Some(ev) });
         self.buffered += 1;
@@ -243,7 +248,7 @@ impl<W: Write> PerfettoWriter<W> {
                 self.ensure(cpu, prev);
                 self.ensure(cpu, next);
                 let side = |t: Option<TaskId>| match t {
-                    Some(t) => (self.comm(t), Self::pid(t), self.prio(t)),
+                    Some(t) => (self.comm(t), self.pid(t), self.prio(t)),
                     None => (format!("swapper/{}", cpu.0), 0, PRIO_NICE_0),
                 };
                 let (pc, pp, ppr) = side(prev);
@@ -280,7 +285,7 @@ impl<W: Write> PerfettoWriter<W> {
                 self.ensure(dest, Some(task));
                 let ev = K::SchedMigrateTask(pb::SchedMigrateTask {
                     comm: Some(self.comm(task)),
-                    pid: Some(Self::pid(task)),
+                    pid: Some(self.pid(task)),
                     prio: Some(self.prio(task)),
                     orig_cpu: Some(orig.0 as i32),
                     dest_cpu: Some(dest.0 as i32),
@@ -294,8 +299,8 @@ impl<W: Write> PerfettoWriter<W> {
                 self.ensure(cpu, None);
                 let ev = K::SchedProcessExit(pb::SchedProcessExit {
                     comm: Some(self.comm(task)),
-                    pid: Some(Self::pid(task)),
-                    tgid: Some(Self::pid(task)),
+                    pid: Some(self.pid(task)),
+                    tgid: Some(self.pid(task)),
                     prio: Some(self.prio(task)),
                 });
                 self.ftrace(cpu, time, Some(task), ev)?;
@@ -326,7 +331,7 @@ impl<W: Write> PerfettoWriter<W> {
             Event::Place { task, prev, waker_cpu, cpu, path, scanned, capacity } => {
                 self.ensure(waker_cpu, Some(task));
                 let args = vec![
-                    int("pid", Self::pid(task) as i64),
+                    int("pid", self.pid(task) as i64),
                     pb::DebugAnnotation {
                         name: Some("comm".into()),
                         int_value: None,
@@ -354,7 +359,7 @@ impl<W: Write> PerfettoWriter<W> {
                 self.ensure(CpuId(0), Some(task));
                 let cpu = self.task_cpu[task.idx()];
                 self.ensure(cpu, None);
-                let args = vec![int("pid", Self::pid(task) as i64), int("value", value as i64)];
+                let args = vec![int("pid", self.pid(task) as i64), int("value", value as i64)];
                 self.instant(cpu, time, format!("mark: {}", mark_kind_name(kind)), args)?;
             }
         }
