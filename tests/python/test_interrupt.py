@@ -24,8 +24,21 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def _stop_and_wait(proc: subprocess.Popen[str], sig: int) -> tuple[int, str, str, float]:
-    time.sleep(1.5)  # past the import, into the run
+def _stop_and_wait(
+    proc: subprocess.Popen[str], sig: int, started: Path | None = None
+) -> tuple[int, str, str, float]:
+    """Signal once the run is under way: when `started` (a glob in the run's
+    directory, e.g. its trace's temporary file) exists, else after a fixed
+    wait. A loaded machine can take seconds to import; a signal during the
+    import would test Python's import, not schedlab."""
+    deadline = time.monotonic() + 30
+    if started is not None:
+        while not list(started.parent.glob(started.name)) and time.monotonic() < deadline:
+            assert proc.poll() is None, "the run ended before it started tracing"
+            time.sleep(0.05)
+        time.sleep(0.3)  # into the run
+    else:
+        time.sleep(1.5)  # past the import, into the run
     assert proc.poll() is None, "the run finished before the signal"
     sent = time.monotonic()
     proc.send_signal(sig)
@@ -39,7 +52,7 @@ def test_signal_stops_a_long_run_within_2s(tmp_path: Path, sig: int, code: int) 
     proc = _start(
         ["run", "-m", "laptop-4c8t", "-w", LONG_WORKLOAD, "--trace", str(trace)], tmp_path
     )
-    rc, out, err, took = _stop_and_wait(proc, sig)
+    rc, out, err, took = _stop_and_wait(proc, sig, started=tmp_path / ".t.trace.*")
     assert rc == code, err
     assert took < 2.0
     lines = [ln for ln in err.splitlines() if ln.strip()]
