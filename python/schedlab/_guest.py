@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ._native import SpecError
+from ._tracefs import SCHED_EVENTS
 
 # Debian suite that carries each kernel series we boot: 6.1 is Debian 12's
 # own kernel (CFS, before EEVDF); 6.12 is bookworm-backports' (EEVDF with
@@ -345,19 +346,11 @@ def boot(
     return result
 
 
-# Sched tracepoints recorded in a guest (as `schedlab record` records them on
-# the host), and a probe of the wakee_flips each new task inherits from its
+# Sched tracepoints recorded in a guest, the ones `schedlab record` records on
+# the host, and a probe of the wakee_flips each new task inherits from its
 # parent at fork (`wake_up_new_task(p)` runs before the child has woken
 # anyone, so `p->wakee_flips` is the parent's count).
-GUEST_EVENTS = (
-    "sched/sched_switch",
-    "sched/sched_waking",
-    "sched/sched_wakeup",
-    "sched/sched_wakeup_new",
-    "sched/sched_migrate_task",
-    "sched/sched_process_fork",
-    "sched/sched_process_exit",
-)
+GUEST_EVENTS = SCHED_EVENTS
 _FLIPS_PROBE = "p:schedlab/fork_flips wake_up_new_task pid=p->pid flips=p->wakee_flips"
 
 

@@ -14,6 +14,29 @@ mod errors;
 use pyo3::prelude::*;
 use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec, WorkloadSource};
 
+/// The `RunSpec` the run functions' arguments describe.
+fn run_spec(
+    machine: MachineSource,
+    (workload, workload_format): (String, String),
+    extra_workloads: Vec<(String, String, String)>,
+    policy: String,
+    seed: u64,
+    options: RunOptions,
+) -> RunSpec {
+    RunSpec {
+        machine,
+        workload,
+        workload_format,
+        extra_workloads: extra_workloads
+            .into_iter()
+            .map(|(text, format, origin)| WorkloadSource { text, format, origin })
+            .collect(),
+        policy,
+        seed,
+        options,
+    }
+}
+
 /// Runs one simulation. Returns the result as JSON and, when `trace` is set,
 /// the ftrace-format trace text.
 ///
@@ -40,18 +63,14 @@ fn run(
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
 ) -> PyResult<(String, Option<String>)> {
-    let spec = RunSpec {
-        machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
-        workload,
-        workload_format,
-        extra_workloads: extra_workloads
-            .into_iter()
-            .map(|(text, format, origin)| WorkloadSource { text, format, origin })
-            .collect(),
+    let spec = run_spec(
+        MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
+        (workload, workload_format),
+        extra_workloads,
         policy,
         seed,
-        options: RunOptions { trace, check_invariants, max_time_ns, governor },
-    };
+        RunOptions { trace, check_invariants, max_time_ns, governor },
+    );
     let mut result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
         let err = errors::to_py(f.error);
         // A failed run's trace so far rides on the exception as `partial_trace`.
@@ -98,18 +117,14 @@ fn run_to_file(
             return Err(errors::SpecError::new_err(format!("trace format: expected ftrace or perfetto, got '{other}'")))
         }
     };
-    let spec = RunSpec {
-        machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
-        workload,
-        workload_format,
-        extra_workloads: extra_workloads
-            .into_iter()
-            .map(|(text, format, origin)| WorkloadSource { text, format, origin })
-            .collect(),
+    let spec = run_spec(
+        MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
+        (workload, workload_format),
+        extra_workloads,
         policy,
         seed,
-        options: RunOptions { trace: false, check_invariants, max_time_ns, governor },
-    };
+        RunOptions { trace: false, check_invariants, max_time_ns, governor },
+    );
     let file = schedlab_core::trace::TraceFile { path: trace_path.into(), format };
     let result = py.allow_threads(|| api::run_to_trace_file(&spec, &file)).map_err(|f| errors::to_py(f.error))?;
     serde_json::to_string(&result)
