@@ -830,6 +830,31 @@ def record_cmd(
     )
 
 
+@app.command("calibrate")
+@_cli_errors
+def calibrate_cmd(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml.")
+    ] = Path("calibrate"),
+    chunks: Annotated[int, typer.Option("--chunks", min=50, help="Wakeups per probe.")] = 400,
+    json_out: JsonOpt = False,
+) -> None:
+    """Measure this machine's wakeup costs (root: two schedlab-wl probes under tracing) and
+    write OUT/machine.toml: this machine imported from /sys with cost.context_switch_ns and
+    cost.ipi_ns set from the measurements, each with a comment saying how it was measured."""
+    from . import _calibrate
+
+    figures = _interruptible(_calibrate.calibrate, out, chunks=chunks)
+    if json_out:
+        _echo_json(figures)
+        return
+    _out().print(
+        f"same-CPU wakeup-to-run p50 {figures['same']['p50_ns']} ns, cross-CPU to an idle CPU p50 "
+        f"{figures['split']['p50_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, ipi_ns "
+        f"{figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns); wrote {out / 'machine.toml'}"
+    )
+
+
 @app.command("validate")
 @_cli_errors
 def validate_cmd(

@@ -178,6 +178,35 @@ pub fn close(fd: libc::c_int) {
     }
 }
 
+/// The CPUs this process may run on (`sched_getaffinity`), in order.
+pub fn allowed_cpus() -> Result<Vec<usize>, WlError> {
+    // SAFETY: `set` is a valid cpu_set_t for the kernel to fill; CPU_ISSET stays within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(sys("sched_getaffinity"));
+        }
+        Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
+    }
+}
+
+/// Pin the calling thread to `cpu` (`sched_setaffinity`); a CPU this
+/// process may not use is a `Sys` error.
+pub fn pin_to(cpu: usize) -> Result<(), WlError> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(WlError::Bad(format!("cpu {cpu} is beyond CPU_SETSIZE")));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(sys(&format!("sched_setaffinity to CPU {cpu}")));
+        }
+    }
+    Ok(())
+}
+
 /// Spawn a named thread (`comm` = `name`, cut to 15 bytes by the kernel).
 pub fn spawn<F: FnOnce() + Send + 'static>(name: String, f: F) -> Result<std::thread::JoinHandle<()>, WlError> {
     std::thread::Builder::new().name(name.clone()).spawn(f).map_err(|e| WlError::Sys(format!("thread {name}: {e}")))

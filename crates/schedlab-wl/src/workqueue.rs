@@ -2,7 +2,10 @@
 //! `threads` workers; a worker asks for a chunk over a shared request pipe,
 //! gets it on its own reply pipe, computes it, and asks again (SEEDS idea 2's
 //! program, the simulated `workqueue` family). Threads `wl-wq-mgr` and
-//! `wl-wq-w<N>`. Metric: completion time.
+//! `wl-wq-w<N>`. Metric: completion time. `pin=split` puts the manager on
+//! CPU 0 and worker N on CPU 1 + N (every wakeup crosses CPUs); `pin=same`
+//! puts everyone on CPU 0 (every wakeup stays on one CPU): the probes of
+//! `schedlab calibrate`. The default, `none`, leaves placement to the kernel.
 
 use serde_json::json;
 
@@ -16,8 +19,23 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let threads = s.count("threads", 4, 1, 100_000)?;
     let chunks = s.count("chunks", 10_000, 1, 1_000_000_000)?;
     let chunk_ns = s.duration("chunk", 5_000_000, 1_000_000)?;
+    let pin = s.choice("pin", &["none", "split", "same"])?;
     s.ignore(&["jitter", "write", "read", "footprint"]);
     s.finish()?;
+    // Pinning uses the CPUs this process may run on: the manager the first,
+    // the workers the others (split) or the first too (same).
+    let cpus = crate::args::allowed_cpus()?;
+    if pin == "split" && cpus.len() < 2 {
+        return Err(WlError::Bad("workqueue: pin=split needs at least 2 CPUs".into()));
+    }
+    let cpu_of_worker = |w: u64| -> Option<usize> {
+        match pin.as_str() {
+            "split" => Some(cpus[1 + (w as usize) % (cpus.len() - 1)]),
+            "same" => Some(cpus[0]),
+            _ => None,
+        }
+    };
+    let mgr_cpu = (pin != "none").then_some(cpus[0]);
     let (req_rd, req_wr) = channel(false)?;
     let mut replies = Vec::with_capacity(threads as usize);
     let mut workers = Vec::with_capacity(threads as usize);
@@ -25,7 +43,13 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     for w in 0..threads {
         let (rd, wr) = channel(false)?;
         replies.push(wr);
+        let cpu = cpu_of_worker(w);
         workers.push(spawn(format!("wl-wq-w{w}"), move || {
+            if let Some(c) = cpu {
+                if crate::args::pin_to(c).is_err() {
+                    return;
+                }
+            }
             let id = (w as u32).to_le_bytes();
             let mut reply = [0u8; 8];
             loop {
@@ -41,6 +65,11 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
         })?);
     }
     let mgr = spawn("wl-wq-mgr".into(), move || {
+        if let Some(c) = mgr_cpu {
+            if crate::args::pin_to(c).is_err() {
+                return;
+            }
+        }
         let (mut given, mut done) = (0u64, 0u64);
         let mut id = [0u8; 4];
         while done < threads {

@@ -1,0 +1,48 @@
+"""`schedlab calibrate`'s measurement rules on hand-written trace lines."""
+
+from schedlab import _calibrate, _native
+
+SW = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_switch: prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state=S ==> next_comm={nc} next_pid={np} next_prio=120"
+WK = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_waking: comm={wc} pid={wp} prio=120 target_cpu={tc:03d}"
+
+
+def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
+    lines = [
+        # CPU 1 goes idle; the manager on CPU 0 wakes the worker: 30 us to run.
+        SW.format(comm="wl-wq-w0", pid=11, cpu=1, t="1.000000", pc="wl-wq-w0", pp=11, nc="swapper/1", np=0),
+        WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000100", wc="wl-wq-w0", wp=11, tc=1),
+        SW.format(comm="<idle>", pid=0, cpu=1, t="1.000130", pc="swapper/1", pp=0, nc="wl-wq-w0", np=11),
+        # CPU 1 busy with another task when the next wakeup comes: not counted.
+        SW.format(comm="wl-wq-w0", pid=11, cpu=1, t="1.000200", pc="wl-wq-w0", pp=11, nc="other", np=99),
+        WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000300", wc="wl-wq-w0", wp=11, tc=1),
+        SW.format(comm="other", pid=99, cpu=1, t="1.000900", pc="other", pp=99, nc="wl-wq-w0", np=11),
+    ]
+    assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=False) == [30_000]
+    assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=True) == []
+
+
+def test_same_cpu_hand_over() -> None:
+    lines = [
+        WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="2.000000", wc="wl-wq-w0", wp=11, tc=0),
+        SW.format(comm="wl-wq-mgr", pid=10, cpu=0, t="2.000004", pc="wl-wq-mgr", pp=10, nc="wl-wq-w0", np=11),
+    ]
+    assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=True) == [4_000]
+
+
+def test_costs_are_written_with_how_they_were_measured() -> None:
+    toml = (
+        '[machine]\nname = "m"\n[topology]\npackages = 1\nnodes_per_package = 1\nllcs_per_node = 1\n'
+        "clusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
+        '[[core_type]]\nname = "c"\ncores = "all"\ncapacity = 1024\nnominal_freq_mhz = 2000\n'
+        "idle_states = [\n"
+        '  { name = "POLL", exit_latency_us = 0, target_residency_us = 0 },\n'
+        '  { name = "C1", exit_latency_us = 2, target_residency_us = 2 },\n'
+        '  { name = "C6", exit_latency_us = 100, target_residency_us = 600 },\n'
+        "]\n[cost]\nl2_kib = 512\nipi_ns = 1500\n"
+    )
+    # A 200 us idle period fits C1 (residency 2 us), not C6 (600 us).
+    assert _calibrate._idle_exit_ns(toml) == 2_000
+    out = _calibrate._set_cost(toml, {"ipi_ns": (25_000, "measured: x"), "context_switch_ns": (3_000, "measured: y")})
+    assert out.count("ipi_ns =") == 1 and "ipi_ns = 25000" in out and "# measured: x" in out
+    assert "context_switch_ns = 3000" in out and "l2_kib = 512" in out
+    _native.topo_show(out, "toml", "test", False)  # still a valid machine
