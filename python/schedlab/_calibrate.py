@@ -66,7 +66,7 @@ def wake_to_run_ns(trace_lines: list[str], comm: str, same_cpu: bool) -> list[in
         if w is None:
             continue
         t_w, waker_cpu = w
-        if same_cpu and cpu == waker_cpu or not same_cpu and cpu != waker_cpu and was_idle:
+        if (same_cpu and cpu == waker_cpu) or (not same_cpu and cpu != waker_cpu and was_idle):
             out.append(round((t - t_w) * 1e9))
     return out
 
@@ -76,7 +76,9 @@ def _idle_exit_ns(machine_toml: str) -> int:
     the probe's idle period (the model's governor rule), from the TOML."""
     best = 0
     best_res = -1
-    for m in re.finditer(r"exit_latency_us\s*=\s*(\d+),\s*target_residency_us\s*=\s*(\d+)", machine_toml):
+    for m in re.finditer(
+        r"exit_latency_us\s*=\s*(\d+),\s*target_residency_us\s*=\s*(\d+)", machine_toml
+    ):
         lat, res = int(m.group(1)), int(m.group(2))
         if res <= IDLE_PERIOD_US and res > best_res:
             best, best_res = lat * 1000, res
@@ -86,7 +88,9 @@ def _idle_exit_ns(machine_toml: str) -> int:
 def _set_cost(machine_toml: str, values: dict[str, tuple[int, str]]) -> str:
     """`machine_toml` with `[cost]` keys set (added under the table, with a
     comment each), replacing earlier values of the same keys."""
-    lines = [ln for ln in machine_toml.splitlines() if not re.match(rf"\s*({'|'.join(values)})\s*=", ln)]
+    lines = [
+        ln for ln in machine_toml.splitlines() if not re.match(rf"\s*({'|'.join(values)})\s*=", ln)
+    ]
     block = []
     for key, (v, how) in values.items():
         block += [f"# {how}", f"{key} = {v}"]
@@ -104,14 +108,22 @@ def calibrate(out: Path, chunks: int = 400) -> dict[str, Any]:
         rec = out / f"probe-{pin}"
         info = _tracefs.record(["schedlab-wl", PROBE.format(chunks=chunks, pin=pin)], rec)
         if info.get("exit_status") != 0:
-            raise _native.SimulationError(f"calibrate: the {pin} probe failed (exit {info.get('exit_status')})")
-        lat = wake_to_run_ns((rec / "trace.txt").read_text(errors="replace").splitlines(), "wl-wq", same)
+            raise _native.SimulationError(
+                f"calibrate: the {pin} probe failed (exit {info.get('exit_status')})"
+            )
+        lat = wake_to_run_ns(
+            (rec / "trace.txt").read_text(errors="replace").splitlines(), "wl-wq", same
+        )
         if len(lat) < 20:
             why = " (the other CPU was busy: calibrate needs a quiet machine)" if not same else ""
             raise _native.SimulationError(
                 f"calibrate: only {len(lat)} usable wakeups in the {pin} probe ({rec}){why}"
             )
-        figures[pin] = {"n": len(lat), "p50_ns": int(statistics.median(lat)), "p90_ns": int(statistics.quantiles(lat, n=10)[-1])}
+        figures[pin] = {
+            "n": len(lat),
+            "p50_ns": int(statistics.median(lat)),
+            "p90_ns": int(statistics.quantiles(lat, n=10)[-1]),
+        }
     machine = (out / "probe-split" / "machine.toml").read_text()
     exit_ns = _idle_exit_ns(machine)
     cs = max(0, figures["same"]["p50_ns"] - READ_NS)

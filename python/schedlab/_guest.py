@@ -78,24 +78,34 @@ class GuestShape:
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, sep, val = part.partition("=")
             if not sep:
-                raise SpecError(f"{origin}: '{part}' is not key=value (keys: {', '.join([*ints, 'kernel'])})")
+                raise SpecError(
+                    f"{origin}: '{part}' is not key=value (keys: {', '.join([*ints, 'kernel'])})"
+                )
             if key == "kernel":
                 if val not in KERNEL_SUITES:
-                    raise SpecError(f"{origin}: kernel: expected one of {', '.join(KERNEL_SUITES)}, got '{val}'")
+                    raise SpecError(
+                        f"{origin}: kernel: expected one of {', '.join(KERNEL_SUITES)}, got '{val}'"
+                    )
                 kernel = val
             elif key in ints:
                 if not val.isdigit() or int(val) < 1:
                     raise SpecError(f"{origin}: {key}: expected a positive integer, got '{val}'")
                 ints[key] = int(val)
             else:
-                raise SpecError(f"{origin}: unknown key '{key}' (keys: {', '.join([*ints, 'kernel'])})")
-        shape = cls(ints["sockets"], ints["cores"], ints["threads"], ints["nodes"], kernel, ints["mem"])
+                raise SpecError(
+                    f"{origin}: unknown key '{key}' (keys: {', '.join([*ints, 'kernel'])})"
+                )
+        shape = cls(
+            ints["sockets"], ints["cores"], ints["threads"], ints["nodes"], kernel, ints["mem"]
+        )
         if shape.cpus > 64:
             raise SpecError(f"{origin}: {shape.cpus} CPUs: at most 64 in a TCG guest")
         if shape.cpus % shape.nodes:
             raise SpecError(f"{origin}: nodes: {shape.nodes} does not divide {shape.cpus} CPUs")
         if shape.nodes > 1 and shape.mem_mib % shape.nodes:
-            raise SpecError(f"{origin}: mem: {shape.mem_mib} MiB does not split over {shape.nodes} nodes")
+            raise SpecError(
+                f"{origin}: mem: {shape.mem_mib} MiB does not split over {shape.nodes} nodes"
+            )
         return shape
 
     def describe(self) -> str:
@@ -128,7 +138,9 @@ def default_cache() -> Path:
 def _need(tool: str, package: str) -> str:
     path = shutil.which(tool)
     if path is None:
-        raise GuestError(f"'{tool}' not found: install Debian's {package} (apt-get install {package})")
+        raise GuestError(
+            f"'{tool}' not found: install Debian's {package} (apt-get install {package})"
+        )
     return path
 
 
@@ -309,7 +321,9 @@ def boot(
         "-chardev", f"file,id=schedlab,path={out_tar}",
         "-device", "virtserialport,chardev=schedlab,name=schedlab.out",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + timeout_s
     fatal = ""
     try:
@@ -415,7 +429,9 @@ def record_in_guest(
 
     rc = text("workload.rc").strip()
     if rc != "0":
-        raise GuestError(f"the workload failed in the guest (exit {rc or '?'}): {text('workload.stderr').strip()[-300:]}")
+        raise GuestError(
+            f"the workload failed in the guest (exit {rc or '?'}): {text('workload.stderr').strip()[-300:]}"
+        )
     trace = text("trace.txt")
     if not trace:
         raise GuestError(f"the guest recorded no trace (see {work / 'console.log'})")

@@ -63,7 +63,9 @@ def find_tracefs(root: Path = TRACEFS, mount: bool = True) -> Path:
         raise RecordError(f"no tracefs at {root}")
     if os.geteuid() != 0:
         raise RecordError("schedlab record needs root: tracefs and its sched events are root-only")
-    done = subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tracefs", "nodev", str(root)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0 or not (root / "instances").is_dir():
         last = (done.stderr.strip().splitlines() or ["not mounted"])[-1]
         raise RecordError(f"tracefs is not available at {root} and could not be mounted: {last}")
@@ -96,12 +98,16 @@ def record(
     a signal (the CLI's SIGINT/SIGTERM handler sets it), that signal is sent
     to the command, and what was recorded up to then is kept."""
     if not argv:
-        raise RecordError("schedlab record: give the command after --, e.g. schedlab record -- sleep 1")
+        raise RecordError(
+            "schedlab record: give the command after --, e.g. schedlab record -- sleep 1"
+        )
     if buffer_kb < 64:
         raise RecordError(f"--buffer-kb: expected at least 64, got {buffer_kb}")
     root = tracefs if tracefs is not None else find_tracefs()
     if not os.access(root / "instances", os.W_OK):
-        raise RecordError(f"cannot create a tracefs instance under {root / 'instances'}: permission denied (not root?)")
+        raise RecordError(
+            f"cannot create a tracefs instance under {root / 'instances'}: permission denied (not root?)"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -96,7 +96,9 @@ def default_cases(scale: float = 1.0) -> list[Case]:
 
 
 def _metrics(doc: dict[str, Any]) -> dict[str, float]:
-    return {m["name"]: (math.nan if m["value"] is None else float(m["value"])) for m in doc["metrics"]}
+    return {
+        m["name"]: (math.nan if m["value"] is None else float(m["value"])) for m in doc["metrics"]
+    }
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -142,22 +144,43 @@ def run_case(
         machine_text = (out / "machine.toml").read_text()
         doc = json.loads(
             _native.analyze_trace(
-                text, str(out / "trace.txt"), (machine_text, "toml", str(out / "machine.toml")), [case.comm], []
+                text,
+                str(out / "trace.txt"),
+                (machine_text, "toml", str(out / "machine.toml")),
+                [case.comm],
+                [],
             )
         )
         if not doc.get("selected_tasks"):
-            raise _native.SimulationError(f"validate {case.name}: no task named '{case.comm}' in {out}/trace.txt")
+            raise _native.SimulationError(
+                f"validate {case.name}: no task named '{case.comm}' in {out}/trace.txt"
+            )
         real_runs.append(_metrics(doc))
-    policy, notes = policy_for_kernel(str(info.get("kernel_release", "")), list(info.get("sched_features", [])))
+    policy, notes = policy_for_kernel(
+        str(info.get("kernel_release", "")), list(info.get("sched_features", []))
+    )
     machine = resolve_machine(str(work / case.name / "real-0" / "machine.toml"))
-    flips = parent_wakee_flips if parent_wakee_flips is not None else info.get("launcher_wakee_flips")
+    flips = (
+        parent_wakee_flips if parent_wakee_flips is not None else info.get("launcher_wakee_flips")
+    )
     workload = case.workload + (f",parent_wakee_flips={int(flips)}" if flips else "")
-    sim_runs = [run_sources(machine, resolve_workloads([workload]), policy, seed).metrics for seed in range(seeds)]
+    sim_runs = [
+        run_sources(machine, resolve_workloads([workload]), policy, seed).metrics
+        for seed in range(seeds)
+    ]
     rows = []
     for m in COMPARED:
         real = _mean([r.get(m, math.nan) for r in real_runs])
         sim = _mean([r.get(m, math.nan) for r in sim_runs])
-        rows.append({"metric": m, "real": real, "sim": sim, "diff": sim - real, "verdict": verdict(m, real, sim)})
+        rows.append(
+            {
+                "metric": m,
+                "real": real,
+                "sim": sim,
+                "diff": sim - real,
+                "verdict": verdict(m, real, sim),
+            }
+        )
     return {
         "case": case.name,
         "native": " ".join(case.argv),

@@ -16,7 +16,9 @@ from .trace import TraceFrames
 LEGEND_TASKS = 12
 
 
-def _intervals(frames: TraceFrames) -> tuple[dict[int, list[tuple[float, float, int]]], dict[int, str], float, float]:
+def _intervals(
+    frames: TraceFrames,
+) -> tuple[dict[int, list[tuple[float, float, int]]], dict[int, str], float, float]:
     """Per CPU, ``(start, length, pid)`` of every stretch a task ran, the
     comm of each pid, and the trace's first and last timestamps."""
     sw = frames.df_event("sched_switch")
@@ -41,7 +43,9 @@ def _intervals(frames: TraceFrames) -> tuple[dict[int, list[tuple[float, float, 
     return per_cpu, comms, t0, t1
 
 
-def cpu_timeline(frames: TraceFrames, out: Path, title: str = "", nr_cpus: int | None = None) -> dict[str, Any]:
+def cpu_timeline(
+    frames: TraceFrames, out: Path, title: str = "", nr_cpus: int | None = None
+) -> dict[str, Any]:
     """Draw the per-CPU timeline of `frames` into the PNG `out`; returns a
     summary (CPUs drawn, stretches, tasks)."""
     import matplotlib
@@ -76,10 +80,17 @@ def cpu_timeline(frames: TraceFrames, out: Path, title: str = "", nr_cpus: int |
         ax.set_yticks(range(cpus))
     ax.set_title(title or "which task ran where")
     handles = [
-        matplotlib.patches.Patch(color=colour[p], label=f"{comms.get(p, p)}-{p}") for p in order[:LEGEND_TASKS]
+        matplotlib.patches.Patch(color=colour[p], label=f"{comms.get(p, p)}-{p}")
+        for p in order[:LEGEND_TASKS]
     ]
     if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        ax.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize="small",
+            frameon=False,
+        )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -27,7 +27,13 @@ from ._compare import default_metrics
 from ._native import SpecError
 
 PLACE_PREFIX = "place_"
-MIGRATION_KINDS = ("migrations_smt", "migrations_cluster", "migrations_llc", "migrations_package", "migrations_node")
+MIGRATION_KINDS = (
+    "migrations_smt",
+    "migrations_cluster",
+    "migrations_llc",
+    "migrations_package",
+    "migrations_node",
+)
 
 
 def load(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -92,7 +98,9 @@ def _metric_figure(runs: pd.DataFrame, metric: str, unit: str, better: str, out:
     plt.close(fig)
 
 
-def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path, share: bool) -> bool:
+def _stacked_figure(
+    runs: pd.DataFrame, cols: list[str], title: str, out: Path, share: bool
+) -> bool:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,7 +142,16 @@ def _summary(runs: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
             mean = float(vals.mean())
             pct = None if p == policies[0] or base == 0 else 100 * (mean - base) / abs(base)
             sd = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
-            rows.append({"metric": m, "policy": p, "n": len(vals), "mean": mean, "sd": sd, "pct_vs_first": pct})
+            rows.append(
+                {
+                    "metric": m,
+                    "policy": p,
+                    "n": len(vals),
+                    "mean": mean,
+                    "sd": sd,
+                    "pct_vs_first": pct,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -146,15 +163,24 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def write_report(runs: pd.DataFrame, meta: dict[str, Any], out: Path, metrics: list[str] | None = None) -> list[Path]:
+def write_report(
+    runs: pd.DataFrame, meta: dict[str, Any], out: Path, metrics: list[str] | None = None
+) -> list[Path]:
     """Write the report into `out`; returns the figure files written."""
     out.mkdir(parents=True, exist_ok=True)
     numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c])]
     if metrics is None:
         frame = runs.copy()
-        frame.attrs["primary"] = meta.get("primary") or ("completion_time_s" if "completion_time_s" in runs else "")
+        frame.attrs["primary"] = meta.get("primary") or (
+            "completion_time_s" if "completion_time_s" in runs else ""
+        )
         metrics = [m for m in default_metrics(frame) if m in numeric]
-        metrics = metrics or [c for c in numeric if c not in ("run", "seed", "events_processed", "sim_time_ns")][:4]
+        metrics = (
+            metrics
+            or [c for c in numeric if c not in ("run", "seed", "events_processed", "sim_time_ns")][
+                :4
+            ]
+        )
     missing = [m for m in metrics if m not in runs]
     if missing:
         raise SpecError(f"--metric: not in the results: {', '.join(missing)}")
@@ -165,16 +191,22 @@ def write_report(runs: pd.DataFrame, meta: dict[str, Any], out: Path, metrics: l
         figures.append((f, f"{m}: mean and standard deviation per policy, each seed a dot"))
     place_cols = [c for c in runs.columns if c.startswith(PLACE_PREFIX)]
     f = out / "placement.png"
-    if _stacked_figure(runs, place_cols, "where wakeups were placed (select_task_rq paths)", f, share=True):
+    if _stacked_figure(
+        runs, place_cols, "where wakeups were placed (select_task_rq paths)", f, share=True
+    ):
         figures.append((f, "placement paths: share of all placements per policy"))
     f = out / "migrations.png"
-    if _stacked_figure(runs, list(MIGRATION_KINDS), "migrations by distance, per run", f, share=False):
+    if _stacked_figure(
+        runs, list(MIGRATION_KINDS), "migrations by distance, per run", f, share=False
+    ):
         figures.append((f, "migrations by topological distance, mean per run"))
     summary = _summary(runs, metrics)
     title = f"schedlab report: {meta.get('machine', '')} · {meta.get('workload', '')}"
     seeds = sorted({int(s) for s in runs["seed"]}) if "seed" in runs else []
     header = ["metric", "policy", "n", "mean", "sd", "% vs first"]
-    table_rows = [[r.metric, r.policy, r.n, r.mean, r.sd, r.pct_vs_first] for r in summary.itertuples()]
+    table_rows = [
+        [r.metric, r.policy, r.n, r.mean, r.sd, r.pct_vs_first] for r in summary.itertuples()
+    ]
     md = [f"# {title}", "", f"Policies: {', '.join(_policies(runs))}; seeds: {seeds}.", ""]
     md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in table_rows]

@@ -61,7 +61,9 @@ class TraceFrames:
         the trace has none)."""
         if name not in self._frames:
             rows = self._rows.get(name, [])
-            df = pd.DataFrame(rows, columns=None if rows else ["Time", "__cpu", "__pid", "__comm", "__seq"])
+            df = pd.DataFrame(
+                rows, columns=None if rows else ["Time", "__cpu", "__pid", "__comm", "__seq"]
+            )
             # The line number only orders df_all among equal timestamps.
             self._frames[name] = df.drop(columns="__seq").set_index("Time")
         return self._frames[name]

@@ -9,13 +9,21 @@ WK = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_waking: comm={wc} pid={wp} prio=
 def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
     lines = [
         # CPU 1 goes idle; the manager on CPU 0 wakes the worker: 30 us to run.
-        SW.format(comm="wl-wq-w0", pid=11, cpu=1, t="1.000000", pc="wl-wq-w0", pp=11, nc="swapper/1", np=0),
+        SW.format(
+            comm="wl-wq-w0", pid=11, cpu=1, t="1.000000", pc="wl-wq-w0", pp=11, nc="swapper/1", np=0
+        ),
         WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000100", wc="wl-wq-w0", wp=11, tc=1),
-        SW.format(comm="<idle>", pid=0, cpu=1, t="1.000130", pc="swapper/1", pp=0, nc="wl-wq-w0", np=11),
+        SW.format(
+            comm="<idle>", pid=0, cpu=1, t="1.000130", pc="swapper/1", pp=0, nc="wl-wq-w0", np=11
+        ),
         # CPU 1 busy with another task when the next wakeup comes: not counted.
-        SW.format(comm="wl-wq-w0", pid=11, cpu=1, t="1.000200", pc="wl-wq-w0", pp=11, nc="other", np=99),
+        SW.format(
+            comm="wl-wq-w0", pid=11, cpu=1, t="1.000200", pc="wl-wq-w0", pp=11, nc="other", np=99
+        ),
         WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000300", wc="wl-wq-w0", wp=11, tc=1),
-        SW.format(comm="other", pid=99, cpu=1, t="1.000900", pc="other", pp=99, nc="wl-wq-w0", np=11),
+        SW.format(
+            comm="other", pid=99, cpu=1, t="1.000900", pc="other", pp=99, nc="wl-wq-w0", np=11
+        ),
     ]
     assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=False) == [30_000]
     assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=True) == []
@@ -24,7 +32,16 @@ def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
 def test_same_cpu_hand_over() -> None:
     lines = [
         WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="2.000000", wc="wl-wq-w0", wp=11, tc=0),
-        SW.format(comm="wl-wq-mgr", pid=10, cpu=0, t="2.000004", pc="wl-wq-mgr", pp=10, nc="wl-wq-w0", np=11),
+        SW.format(
+            comm="wl-wq-mgr",
+            pid=10,
+            cpu=0,
+            t="2.000004",
+            pc="wl-wq-mgr",
+            pp=10,
+            nc="wl-wq-w0",
+            np=11,
+        ),
     ]
     assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=True) == [4_000]
 
@@ -42,7 +59,9 @@ def test_costs_are_written_with_how_they_were_measured() -> None:
     )
     # A 200 us idle period fits C1 (residency 2 us), not C6 (600 us).
     assert _calibrate._idle_exit_ns(toml) == 2_000
-    out = _calibrate._set_cost(toml, {"ipi_ns": (25_000, "measured: x"), "context_switch_ns": (3_000, "measured: y")})
+    out = _calibrate._set_cost(
+        toml, {"ipi_ns": (25_000, "measured: x"), "context_switch_ns": (3_000, "measured: y")}
+    )
     assert out.count("ipi_ns =") == 1 and "ipi_ns = 25000" in out and "# measured: x" in out
     assert "context_switch_ns = 3000" in out and "l2_kib = 512" in out
     _native.topo_show(out, "toml", "test", False)  # still a valid machine

@@ -14,7 +14,14 @@ from schedlab import _guest as g
 
 def test_shape_parses_keys_and_defaults():
     s = g.GuestShape.parse("sockets=2,cores=2,threads=2,nodes=2,kernel=6.1,mem=2048")
-    assert (s.sockets, s.cores, s.threads, s.nodes, s.kernel, s.mem_mib) == (2, 2, 2, 2, "6.1", 2048)
+    assert (s.sockets, s.cores, s.threads, s.nodes, s.kernel, s.mem_mib) == (
+        2,
+        2,
+        2,
+        2,
+        "6.1",
+        2048,
+    )
     assert s.cpus == 8
     d = g.GuestShape.parse("")
     assert (d.sockets, d.cores, d.threads, d.nodes, d.kernel) == (1, 2, 1, 1, "6.12")
@@ -48,7 +55,10 @@ def _static_busybox() -> bool:
     bb = shutil.which("busybox")
     if bb is None or shutil.which("cpio") is None:
         return False
-    return "statically linked" in subprocess.run(["file", "-L", bb], capture_output=True, text=True).stdout
+    return (
+        "statically linked"
+        in subprocess.run(["file", "-L", bb], capture_output=True, text=True).stdout
+    )
 
 
 @pytest.mark.skipif(not _static_busybox(), reason="needs Debian's busybox-static and cpio")
@@ -57,12 +67,18 @@ def test_initramfs_holds_init_job_and_files(tmp_path: Path):
     prog.write_bytes(b"\x7fELF fake")
     rd = g.build_initramfs(tmp_path, "echo hello\n", {"/bin/prog": prog})
     listing = subprocess.run(
-        ["cpio", "-t", "--quiet"], input=gzip.decompress(rd.read_bytes()), capture_output=True, check=True
+        ["cpio", "-t", "--quiet"],
+        input=gzip.decompress(rd.read_bytes()),
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     names = set(listing.split())
     assert {"init", "job.sh", "bin/busybox", "bin/prog"} <= names
     # The same inputs give the same bytes.
-    assert g.build_initramfs(tmp_path, "echo hello\n", {"/bin/prog": prog}).read_bytes() == rd.read_bytes()
+    assert (
+        g.build_initramfs(tmp_path, "echo hello\n", {"/bin/prog": prog}).read_bytes()
+        == rd.read_bytes()
+    )
 
 
 @pytest.mark.slow

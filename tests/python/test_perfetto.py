@@ -42,7 +42,15 @@ def test_every_event_kind_and_every_cpu_decode(tmp_path: Path) -> None:
     out = tmp_path / "run.pftrace"
     # hackbench for switches, wakeups, migrations, exits; an interrupt source
     # on CPUs 0-1 for irq and softirq events.
-    args = ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=50", "-w", "irq:preset=pingflood,cpus=0-1"]
+    args = [
+        "run",
+        "-m",
+        "laptop-4c8t",
+        "-w",
+        "hackbench:groups=1,loops=50",
+        "-w",
+        "irq:preset=pingflood,cpus=0-1",
+    ]
     res = runner.invoke(app, [*args, "--trace", str(out)])
     assert res.exit_code == 0, res.output
     trace = _decode(out)
@@ -78,15 +86,28 @@ def test_every_event_kind_and_every_cpu_decode(tmp_path: Path) -> None:
     )
     assert sw.next_comm and sw.next_prio == 120
     # Placement annotations carry the decision.
-    place = next(p.track_event for p in trace.packet if p.HasField("track_event") and p.track_event.name.startswith("place"))
-    assert {a.name for a in place.debug_annotations} >= {"pid", "prev_cpu", "waker_cpu", "cpu", "scanned"}
+    place = next(
+        p.track_event
+        for p in trace.packet
+        if p.HasField("track_event") and p.track_event.name.startswith("place")
+    )
+    assert {a.name for a in place.debug_annotations} >= {
+        "pid",
+        "prev_cpu",
+        "waker_cpu",
+        "cpu",
+        "scanned",
+    }
 
 
 def test_the_same_run_gives_the_same_bytes(tmp_path: Path) -> None:
     outs = []
     for i in range(2):
         out = tmp_path / f"{i}.pftrace"
-        res = runner.invoke(app, ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=20", "--trace", str(out)])
+        res = runner.invoke(
+            app,
+            ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=20", "--trace", str(out)],
+        )
         assert res.exit_code == 0, res.output
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]

@@ -14,14 +14,18 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def test_run_plot_writes_a_png(tmp_path: Path) -> None:
     out = tmp_path / "tl.png"
-    res = runner.invoke(app, ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=20", "--plot", str(out)])
+    res = runner.invoke(
+        app, ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=20", "--plot", str(out)]
+    )
     assert res.exit_code == 0, res.output
     assert out.read_bytes().startswith(PNG_MAGIC)
 
 
 def test_plot_refuses_a_perfetto_trace_in_one_line(tmp_path: Path) -> None:
     args = ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=20"]
-    res = runner.invoke(app, [*args, "--trace", str(tmp_path / "x.pftrace"), "--plot", str(tmp_path / "p.png")])
+    res = runner.invoke(
+        app, [*args, "--trace", str(tmp_path / "x.pftrace"), "--plot", str(tmp_path / "p.png")]
+    )
     assert res.exit_code == 2
     assert "--plot reads the trace as ftrace text" in res.output
 

@@ -59,9 +59,13 @@ def test_a_real_recording_analyzes_with_its_machine(tmp_path: Path) -> None:
     assert info["exit_status"] == 0 and "sched/sched_switch" in info["events"]
     assert "sched_switch:" in (out / "trace.txt").read_text()
     assert "[topology]" in (out / "machine.toml").read_text()
-    res = runner.invoke(app, ["analyze", str(out / "trace.txt"), "--machine", str(out / "machine.toml"), "--json"])
+    res = runner.invoke(
+        app, ["analyze", str(out / "trace.txt"), "--machine", str(out / "machine.toml"), "--json"]
+    )
     assert res.exit_code == 0, res.output
-    assert not [d for d in Path("/sys/kernel/tracing/instances").iterdir() if d.name.startswith("schedlab-")]
+    assert not [
+        d for d in Path("/sys/kernel/tracing/instances").iterdir() if d.name.startswith("schedlab-")
+    ]
 
 
 def test_record_needs_a_command_in_the_cli(tmp_path: Path) -> None:

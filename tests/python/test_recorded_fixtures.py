@@ -27,7 +27,16 @@ runner = CliRunner()
 def _analyze(name: str, comm: str) -> dict[str, float]:
     d = REC / name
     res = runner.invoke(
-        app, ["analyze", str(d / "trace.txt"), "--machine", str(d / "machine.toml"), "--comm", comm, "--json"]
+        app,
+        [
+            "analyze",
+            str(d / "trace.txt"),
+            "--machine",
+            str(d / "machine.toml"),
+            "--comm",
+            comm,
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.output
     return {m["name"]: m["value"] for m in json.loads(res.stdout)["metrics"]}
@@ -63,6 +72,8 @@ def test_guest_machine_builds_the_domains_the_guest_kernel_printed() -> None:
         printed.setdefault(cpu, []).append((level, name, frozenset(flags)))  # type: ignore[arg-type]
     ours = json.loads(_native.topo_show((d / "machine.toml").read_text(), "toml", "fixture", True))
     for cpu, chain in enumerate(ours["cpu_chains"]):
-        built = [(ours["domains"][i]["level"], frozenset(ours["domains"][i]["flags"])) for i in chain]
+        built = [
+            (ours["domains"][i]["level"], frozenset(ours["domains"][i]["flags"])) for i in chain
+        ]
         kernel_chain = [(name, flags) for _, name, flags in sorted(printed[cpu])]  # type: ignore[misc]
         assert built == kernel_chain, cpu

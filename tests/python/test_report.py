@@ -14,7 +14,17 @@ runner = CliRunner()
 
 def _compare(tmp_path: Path, fmt: str) -> Path:
     out = tmp_path / f"cmp.{fmt}"
-    args = ["compare", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=20", "-p", "eevdf", "-p", "eevdf-WA_IDLE"]
+    args = [
+        "compare",
+        "-m",
+        "laptop-4c8t",
+        "-w",
+        "hackbench:groups=1,loops=20",
+        "-p",
+        "eevdf",
+        "-p",
+        "eevdf-WA_IDLE",
+    ]
     args += ["--runs", "2", "--jobs", "1"]
     if fmt == "json":
         res = runner.invoke(app, [*args, "--json"])
@@ -52,7 +62,9 @@ def test_report_from_compare_json(tmp_path: Path) -> None:
 
 def test_report_from_compare_csv_with_chosen_metrics(tmp_path: Path) -> None:
     out = tmp_path / "rep"
-    res = runner.invoke(app, ["report", str(_compare(tmp_path, "csv")), "-o", str(out), "--metric", "migrations"])
+    res = runner.invoke(
+        app, ["report", str(_compare(tmp_path, "csv")), "-o", str(out), "--metric", "migrations"]
+    )
     assert res.exit_code == 0, res.output
     pngs = _check(out)
     assert [p for p in pngs if p.startswith("metric-")] == ["metric-migrations.png"]

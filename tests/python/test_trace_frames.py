@@ -27,7 +27,13 @@ def test_real_lines_give_lisa_frames(tmp_path: Path) -> None:
     p.write_text(REAL)
     t = schedlab.trace.read(p)
     assert t.skipped == 3
-    assert t.events == ["fork_flips", "sched_wakeup_new", "sched_switch", "sched_waking", "softirq_entry"]
+    assert t.events == [
+        "fork_flips",
+        "sched_wakeup_new",
+        "sched_switch",
+        "sched_waking",
+        "softirq_entry",
+    ]
     sw = t.df_event("sched_switch")
     assert sw.index.name == "Time"
     assert list(sw.columns) == [
@@ -55,7 +61,12 @@ def test_a_run_gives_the_frames_its_trace_file_gives(tmp_path: Path) -> None:
     from_file = schedlab.trace.read(path).df_event("sched_switch")
     assert sw.equals(from_file)
     all_events = r.events()
-    assert set(all_events["event"]) >= {"sched_switch", "sched_waking", "sched_wakeup", "sched_process_exit"}
+    assert set(all_events["event"]) >= {
+        "sched_switch",
+        "sched_waking",
+        "sched_wakeup",
+        "sched_process_exit",
+    }
     assert all_events.index.is_monotonic_increasing
 
 

@@ -34,7 +34,9 @@ def test_a_case_compares_a_recording_with_its_simulation(tmp_path: Path) -> None
     # The "recording" is the simulator's own trace of the case's workload on
     # the laptop preset, named as the native program would be: the comparison
     # then must pass on every compared metric but the uncalibrated time.
-    case = _validate.Case("self", ("sim",), "hackbench", "hackbench:groups=1,loops=30,ipc=pipe,mode=thread", "test")
+    case = _validate.Case(
+        "self", ("sim",), "hackbench", "hackbench:groups=1,loops=30,ipc=pipe,mode=thread", "test"
+    )
     machine = (Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text()
 
     def fake_record(argv: list[str], out: Path) -> dict[str, Any]:
@@ -47,7 +49,12 @@ def test_a_case_compares_a_recording_with_its_simulation(tmp_path: Path) -> None
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=fake_record)
     assert res["policy"] == "v6.12"
     got = {row["metric"]: row for row in res["rows"]}
-    for m in ("wake_prev_cpu_pct", "wake_on_waker_cpu_pct", "migrations_per_wakeup", "context_switches"):
+    for m in (
+        "wake_prev_cpu_pct",
+        "wake_on_waker_cpu_pct",
+        "migrations_per_wakeup",
+        "context_switches",
+    ):
         assert got[m]["verdict"] == "pass", got[m]
         assert got[m]["diff"] == pytest.approx(0.0, abs=1e-9), got[m]
     md = _validate.markdown([res, {"case": "other", "skipped": "'x' not found"}], "Test")
@@ -61,7 +68,9 @@ def test_a_case_without_its_tasks_in_the_trace_fails_clearly(tmp_path: Path) -> 
         out.mkdir(parents=True)
         r = schedlab.run("laptop-4c8t", "hackbench:groups=1,loops=5", trace=True)
         (out / "trace.txt").write_text(r.trace or "")
-        (out / "machine.toml").write_text((Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text())
+        (out / "machine.toml").write_text(
+            (Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text()
+        )
         return {"kernel_release": "6.12.0", "sched_features": []}
 
     with pytest.raises(_native.SimulationError, match="no task named 'no-such-comm'"):

@@ -10,7 +10,11 @@ import pytest
 
 def _wl(*args: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("schedlab-wl")
-    cmd = [exe, *args] if exe else [sys.executable, "-c", "from schedlab.wl import main; main()", *args]
+    cmd = (
+        [exe, *args]
+        if exe
+        else [sys.executable, "-c", "from schedlab.wl import main; main()", *args]
+    )
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
