@@ -126,7 +126,13 @@ def run_sources(
     # Only a composed run passes the keyword (engines faked in tests need not know it).
     check_u64("seed", seed)
     check_u64("max_time_ns", max_time_ns)
-    more = {"extra_workloads": [(w.text, w.format, w.origin) for w in extra]} if extra else {}
+    more: dict[str, Any] = (
+        {"extra_workloads": [(w.text, w.format, w.origin) for w in extra]} if extra else {}
+    )
+    if first.format != "spec":
+        # A workload file's errors name its path (like the composed
+        # keyword, passed only when needed: engines faked in tests omit it).
+        more["workload_origin"] = first.origin
     text, trace_text = _native.run(
         machine.text,
         machine.format,

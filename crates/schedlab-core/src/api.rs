@@ -78,6 +78,9 @@ pub struct RunSpec {
     pub workload: String,
     /// `"spec"`, `"toml"` or `"json"`.
     pub workload_format: String,
+    /// What errors in `workload` name: the file's path for a workload file.
+    /// Empty: `workload` for a spec string, `workload file` otherwise.
+    pub workload_origin: String,
     /// Further workloads run at the same time on the same machine (`-w A -w B`):
     /// composed after `workload`, in order (see `workload/compose.rs` for how
     /// ids, durations and metric names are merged). Empty for a plain run.
@@ -173,7 +176,11 @@ pub fn run_keeping_trace(spec: &RunSpec) -> std::result::Result<RunResult, Faile
     let machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
-    let origin = if wl_format == "spec" { "workload" } else { "workload file" };
+    let origin = match (spec.workload_origin.as_str(), wl_format) {
+        ("", "spec") => "workload",
+        ("", _) => "workload file",
+        (given, _) => given,
+    };
     let mut parts = crate::workload::build_workloads(wl_text, wl_format, origin, &machine)?;
     for (i, extra) in spec.extra_workloads.iter().enumerate() {
         // Spec strings are told apart by position, as `-w` gave them.

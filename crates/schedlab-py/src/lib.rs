@@ -18,11 +18,12 @@ use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec, WorkloadSourc
 /// the ftrace-format trace text.
 ///
 /// `extra_workloads` are further workloads run at the same time, each as
-/// `(text, format, origin)` (see `RunSpec::extra_workloads`).
+/// `(text, format, origin)` (see `RunSpec::extra_workloads`); `workload_origin`
+/// is what errors in `workload` name (the file's path), empty for the default.
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace=false, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new()))]
+                    extra_workloads=Vec::new(), workload_origin=String::new()))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -37,11 +38,13 @@ fn run(
     check_invariants: bool,
     max_time_ns: u64,
     extra_workloads: Vec<(String, String, String)>,
+    workload_origin: String,
 ) -> PyResult<(String, Option<String>)> {
     let spec = RunSpec {
         machine: MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
         workload,
         workload_format,
+        workload_origin,
         extra_workloads: extra_workloads
             .into_iter()
             .map(|(text, format, origin)| WorkloadSource { text, format, origin })
