@@ -360,7 +360,11 @@ def run_cmd(
     ] = 0,
     trace: Annotated[
         Path | None,
-        typer.Option("--trace", help="Write an ftrace-format trace here (only on success; - for stdout)."),
+        typer.Option(
+            "--trace",
+            help="Write an ftrace-format trace here (- for stdout). A failed or stopped run "
+            "keeps its trace so far, marked INCOMPLETE.",
+        ),
     ] = None,
     check_invariants: Annotated[
         bool, typer.Option("--check-invariants", help="Check engine invariants (slower).")
