@@ -27,7 +27,7 @@
 //!                         # x86 machines report)
 //! [[core_type]]           # one or more; `cores` = global core ranges or "all"
 //! name, cores, capacity (1..=1024, the largest type exactly 1024),
-//! nominal_freq_mhz, smt_speed_pct (default 60), opps, idle_states
+//! nominal_freq_mhz, smt_speed_pct (default 60; 100 without SMT), opps, idle_states
 //! [freq_domain]
 //! per = "package"         # cpu | core | cluster | llc | package
 //! [cost]                  # see `CostParams` defaults in `default_cost`
