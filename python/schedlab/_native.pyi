@@ -24,6 +24,7 @@ def run(
     max_time_ns: int = 0,
     extra_workloads: list[tuple[str, str, str]] = ...,
     governor: str | None = None,
+    workload_origin: str = "",
 ) -> tuple[str, str | None]: ...
 def run_to_file(
     machine_text: str,
@@ -39,6 +40,7 @@ def run_to_file(
     max_time_ns: int = 0,
     extra_workloads: list[tuple[str, str, str]] = ...,
     governor: str | None = None,
+    workload_origin: str = "",
 ) -> str: ...
 def topo_show(text: str, format: str, origin: str, json: bool = False) -> str: ...
 def topo_import(root: str) -> str: ...

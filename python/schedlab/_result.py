@@ -152,6 +152,10 @@ def run_sources(
     )
     if governor is not None:
         more["governor"] = governor
+    if first.format != "spec":
+        # A workload file's errors name its path (like the composed
+        # keyword, passed only when needed: engines faked in tests omit it).
+        more["workload_origin"] = first.origin
     if trace_file is not None:
         text = _native.run_to_file(
             machine.text,

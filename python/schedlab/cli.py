@@ -731,16 +731,44 @@ def reproduce_cmd(
     if chosen is None:
         _fail(f"unknown case '{case}'; valid: {', '.join(reproduce.CASES)}", 2)
     err = _err()
+    interrupted: reproduce.CaseInterrupted | None = None
     with _progress(err) as bar:
         task = bar.add_task(chosen.name, total=None)
-        judged = reproduce.run_case(
-            chosen,
-            runs=runs,
-            scale=scale,
-            jobs=jobs,
-            no_change_pct=no_change_pct,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        try:
+            judged = _interruptible(
+                reproduce.run_case,
+                chosen,
+                runs=runs,
+                scale=scale,
+                jobs=jobs,
+                no_change_pct=no_change_pct,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                stop=lambda: _stop_signal is not None,
+            )
+        except reproduce.CaseInterrupted as e:
+            interrupted, judged = e, e.judged
+    if interrupted is not None and interrupted.rows_done == 0:
+        _fail(
+            f"{_stopped_by()}: reproduce stopped before any row finished; nothing written",
+            _stop_exit_code(),
         )
+    _show_reproduce(chosen, judged, scale, runs, json_out, interrupted is None)
+    if interrupted is not None:
+        _fail(
+            f"{_stopped_by()}: reproduce stopped after {interrupted.rows_done} of "
+            f"{interrupted.rows_total} rows; the output above holds the finished rows",
+            _stop_exit_code(),
+        )
+
+
+def _show_reproduce(
+    chosen: reproduce.Case,
+    judged: list[reproduce.Judged],
+    scale: float,
+    runs: int | None,
+    json_out: bool,
+    complete: bool,
+) -> None:
     if json_out:
         _echo_json(
             {
@@ -748,6 +776,7 @@ def reproduce_cmd(
                 "scale": scale,
                 "runs": runs or chosen.default_runs,
                 "results": [j.to_dict() for j in judged],
+                "complete": complete,
             }
         )
         return

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._compare import Progress, run_matrix
+from ._compare import MatrixInterrupted, Progress, run_matrix
 from ._resolve import resolve_machine, resolve_workload
 
 #: Smallest spread (percent of the baseline mean) a comparison uses. A
@@ -275,6 +275,18 @@ def _row_progress(progress: Progress, row: int, rows: int) -> Progress:
     return report
 
 
+class CaseInterrupted(Exception):
+    """A stop request ended `run_case` early. ``judged`` holds the verdicts
+    of the ``rows_done`` rows that finished (of ``rows_total``); the row under
+    way is dropped, since a verdict over part of its seeds is not the case's."""
+
+    def __init__(self, judged: list[Judged], rows_done: int, rows_total: int) -> None:
+        super().__init__(f"{rows_done} of {rows_total} rows finished")
+        self.judged = judged
+        self.rows_done = rows_done
+        self.rows_total = rows_total
+
+
 def run_case(
     case: Case,
     runs: int | None = None,
@@ -282,8 +294,11 @@ def run_case(
     jobs: int | None = None,
     no_change_pct: float = DEFAULT_NO_CHANGE_PCT,
     progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Judged]:
-    """Simulate every row of ``case`` and judge each policy against the first."""
+    """Simulate every row of ``case`` and judge each policy against the first.
+    When ``stop()`` turns true (or an in-process run is interrupted) raises
+    `CaseInterrupted` with the verdicts of the rows that finished."""
     if scale <= 0:
         raise ValueError("scale must be positive")
     n = runs or case.default_runs
@@ -297,14 +312,22 @@ def run_case(
         inner: Progress | None = None
         if progress is not None:
             inner = _row_progress(progress, ri, total_rows)
-        results = run_matrix(
-            machine,
-            resolve_workload(row.workload(scale)),
-            list(case.policies),
-            seeds,
-            jobs=jobs,
-            progress=inner,
-        )
+        stopped = False
+        try:
+            results = run_matrix(
+                machine,
+                resolve_workload(row.workload(scale)),
+                list(case.policies),
+                seeds,
+                jobs=jobs,
+                progress=inner,
+                stop=stop,
+            )
+        except MatrixInterrupted as e:
+            if e.done < e.total:
+                raise CaseInterrupted(out, ri, total_rows) from None
+            # The stop came after the row's last run: judge it, then stop.
+            results, stopped = e.results, True
         for metric in case.metrics:
             pubs = case.published_by_metric.get(metric)
             published = pubs[ri] if pubs else row.published
@@ -345,4 +368,6 @@ def run_case(
                         mag,
                     )
                 )
+        if stopped:
+            raise CaseInterrupted(out, ri + 1, total_rows)
     return out

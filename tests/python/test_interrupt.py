@@ -3,6 +3,7 @@ compare runs kept. In subprocesses, since the stop flag is process-global."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -110,3 +111,50 @@ def test_sigint_keeps_finished_compare_runs(tmp_path: Path, jobs: str) -> None:
     assert len(lines) == 1 and "compare stopped after" in lines[0], err
     rows = csv.read_text().splitlines()
     assert 2 <= len(rows) < 41  # header + the finished runs, not all 40
+
+
+def test_run_case_stop_keeps_finished_rows() -> None:
+    from schedlab import reproduce
+
+    case = reproduce.CASES["ni-retry-schbench"]
+    calls = 0
+
+    def stop() -> bool:
+        # In process, stop() is asked after each run: two policies x one seed
+        # per row, so the second call ends the first row.
+        nonlocal calls
+        calls += 1
+        return calls >= 2
+
+    with pytest.raises(reproduce.CaseInterrupted) as info:
+        reproduce.run_case(case, runs=1, scale=0.02, jobs=1, stop=stop)
+    e = info.value
+    assert (e.rows_done, e.rows_total) == (1, len(case.rows))
+    assert len(e.judged) == len(case.metrics) * len(case.policies)
+    assert {j.row for j in e.judged} == {case.rows[0].label}
+
+
+@pytest.mark.slow
+def test_sigint_keeps_finished_reproduce_rows(tmp_path: Path) -> None:
+    # At scale 0.5 the case's 8 rows take tens of seconds; the first (the
+    # fewest threads) a small part of that.
+    proc = _start(
+        ["reproduce", "ni-retry-schbench", "--runs", "1", "--scale", "0.5", "-j", "1", "--json"],
+        tmp_path,
+    )
+    time.sleep(6)
+    assert proc.poll() is None, "the case finished before the signal"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    took = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert took < 2.0
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "reproduce stopped after" in lines[0]
+    doc = json.loads(out)
+    assert doc["complete"] is False
+    rows = {r["row"] for r in doc["results"]}
+    assert 1 <= len(rows) < 8
+    assert f"after {len(rows)} of 8 rows" in lines[0]

@@ -18,6 +18,7 @@ fn main() {
         machine: MachineSource { text, format: "toml".into(), origin: path },
         workload: workload.into(),
         workload_format: "spec".into(),
+        workload_origin: String::new(),
         extra_workloads: Vec::new(),
         policy: "eevdf".into(),
         seed: 0,

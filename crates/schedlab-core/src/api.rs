@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::Result;
+use crate::trace::TimedEvent;
 
 /// Set by a signal handler (through the bindings) to stop runs in progress.
 /// Process-global on purpose: a signal is about the process, not a run. It
@@ -82,6 +83,9 @@ pub struct RunSpec {
     pub workload: String,
     /// `"spec"`, `"toml"` or `"json"`.
     pub workload_format: String,
+    /// What errors in `workload` name: the file's path for a workload file.
+    /// Empty: `workload` for a spec string, `workload file` otherwise.
+    pub workload_origin: String,
     /// Further workloads run at the same time on the same machine (`-w A -w B`):
     /// composed after `workload`, in order (see `workload/compose.rs` for how
     /// ids, durations and metric names are merged). Empty for a plain run.
@@ -150,6 +154,32 @@ pub struct RunResult {
 /// Safety cap on simulated time when a workload has no duration: one hour.
 const MAX_SIM_TIME_NS: u64 = 3600 * crate::ids::NSEC_PER_SEC;
 
+/// Events an interrupted run keeps in its trace (the last ones). Rendering
+/// is about 1 µs per event (~100 bytes of text each), so 200 000 events are
+/// ~0.2 s and ~20 MB: enough to see what the run was doing when stopped,
+/// while a stop still ends the command well within a second.
+const INTERRUPTED_TRACE_EVENTS: usize = 200_000;
+
+/// The ftrace text of the last `cap` of `events`, with a comment line
+/// saying how many were left out when some were.
+fn render_trace_tail(
+    names: Vec<String>,
+    prios: Vec<i32>,
+    kthreads: &[bool],
+    nr_cpus: usize,
+    events: &[TimedEvent],
+    cap: usize,
+) -> String {
+    let keep = events.len().min(cap);
+    let text =
+        crate::trace::ftrace::write_ftrace_tasks(names, prios, kthreads, nr_cpus, &events[events.len() - keep..]);
+    if keep < events.len() {
+        format!("# schedlab: only the last {keep} of {} events are kept\n{text}", events.len())
+    } else {
+        text
+    }
+}
+
 /// Run one simulation.
 pub fn run(spec: &RunSpec) -> Result<RunResult> {
     run_keeping_trace(spec).map_err(|f| f.error)
@@ -192,7 +222,11 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
     }
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());
-    let origin = if wl_format == "spec" { "workload" } else { "workload file" };
+    let origin = match (spec.workload_origin.as_str(), wl_format) {
+        ("", "spec") => "workload",
+        ("", _) => "workload file",
+        (given, _) => given,
+    };
     let mut parts = crate::workload::build_workloads(wl_text, wl_format, origin, &machine)?;
     for (i, extra) in spec.extra_workloads.iter().enumerate() {
         // Spec strings are told apart by position, as `-w` gave them.
@@ -275,14 +309,11 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
     let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
     let prios: Vec<i32> = sim.tasks.iter().map(|t| t.prio).collect();
     let kthreads: Vec<bool> = sim.tasks.iter().map(|t| t.kthread).collect();
-    // An interrupted run keeps no trace: rendering millions of events would
-    // take seconds, and the user asked to stop now.
+    // An interrupted run keeps only the tail of its trace: rendering millions
+    // of events would take seconds, and the user asked to stop now.
     let interrupted = matches!(outcome, Err(crate::SchedlabError::Interrupted { .. }));
-    let trace = sim
-        .trace
-        .take()
-        .filter(|_| !interrupted)
-        .map(|events| crate::trace::ftrace::write_ftrace_tasks(names, prios, &kthreads, nr_cpus, &events));
+    let cap = if interrupted { INTERRUPTED_TRACE_EVENTS } else { usize::MAX };
+    let trace = sim.trace.take().map(|events| render_trace_tail(names, prios, &kthreads, nr_cpus, &events, cap));
     if let Err(error) = outcome {
         return Err(FailedRun { error, partial_trace: trace });
     }

@@ -57,3 +57,21 @@ fn irq_source_reaches_the_engine_and_noise_alone_is_an_error() {
     let e = run(&composed(&["sieve:threads=1", "rt-periodic:priority=100"], 1)).unwrap_err();
     assert!(e.to_string().contains("workload.priority"), "{e}");
 }
+
+#[test]
+fn an_interrupted_trace_keeps_its_last_events_and_says_so() {
+    let spec = run_spec(inline_source(SMT_2LLC), "hackbench:groups=1,fds=2,loops=20", "eevdf", 1, true);
+    let full = run(&spec).unwrap().trace.unwrap();
+    let parsed = crate::trace::read_ftrace(&full, "t").unwrap();
+    let (all, names) = (parsed.events, parsed.names);
+    assert!(all.len() > 10);
+    let mut sim_events = all.clone();
+    let tail = render_trace_tail(names.clone(), Vec::new(), &[], 4, &sim_events, 10);
+    assert!(tail.starts_with(&format!("# schedlab: only the last 10 of {} events are kept\n", all.len())), "{tail}");
+    let kept = crate::trace::read_ftrace(&tail, "t").unwrap().events;
+    assert_eq!(kept.len(), 10);
+    assert_eq!(kept.last().map(|e| e.time), all.last().map(|e| e.time));
+    sim_events.truncate(5);
+    let whole = render_trace_tail(names, Vec::new(), &[], 4, &sim_events, 10);
+    assert!(!whole.contains("only the last"));
+}

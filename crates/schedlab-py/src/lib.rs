@@ -17,7 +17,7 @@ use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec, WorkloadSourc
 /// The `RunSpec` the run functions' arguments describe.
 fn run_spec(
     machine: MachineSource,
-    (workload, workload_format): (String, String),
+    (workload, workload_format, workload_origin): (String, String, String),
     extra_workloads: Vec<(String, String, String)>,
     policy: String,
     seed: u64,
@@ -27,6 +27,7 @@ fn run_spec(
         machine,
         workload,
         workload_format,
+        workload_origin,
         extra_workloads: extra_workloads
             .into_iter()
             .map(|(text, format, origin)| WorkloadSource { text, format, origin })
@@ -42,11 +43,13 @@ fn run_spec(
 ///
 /// `extra_workloads` are further workloads run at the same time, each as
 /// `(text, format, origin)` (see `RunSpec::extra_workloads`); `governor`
-/// overrides the machine's cpufreq governor (`RunOptions::governor`).
+/// overrides the machine's cpufreq governor (`RunOptions::governor`);
+/// `workload_origin` is what errors in `workload` name (the file's path),
+/// empty for the default.
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace=false, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new(), governor=None))]
+                    extra_workloads=Vec::new(), governor=None, workload_origin=String::new()))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -62,10 +65,11 @@ fn run(
     max_time_ns: u64,
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
+    workload_origin: String,
 ) -> PyResult<(String, Option<String>)> {
     let spec = run_spec(
         MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
-        (workload, workload_format),
+        (workload, workload_format, workload_origin),
         extra_workloads,
         policy,
         seed,
@@ -92,7 +96,7 @@ fn run(
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace_path, trace_format, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new(), governor=None))]
+                    extra_workloads=Vec::new(), governor=None, workload_origin=String::new()))]
 #[allow(clippy::too_many_arguments)]
 fn run_to_file(
     py: Python<'_>,
@@ -109,6 +113,7 @@ fn run_to_file(
     max_time_ns: u64,
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
+    workload_origin: String,
 ) -> PyResult<String> {
     let format = match trace_format.as_str() {
         "ftrace" => schedlab_core::trace::TraceFormat::Ftrace,
@@ -119,7 +124,7 @@ fn run_to_file(
     };
     let spec = run_spec(
         MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
-        (workload, workload_format),
+        (workload, workload_format, workload_origin),
         extra_workloads,
         policy,
         seed,

@@ -590,7 +590,7 @@ mod tests {
 
     #[test]
     fn single_cpu_has_no_domains() {
-        let d = build_sched_domains(&machine("", "")).unwrap();
+        let d = build_sched_domains(&machine("cores_per_cluster = 1", "")).unwrap();
         assert_eq!(d.nr_levels, 0);
         assert!(d.chain(CpuId(0)).is_empty());
         assert_eq!(d.sd_llc[0], None);

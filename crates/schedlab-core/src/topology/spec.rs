@@ -14,9 +14,11 @@
 //! name = "..."            # required
 //! description = "..."     # default ""
 //! hz = 250                # CONFIG_HZ; default 250, the x86 distro default
-//! [topology]              # every count >= 1; defaults 1 (threads_per_core too)
+//! [topology]              # required; every count >= 1
+//! cores_per_cluster       # required: no default core count is a safe guess
 //! packages, nodes_per_package, llcs_per_node, clusters_per_llc,
-//! cores_per_cluster, threads_per_core
+//! threads_per_core        # default 1 each: one package, one node per package,
+//!                         # one LLC per node, no clusters, no SMT
 //! smt_numbering = "split" # "split": cpu = thread * nr_cores + core, how Linux
 //!                         # enumerates x86 (all first threads, then siblings);
 //!                         # "adjacent": cpu = core * threads + thread
@@ -25,7 +27,7 @@
 //!                         # x86 machines report)
 //! [[core_type]]           # one or more; `cores` = global core ranges or "all"
 //! name, cores, capacity (1..=1024, the largest type exactly 1024),
-//! nominal_freq_mhz, smt_speed_pct (default 60), opps, idle_states
+//! nominal_freq_mhz, smt_speed_pct (default 60; 100 without SMT), opps, idle_states
 //! [freq_domain]
 //! per = "package"         # cpu | core | cluster | llc | package
 //! governor = "schedutil"  # performance | powersave | schedutil; absent: no
@@ -197,8 +199,9 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
     // Kconfig offers.
     let hz = p.u64_or(mt, "machine", "hz", 100, 1000, 250)? as u32;
 
-    let empty = Map::new();
-    let tt = p.opt_table(top, "", "topology")?.unwrap_or(&empty);
+    let tt = p
+        .opt_table(top, "", "topology")?
+        .ok_or_else(|| p.err("topology", "a [topology] table with at least `cores_per_cluster`"))?;
     let tk = [
         "packages",
         "nodes_per_package",
@@ -216,7 +219,9 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         nodes_per_package: count("nodes_per_package")?,
         llcs_per_node: count("llcs_per_node")?,
         clusters_per_llc: count("clusters_per_llc")?,
-        cores_per_cluster: count("cores_per_cluster")?,
+        // Required: a missing count used to default to 1, a silently tiny
+        // machine (one core per cluster) that still ran.
+        cores_per_cluster: p.req_u64(tt, "topology", "cores_per_cluster", 1, MAX_CPUS as u64)? as u32,
         threads_per_core: count("threads_per_core")?,
         split: match p.opt_str(tt, "topology", "smt_numbering")?.unwrap_or("split") {
             "split" => true,
@@ -617,6 +622,21 @@ nominal_freq_mhz = 2000
         assert!(parse_machine("not toml [", "toml", "x").is_err());
         assert!(parse_machine("[]", "json", "x").is_err());
         assert!(parse_machine(MINI, "yaml", "x").is_err());
+    }
+
+    #[test]
+    fn missing_required_keys_are_named() {
+        let e = err_of(&MINI.replace("cores_per_cluster = 2\n", ""));
+        assert_eq!(e, SchedlabError::spec("f.toml", "topology.cores_per_cluster", "a value (the key is required)"));
+        let no_topology = "[machine]\nname = \"m\"\n[[core_type]]\nname = \"x\"\ncores = \"all\"\ncapacity = 1024\nnominal_freq_mhz = 1\n";
+        assert!(matches!(err_of(no_topology), SchedlabError::Spec { ref key, .. } if key == "topology"));
+        let e = err_of(&MINI.replace("name = \"mini\"\n", ""));
+        assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "machine.name"), "{e}");
+        let e = err_of(&MINI.replace("nominal_freq_mhz = 2000\n", ""));
+        assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "core_type[0].nominal_freq_mhz"), "{e}");
+        // The documented defaults still apply: packages etc. may be left out.
+        let m = parse_machine(&MINI.replace("packages = 2\n", ""), "toml", "f.toml").unwrap();
+        assert_eq!(m.nr_packages, 1);
     }
 
     #[test]

@@ -504,6 +504,7 @@ mod tests {
                 machine: crate::api::MachineSource { text: M4.into(), format: "toml".into(), origin: "inline".into() },
                 workload: format!("schbench:threads={threads},sleep=0,operations=0,runtime=20ms"),
                 workload_format: "spec".into(),
+                workload_origin: String::new(),
                 extra_workloads: Vec::new(),
                 policy: "eevdf".into(),
                 seed: 1,
