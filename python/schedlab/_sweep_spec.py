@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._native import SpecError
+from ._native import SchedlabError, SpecError
 from ._resolve import Source, _looks_like_path, resolve_machine, resolve_workload
 from ._result import check_u64
 
@@ -202,8 +202,8 @@ def expand(doc: dict[str, Any], origin: str, base: Path) -> SweepSpec:
     for m in machines:
         try:
             machine_srcs.append(resolve_machine(_rebase(m, base)))
-        except SpecError as e:
-            raise _fail(origin, "machines", str(e)) from None
+        except SchedlabError as e:  # the same kind, naming the spec and key
+            raise type(e)(f"{origin}: machines: {e}") from None
     columns: list[str] = []
     for _, swept in variants:
         columns += [k for k, _ in swept if k not in columns]
@@ -213,8 +213,8 @@ def expand(doc: dict[str, Any], origin: str, base: Path) -> SweepSpec:
         for parts, swept in variants:
             try:
                 wsrcs = tuple(resolve_workload(_rebase(p, base)) for p in parts)
-            except SpecError as e:
-                raise _fail(origin, "workloads", str(e)) from None
+            except SchedlabError as e:
+                raise type(e)(f"{origin}: workloads: {e}") from None
             for policy, seed in itertools.product(policies, seeds):
                 rid = run_id(msrc, wsrcs, policy, seed)
                 if rid in seen:

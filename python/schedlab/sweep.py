@@ -15,14 +15,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._compare import _ignore_sigint, _pool_context, _stop_workers
-from ._native import RunInterrupted, SpecError
+from ._compare import _ignore_sigint, _pool_context, _stop_workers, broken_pool_message
+from ._native import RunInterrupted, SimulationError, SpecError
 from ._result import RunResult, run_sources
 from ._sweep_spec import SweepRun, SweepSpec, load_spec
 
@@ -158,6 +160,30 @@ def _pending(spec: SweepSpec, out: Path, resume: bool) -> list[SweepRun]:
     return [r for r in spec.runs if r.run_id not in present]
 
 
+#: How often a pool worker checks that the sweep that started it still runs
+#: (seconds): the delay before an orphaned worker exits.
+PARENT_POLL_S = 0.5
+
+
+def _watch_parent(pid: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_S)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # alive, under another user after pid reuse: keep going
+            pass
+
+
+def _worker_init(parent: int) -> None:
+    """Pool workers leave Ctrl-C to the sweep, and exit when the sweep is gone:
+    a SIGKILLed sweep cannot stop its pool, and its workers (children of the
+    forkserver, not of the sweep) would otherwise wait for work forever."""
+    _ignore_sigint()
+    threading.Thread(target=_watch_parent, args=(parent,), name="parent-watch", daemon=True).start()
+
+
 def run_local(
     runs: list[SweepRun], jobs: int | None, stop: Callable[[], bool]
 ) -> Iterator[tuple[SweepRun, RunResult]]:
@@ -174,7 +200,10 @@ def run_local(
                 return
         return
     with ProcessPoolExecutor(
-        max_workers=workers, mp_context=_pool_context(), initializer=_ignore_sigint
+        max_workers=workers,
+        mp_context=_pool_context(),
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
     ) as pool:
         futures: dict[Future[RunResult], SweepRun] = {pool.submit(simulate, r): r for r in runs}
         pending = set(futures)
@@ -182,7 +211,11 @@ def run_local(
             while pending:
                 ready, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
                 for fut in sorted(ready, key=lambda f: futures[f].index):
-                    yield futures[fut], fut.result()
+                    try:
+                        result = fut.result()
+                    except BrokenProcessPool as e:
+                        raise SimulationError(broken_pool_message(e)) from e
+                    yield futures[fut], result
                 if stop() and pending:
                     _stop_workers(pool)
                     return
