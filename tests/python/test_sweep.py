@@ -189,7 +189,8 @@ def test_stop_keeps_finished_runs_and_resume_completes(tmp_path: Path) -> None:
 
 
 def test_dask_local_cluster_gives_the_same_rows_as_the_pool(tmp_path: Path) -> None:
-    distributed = pytest.importorskip("distributed", reason="dask[distributed] not installed")
+    import distributed  # in the test extra, so CI runs this test
+
     with distributed.LocalCluster(
         n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
     ) as cluster:
@@ -201,7 +202,6 @@ def test_dask_local_cluster_gives_the_same_rows_as_the_pool(tmp_path: Path) -> N
 
 
 def test_unreachable_dask_scheduler_is_an_input_error(tmp_path: Path) -> None:
-    pytest.importorskip("distributed", reason="dask[distributed] not installed")
     with pytest.raises(SpecError, match="--dask"):
         run_sweep(_spec(tmp_path), tmp_path / "x", dask="tcp://127.0.0.1:9")
 
@@ -358,3 +358,17 @@ def test_compare_refuses_a_second_machine(tmp_path: Path) -> None:
     assert lines[0].startswith("error: --machine: compare takes one machine, got 2")
     assert "schedlab sweep" in lines[0]
     assert proc.stdout == ""
+
+
+def test_readme_sweep_spec_expands_as_the_readme_says(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    _, _, rest = readme.partition("## Sweeps")
+    text = rest.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "machines").mkdir()
+    (tmp_path / "machines" / "my-box.toml").write_bytes(TINY_MACHINE.read_bytes())
+    path = tmp_path / "sweep.toml"
+    path.write_text(text, encoding="utf-8")
+    spec = load_spec(path)
+    assert len(spec.runs) == 100  # the README's count
+    assert spec.runs[5].workload == "hackbench:fds=10,loops=200,groups=1"
+    assert spec.runs[30].workload == "schbench:runtime=1s + rt-periodic:cpus=4-7,count=2"
