@@ -43,6 +43,11 @@ INFO_COLUMNS = ("machine_name", "events_processed", "sim_time_ns")
 #: Schema metadata keys (JSON values) for metric units, directions, primary.
 META_UNITS, META_BETTER, META_PRIMARY = b"schedlab.units", b"schedlab.better", b"schedlab.primary"
 
+#: Seconds to wait for the Dask scheduler before giving up: a scheduler
+#: reached over SSH tunnels or a WAN answers within a few seconds; more
+#: than this means a wrong address or a cluster that is not up.
+DASK_CONNECT_TIMEOUT_S = 10.0
+
 #: Called after each finished run with (runs done, runs in all).
 Progress = Callable[[int, int], None]
 
@@ -225,7 +230,10 @@ def run_local(
 
 
 def run_dask(
-    runs: list[SweepRun], address: str, stop: Callable[[], bool]
+    runs: list[SweepRun],
+    address: str,
+    stop: Callable[[], bool],
+    connect_timeout_s: float = DASK_CONNECT_TIMEOUT_S,
 ) -> Iterator[tuple[SweepRun, RunResult]]:
     """Runs on the Dask cluster whose scheduler is at ``address``."""
     try:
@@ -235,7 +243,7 @@ def run_dask(
             "--dask: dask.distributed is not installed (pip install 'schedlab[dist]')"
         ) from None
     try:
-        client = Client(address, timeout="10s")
+        client = Client(address, timeout=f"{connect_timeout_s}s")
     except OSError as e:
         raise SpecError(f"--dask: cannot reach the scheduler at {address}: {e}") from None
     with client:
@@ -266,6 +274,7 @@ def run_sweep(
     resume: bool = False,
     progress: Progress | None = None,
     stop: Callable[[], bool] | None = None,
+    dask_connect_timeout_s: float = DASK_CONNECT_TIMEOUT_S,
 ) -> int:
     """Runs every run of ``spec`` not yet in ``out`` and writes each row as
     it finishes; returns the number of runs written. With ``resume=False``
@@ -283,7 +292,11 @@ def run_sweep(
     should_stop = stop or (lambda: False)
     if not todo:
         return 0
-    source = run_dask(todo, dask, should_stop) if dask else run_local(todo, jobs, should_stop)
+    source = (
+        run_dask(todo, dask, should_stop, dask_connect_timeout_s)
+        if dask
+        else run_local(todo, jobs, should_stop)
+    )
     written = 0
     for run, result in source:
         write_row(target, run.run_id, row_table(run, result, spec.param_columns))

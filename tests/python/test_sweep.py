@@ -203,7 +203,9 @@ def test_dask_local_cluster_gives_the_same_rows_as_the_pool(tmp_path: Path) -> N
 
 def test_unreachable_dask_scheduler_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="--dask"):
-        run_sweep(_spec(tmp_path), tmp_path / "x", dask="tcp://127.0.0.1:9")
+        run_sweep(
+            _spec(tmp_path), tmp_path / "x", dask="tcp://127.0.0.1:9", dask_connect_timeout_s=1
+        )
 
 
 def _sweep_proc(spec: Path, out: Path, *extra: str) -> subprocess.Popen[bytes]:
@@ -372,3 +374,37 @@ def test_readme_sweep_spec_expands_as_the_readme_says(tmp_path: Path) -> None:
     assert len(spec.runs) == 100  # the README's count
     assert spec.runs[5].workload == "hackbench:fds=10,loops=200,groups=1"
     assert spec.runs[30].workload == "schbench:runtime=1s + rt-periodic:cpus=4-7,count=2"
+
+
+def test_cli_sweep_on_dask_writes_the_pool_rows(tmp_path: Path) -> None:
+    import distributed
+
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "schedlab",
+                "sweep",
+                str(_spec(tmp_path)),
+                "--out",
+                str(tmp_path / "dask"),
+                "--dask",
+                cluster.scheduler_address,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "16 runs written" in proc.stdout
+    run_sweep(_spec(tmp_path), tmp_path / "pool", jobs=2)
+    assert _files(tmp_path / "dask") == _files(tmp_path / "pool")
