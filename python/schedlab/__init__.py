@@ -9,6 +9,10 @@ Describe a machine and a workload, pick a policy, and get metrics::
     df = schedlab.compare("laptop-4c8t", "hackbench:groups=2", ["eevdf", "eevdf-WA_IDLE"], runs=5)
     schedlab.summarize(df)
 
+Sweeps (machines x workloads x parameter grids x policies x seeds, written to
+a resumable Parquet dataset) are in `schedlab.sweep`: ``run_sweep(spec, out)``
+and ``load(out)``.
+
 A list of workloads runs them together on one machine, e.g. a benchmark with
 noise: ``workload=["hackbench:groups=1", "rt-periodic:count=4,cpus=4-7"]``.
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from . import sweep
 from ._compare import compare, summarize
 from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines
@@ -43,4 +48,5 @@ __all__ = [
     "list_machines",
     "run",
     "summarize",
+    "sweep",
 ]

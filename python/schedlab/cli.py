@@ -578,6 +578,7 @@ def sweep_cmd(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue a sweep in --out: skip the runs it holds.")
     ] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Run every machine x workload x grid x policy x seed of SPEC into a Parquet dataset
     (one file per run, written atomically; --resume skips finished runs)."""
@@ -608,6 +609,9 @@ def sweep_cmd(
                 f"runs are kept in {target}; rerun with --resume to continue",
                 _stop_exit_code(),
             )
+    if json_out:
+        _echo_json({"out": str(target), "runs": total, "written": written})
+        return
     _out().print(f"{written} runs written; {total} of {total} in {escape(str(target))}")
 
 

@@ -408,3 +408,18 @@ def test_cli_sweep_on_dask_writes_the_pool_rows(tmp_path: Path) -> None:
     assert "16 runs written" in proc.stdout
     run_sweep(_spec(tmp_path), tmp_path / "pool", jobs=2)
     assert _files(tmp_path / "dask") == _files(tmp_path / "pool")
+
+
+def test_cli_json_reports_runs_and_resume_writes_none(tmp_path: Path) -> None:
+    import json
+
+    import schedlab
+
+    cmd = [sys.executable, "-m", "schedlab", "sweep", str(_spec(tmp_path)), "--json"]
+    first = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stderr
+    out = tmp_path / "s"  # default: the spec's path without .toml
+    assert json.loads(first.stdout) == {"out": str(out), "runs": 16, "written": 16}
+    again = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, check=False)
+    assert json.loads(again.stdout)["written"] == 0
+    assert len(schedlab.sweep.load(out)) == 16
