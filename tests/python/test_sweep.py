@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from schedlab import SchedlabError, SpecError
-from schedlab._sweep_spec import load_spec
+from schedlab._sweep_spec import expand, load_spec
 from schedlab.sweep import SweepInterrupted, load, run_sweep
 
 TINY_MACHINE = Path(__file__).parent / "fixtures" / "tiny-2c4t.toml"
@@ -423,3 +425,32 @@ def test_cli_json_reports_runs_and_resume_writes_none(tmp_path: Path) -> None:
     again = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, check=False)
     assert json.loads(again.stdout)["written"] == 0
     assert len(schedlab.sweep.load(out)) == 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_policies=st.integers(1, 3),
+    seeds=st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=4, unique=True),
+    groups=st.lists(st.integers(1, 64), min_size=1, max_size=4, unique=True),
+    loops=st.lists(st.integers(1, 1000), min_size=1, max_size=3, unique=True),
+)
+def test_expansion_size_order_and_ids_hold_for_any_grid(
+    n_policies: int, seeds: list[int], groups: list[int], loops: list[int]
+) -> None:
+    policies = ["eevdf", "eevdf-WA_IDLE", "eevdf-SIS_UTIL"][:n_policies]
+    doc = {
+        "machines": ["laptop-4c8t"],
+        "policies": policies,
+        "seeds": seeds,
+        "workloads": [{"parts": ["hackbench:fds=2"], "grid": {"groups": groups, "loops": loops}}],
+    }
+    spec = expand(doc, "spec.toml", Path("."))
+    assert len(spec.runs) == n_policies * len(seeds) * len(groups) * len(loops)
+    assert len({r.run_id for r in spec.runs}) == len(spec.runs)
+    assert [r.run_id for r in expand(doc, "other.toml", Path("/")).runs] == [
+        r.run_id for r in spec.runs
+    ]
+    # seeds vary fastest, then policies, then the grid (last key fastest)
+    expected = [(g, lo, p, s) for g in groups for lo in loops for p in policies for s in seeds]
+    got = [(dict(r.params)["groups"], dict(r.params)["loops"], r.policy, r.seed) for r in spec.runs]
+    assert got == expected
