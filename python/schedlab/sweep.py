@@ -243,7 +243,7 @@ def run_dask(
             "--dask: dask.distributed is not installed (pip install 'schedlab[dist]')"
         ) from None
     try:
-        client = Client(address, timeout=f"{connect_timeout_s}s")
+        client = Client(address, timeout=f"{connect_timeout_s}s")  # type: ignore[no-untyped-call]
     except OSError as e:
         raise SpecError(f"--dask: cannot reach the scheduler at {address}: {e}") from None
     with client:
@@ -252,7 +252,7 @@ def run_dask(
         pending = set(futures)
         try:
             while pending:
-                ready = {f for f in pending if f.done()}
+                ready = {f for f in pending if f.done()}  # type: ignore[no-untyped-call]
                 pending -= ready
                 for fut in sorted(ready, key=lambda f: by_key[f.key].index):
                     yield by_key[fut.key], fut.result()
@@ -262,7 +262,7 @@ def run_dask(
                     # Polling keeps a stop request seen within 0.05 s.
                     time.sleep(0.05)
         finally:
-            client.cancel(list(pending))
+            client.cancel(list(pending))  # type: ignore[no-untyped-call]
 
 
 def run_sweep(
