@@ -86,10 +86,13 @@ def row_table(run: SweepRun, result: RunResult, param_columns: Iterable[str]) ->
         "sim_time_ns": result.sim_time_ns,
         **result.metrics,
     }
-    table = pa.Table.from_pylist([row])
-    table = table.set_column(
-        table.schema.get_field_index("seed"), "seed", pa.array([run.seed], pa.uint64())
-    )
+    # Seeds are u64: typed as such, since inference would pick int64 and
+    # fail above 2^63.
+    columns = {
+        k: pa.array([run.seed], pa.uint64()) if k == "seed" else pa.array([v])
+        for k, v in row.items()
+    }
+    table = pa.table(columns)
     meta = {
         META_UNITS: json.dumps(result.units).encode(),
         META_BETTER: json.dumps(result.better).encode(),

@@ -454,3 +454,12 @@ def test_expansion_size_order_and_ids_hold_for_any_grid(
     expected = [(g, lo, p, s) for g in groups for lo in loops for p in policies for s in seeds]
     got = [(dict(r.params)["groups"], dict(r.params)["loops"], r.policy, r.seed) for r in spec.runs]
     assert got == expected
+
+
+def test_the_largest_seed_round_trips(tmp_path: Path) -> None:
+    text = SPEC.replace("seeds = {{ start = 3, count = 2 }}", f"seeds = [{2**64 - 1}]")
+    text = text.replace('"1.count" = [1, 2]\n', "")
+    run_sweep(_spec(tmp_path, text), tmp_path / "out", jobs=1)
+    df = load(tmp_path / "out")
+    assert len(df) == 4
+    assert set(df["seed"]) == {2**64 - 1}
