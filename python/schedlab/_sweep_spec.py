@@ -167,6 +167,12 @@ def _workload_variants(
     return out
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "booleans"
+    return "numbers" if isinstance(value, (int, float)) else "strings"
+
+
 def run_id(machine: Source, workloads: tuple[Source, ...], policy: str, seed: int) -> str:
     """The id of a run: a hash of the texts it simulates (not of file names),
     its policy and its seed."""
@@ -205,8 +211,15 @@ def expand(doc: dict[str, Any], origin: str, base: Path) -> SweepSpec:
         except SchedlabError as e:  # the same kind, naming the spec and key
             raise type(e)(f"{origin}: machines: {e}") from None
     columns: list[str] = []
+    kinds: dict[str, set[str]] = {}
     for _, swept in variants:
         columns += [k for k, _ in swept if k not in columns]
+        for k, v in swept:
+            kinds.setdefault(k, set()).add(_kind(v))
+    for k, found in kinds.items():
+        # one Parquet column per key: numbers (ints and floats) or strings or booleans
+        if len(found) > 1:
+            raise _fail(origin, "workloads", f"grid key '{k}' mixes {' and '.join(sorted(found))}")
     runs: list[SweepRun] = []
     seen: dict[str, int] = {}
     for m, msrc in zip(machines, machine_srcs, strict=True):

@@ -152,7 +152,7 @@ def load(path: str | os.PathLike[str]) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(columns=list(SPEC_COLUMNS))
-    df = pa.concat_tables(tables, promote_options="default").to_pandas()
+    df = pa.concat_tables(tables, promote_options="permissive").to_pandas()
     df = df.sort_values("index", kind="stable").reset_index(drop=True)
     df.attrs.update({"units": units, "better": better, "primary": primary})
     return df

@@ -101,6 +101,7 @@ def test_run_ids_depend_on_what_is_simulated_not_on_file_names(tmp_path: Path) -
         (SPEC.replace("groups = [1, 2]", "groups = []"), "workloads[0].grid.groups"),
         (SPEC.replace('["{machine}"]', '["nope-machine"]'), "machines"),
         (SPEC + "extra = 1\n", "extra"),
+        (SPEC.replace("groups = [1, 2]", 'groups = [1, "2"]'), "grid key 'groups' mixes"),
         ("machines = [", "invalid TOML"),
     ],
 )
@@ -463,3 +464,15 @@ def test_the_largest_seed_round_trips(tmp_path: Path) -> None:
     df = load(tmp_path / "out")
     assert len(df) == 4
     assert set(df["seed"]) == {2**64 - 1}
+
+
+def test_int_and_float_grid_values_share_one_column(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from schedlab.sweep import write_row
+
+    out = tmp_path / "out"
+    out.mkdir()
+    write_row(out, "00", pa.table({"index": [0], "run_id": ["00"], "x": pa.array([1])}))
+    write_row(out, "01", pa.table({"index": [1], "run_id": ["01"], "x": pa.array([2.5])}))
+    assert list(load(out)["x"]) == [1.0, 2.5]
