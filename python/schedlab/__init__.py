@@ -12,6 +12,9 @@ Describe a machine and a workload, pick a policy, and get metrics::
 Traces come back as pandas frames in LISA's ``df_event`` layout, for a run
 (``schedlab.run(..., trace=True).events("sched_switch")``) and for a real
 trace alike (``schedlab.trace.read("trace.txt").df_event("sched_switch")``).
+Sweeps (machines x workloads x parameter grids x policies x seeds, written to
+a resumable Parquet dataset) are in `schedlab.sweep`: ``run_sweep(spec, out)``
+and ``load(out)``.
 
 A list of workloads runs them together on one machine, e.g. a benchmark with
 noise: ``workload=["hackbench:groups=1", "rt-periodic:count=4,cpus=4-7"]``.
@@ -26,6 +29,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from . import trace
+from . import sweep
 from ._compare import compare, summarize
 from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines
@@ -49,4 +53,5 @@ __all__ = [
     "run",
     "summarize",
     "trace",
+    "sweep",
 ]

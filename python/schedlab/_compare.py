@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable, Sequence
 import signal
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
-from ._native import RunInterrupted, UnknownNameError
+from ._native import RunInterrupted, SimulationError, UnknownNameError
 from ._resolve import MachineArg, Source, WorkloadsArg, resolve_machine, resolve_workloads
 from ._result import RunResult, check_u64, run_sources
 
@@ -204,17 +205,29 @@ def compare(
     check_u64("seed", seed)
     check_u64("seed + runs - 1", seed + runs - 1)
     seeds = [seed + i for i in range(runs)]
-    results = run_matrix(
-        resolve_machine(machine),
-        resolve_workloads(workload),
-        list(policies),
-        seeds,
-        jobs=jobs,
-        check_invariants=check_invariants,
-        progress=progress,
-        governor=governor,
-    )
+    try:
+        results = run_matrix(
+            resolve_machine(machine),
+            resolve_workloads(workload),
+            list(policies),
+            seeds,
+            jobs=jobs,
+            check_invariants=check_invariants,
+            progress=progress,
+            governor=governor,
+        )
+    except BrokenProcessPool as e:
+        raise SimulationError(broken_pool_message(e)) from e
     return results_frame(results)
+
+
+def broken_pool_message(e: BaseException) -> str:
+    """What a dead process pool most often means from a script: the workers
+    import ``__main__`` again, and an unguarded call there starts a pool anew."""
+    return (
+        f"a worker process died ({e}); a script that calls schedlab.compare or a sweep "
+        "must call it under 'if __name__ == \"__main__\":' (its workers import the script)"
+    )
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:

@@ -634,7 +634,15 @@ def _show_compare(
 @app.command("compare")
 @_cli_errors
 def compare_cmd(
-    machine: MachineOpt,
+    machine: Annotated[
+        list[str],
+        typer.Option(
+            "--machine",
+            "-m",
+            help="Machine preset name (see 'schedlab topo list') or a TOML file. One machine: "
+            "for several, write a sweep spec (schedlab sweep).",
+        ),
+    ],
     workload: WorkloadOpt,
     policy: Annotated[
         list[str],
@@ -670,9 +678,72 @@ def compare_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Compare policies over several seeds: mean ± sd and % vs the first policy."""
-    _do_compare(
-        machine, workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor
-    )
+    if len(machine) > 1:
+        # Click keeps only the last of a repeated single-value option; refuse
+        # instead of dropping a machine without a word.
+        _fail(
+            f"--machine: compare takes one machine, got {len(machine)} "
+            f"({', '.join(machine)}); compare several with 'schedlab sweep' "
+            "(machines = [...] in the spec)",
+            2,
+        )
+    _do_compare(machine[0], workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor)
+
+
+@app.command("sweep")
+@_cli_errors
+def sweep_cmd(
+    spec: Annotated[Path, typer.Argument(help="Sweep spec (TOML; see the README's 'Sweeps').")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Dataset directory (default: the spec's name, no .toml)."),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Local worker processes (default: CPU count)."),
+    ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option("--dask", help="Run on the Dask cluster whose scheduler is at this address."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue a sweep in --out: skip the runs it holds.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run every machine x workload x grid x policy x seed of SPEC into a Parquet dataset
+    (one file per run, written atomically; --resume skips finished runs)."""
+    from . import sweep
+
+    expanded = sweep.load_spec(spec)
+    target = out if out is not None else spec.with_suffix("")
+    if jobs is not None and dask is not None:
+        _fail("--jobs: not used with --dask (the cluster's workers run the sweep)", 2)
+    total = len(expanded.runs)
+    with _progress(_err()) as bar:
+        task = bar.add_task("sweep", total=total)
+        try:
+            written = _interruptible(
+                sweep.run_sweep,
+                expanded,
+                target,
+                jobs=jobs,
+                dask=dask,
+                resume=resume,
+                progress=lambda done, _total: bar.update(task, completed=done),
+                stop=lambda: _stop_signal is not None,
+            )
+        except sweep.SweepInterrupted as e:
+            bar.stop()
+            _fail(
+                f"{_stopped_by()}: sweep stopped after {e.done} of {e.total} runs; the finished "
+                f"runs are kept in {target}; rerun with --resume to continue",
+                _stop_exit_code(),
+            )
+    if json_out:
+        _echo_json({"out": str(target), "runs": total, "written": written})
+        return
+    _out().print(f"{written} runs written; {total} of {total} in {escape(str(target))}")
 
 
 @app.command("reproduce")
