@@ -37,8 +37,27 @@ MIGRATION_KINDS = (
 
 
 def load(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The runs of a compare result (JSON or CSV) and what it says about
-    itself (machine, workload, primary metric, units, better directions)."""
+    """The runs of a compare result (JSON or CSV) or of a sweep dataset (a
+    directory), and what they say about themselves (machine, workload,
+    primary metric, units, better directions). A sweep over several machines
+    or workloads is drawn as one comparison whose "policy" is the policy
+    with the machine and workload it ran on."""
+    if path.is_dir():
+        from . import sweep
+
+        runs = sweep.load(path)
+        if runs.empty:
+            raise SpecError(f"{path}: a sweep dataset with no runs yet")
+        if runs["machine"].nunique() > 1 or runs["workload"].nunique() > 1:
+            runs = runs.assign(policy=runs["policy"] + " · " + runs["machine"] + " · " + runs["workload"])
+        meta = {
+            "machine": ", ".join(dict.fromkeys(runs["machine"].astype(str))),
+            "workload": ", ".join(dict.fromkeys(runs["workload"].astype(str))),
+            "primary": runs.attrs.get("primary") or "",
+            "units": dict(runs.attrs.get("units") or {}),
+            "better": dict(runs.attrs.get("better") or {}),
+        }
+        return runs, meta
     try:
         text = path.read_text()
     except OSError as e:

@@ -78,3 +78,21 @@ def test_report_errors_are_one_line(tmp_path: Path) -> None:
     assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1
     res = runner.invoke(app, ["report", str(_compare(tmp_path, "json")), "--metric", "nope"])
     assert res.exit_code == 2 and "nope" in res.output
+
+
+def test_report_from_a_sweep_dataset(tmp_path: Path) -> None:
+    from schedlab import sweep
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'machines = ["laptop-4c8t"]\npolicies = ["eevdf", "eevdf-WA_IDLE"]\nseeds = [0, 1]\n'
+        '[[workloads]]\nparts = ["hackbench:groups=1,loops=10"]\n'
+    )
+    data = tmp_path / "data"
+    assert sweep.run_sweep(spec, data, jobs=1) == 4
+    out = tmp_path / "rep"
+    res = runner.invoke(app, ["report", str(data), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    pngs = _check(out)
+    assert "metric-completion_time_s.png" in pngs
+    assert "eevdf-WA_IDLE" in (out / "index.html").read_text()
