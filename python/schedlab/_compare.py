@@ -307,8 +307,18 @@ def fmt_num(x: float) -> str:
 
 
 def fmt_mean_sd(mean: float, sd: float) -> str:
-    """``mean ± sd`` (``± n/a`` for a single run)."""
-    return f"{fmt_num(mean)} ± {fmt_num(sd)}"
+    """``mean ± sd`` (``± n/a`` for a single run): the sd with two significant
+    digits, and the mean to the same decimal place (no digits the spread
+    makes meaningless, none dropped that it resolves); a mean in exponent
+    form keeps its own four digits."""
+    if math.isnan(mean) or math.isnan(sd) or sd == 0 or abs(mean) >= 1e6:
+        return f"{fmt_num(mean)} ± {fmt_num(sd)}"
+    # Decimal place of the sd's second significant digit.
+    place = 1 - math.floor(math.log10(abs(sd)))
+    if place <= 0:
+        return f"{round(mean, place):.0f} ± {round(sd, place):.0f}"
+    place = min(place, 12)
+    return f"{mean:.{place}f} ± {sd:.{place}f}"
 
 
 def fmt_pct(pct: float) -> str:

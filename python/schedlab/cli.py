@@ -1167,6 +1167,9 @@ def analyze_cmd(
     src = resolve_machine(machine) if machine is not None else None
     mtuple = (src.text, src.format, src.origin) if src is not None else None
     doc = json.loads(_native.analyze_trace(text, str(trace), mtuple, list(comm or []), list(pid or [])))
+    for m in doc.get("metrics", []):
+        # One vocabulary with run and compare: lower, higher, neither.
+        m["better"] = BETTER_WORDS.get(str(m.get("better")), str(m.get("better")).lower())
     _report_trace_problems(trace, doc, strict)
     if json_out:
         _echo_json(doc)
@@ -1178,7 +1181,7 @@ def analyze_cmd(
                 str(m["name"]),
                 math.nan if m["value"] is None else float(m["value"]),
                 str(m.get("unit", "")),
-                BETTER_WORDS.get(str(m.get("better")), "neither"),
+                str(m.get("better", "neither")),
             )
             for m in metrics
         ]

@@ -110,7 +110,10 @@ def test_zero_baseline_and_single_run_give_nan() -> None:
 
 
 def test_formatting() -> None:
-    assert fmt_mean_sd(12.0, 2.0) == "12 ± 2"
+    # The sd to two significant digits, the mean to the same place.
+    assert fmt_mean_sd(12.0, 2.0) == "12.0 ± 2.0"
+    assert fmt_mean_sd(0.004884, 0.0002783) == "0.00488 ± 0.00028"
+    assert fmt_mean_sd(700444.0, 4736.0) == "700400 ± 4700"
     assert fmt_mean_sd(1.23456, math.nan) == "1.235 ± n/a"
     assert fmt_pct(-25.0) == "-25.0%"
     assert fmt_pct(3.04) == "+3.0%"
@@ -127,7 +130,7 @@ def test_compare_table_layout() -> None:
     headers = [str(c.header) for c in table.columns]
     assert headers == ["metric", "unit", "eevdf", "eevdf+x", "% vs eevdf", "better"]
     first_row = [str(c._cells[0]) for c in table.columns]
-    assert first_row == ["completion_time_s", "s", "12 ± 2", "9 ± 1", "-25.0%", "lower is better"]
+    assert first_row == ["completion_time_s", "s", "12.0 ± 2.0", "9.0 ± 1.0", "-25.0%", "lower is better"]
 
 
 @given(
