@@ -218,7 +218,10 @@ def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Calls ``fn`` on a helper thread. The core runs with the GIL released
     but the main thread would sit inside it, and Python only runs signal
     handlers on the main thread between bytecodes; waiting in short joins
-    keeps it free to take SIGINT/SIGTERM while the run goes on."""
+    keeps it free to take SIGINT/SIGTERM while the run goes on. With
+    ``_progress=True`` and stderr a terminal, a run that takes over a second
+    shows its simulated time (against its end, when known) on stderr."""
+    show = bool(kwargs.pop("_progress", False)) and _err().is_terminal
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -229,8 +232,22 @@ def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
     t = threading.Thread(target=target, name="schedlab-run", daemon=True)
     t.start()
-    while t.is_alive():
-        t.join(0.05)
+    started = time.monotonic()
+    status = None
+    try:
+        while t.is_alive():
+            t.join(0.05)
+            if show and time.monotonic() - started > 1.0:
+                now_ns, end_ns = _native.run_progress()
+                what = f"simulated {now_ns / 1e9:.3f} s" + (f" of {end_ns / 1e9:.3f} s" if end_ns else "")
+                if status is None:
+                    status = _err().status(what)
+                    status.start()
+                else:
+                    status.update(what)
+    finally:
+        if status is not None:
+            status.stop()
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -436,6 +453,7 @@ def _run_keeping_trace(
             resolve_workloads(workload),
             policy,
             seed,
+            _progress=True,
             trace=trace is not None or keep,
             check_invariants=check,
             governor=governor,
@@ -499,6 +517,7 @@ def _run_streaming_trace(
             resolve_workloads(workload),
             policy,
             seed,
+            _progress=True,
             check_invariants=check,
             trace_file=(target, trace_format_of(trace)),
             governor=governor,

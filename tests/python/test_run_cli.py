@@ -51,3 +51,39 @@ def test_unfinished_workload_is_a_run_failure_exit_1(tiny_machine: Path) -> None
     res = CliRunner().invoke(app, cmd)
     assert res.exit_code == 1, res.output
     assert "did not finish" in res.output
+
+
+def test_a_long_run_shows_its_simulated_time_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as _time
+
+    from schedlab import cli
+
+    shown: list[str] = []
+
+    class FakeStatus:
+        def __init__(self, what: str) -> None:
+            shown.append(what)
+
+        def start(self) -> None:
+            pass
+
+        def update(self, what: str) -> None:
+            shown.append(what)
+
+        def stop(self) -> None:
+            shown.append("stopped")
+
+    class FakeConsole:
+        is_terminal = True
+
+        def status(self, what: str) -> FakeStatus:
+            return FakeStatus(what)
+
+    monkeypatch.setattr(cli, "_err", lambda: FakeConsole())
+    monkeypatch.setattr(cli._native, "run_progress", lambda: (1_500_000_000, 2_000_000_000))
+    assert cli._interruptible(lambda: (_time.sleep(1.3), 7)[1], _progress=True) == 7
+    assert shown[0] == "simulated 1.500 s of 2.000 s" and shown[-1] == "stopped"
+    # Without the flag (or off a terminal) nothing is shown.
+    shown.clear()
+    assert cli._interruptible(lambda: (_time.sleep(1.2), 8)[1]) == 8
+    assert shown == []

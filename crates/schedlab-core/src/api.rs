@@ -1,7 +1,7 @@
 //! The run-level API that the Python bindings call: build a run from specs,
 //! run it, return results. Everything user-facing enters here.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::Result;
 use crate::trace::TimedEvent;
@@ -32,6 +32,24 @@ pub fn clear_stop() {
 #[inline]
 pub fn stop_requested() -> bool {
     STOP_REQUESTED.load(Ordering::Relaxed)
+}
+
+/// Simulated time of the last run to pass a stop check, ns, and the time it
+/// will end at when known (0: it ends when its tasks do). Process-global, for
+/// the CLI's progress line; written once every [`STOP_CHECK_EVENTS`] events.
+static PROGRESS_NS: AtomicU64 = AtomicU64::new(0);
+static PROGRESS_END_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Record a run's progress (called by `Sim::run` at its stop checks).
+#[inline]
+pub(crate) fn note_progress(now_ns: u64) {
+    PROGRESS_NS.store(now_ns, Ordering::Relaxed);
+}
+
+/// `(simulated ns so far, end ns or 0)` of the run in progress in this
+/// process (the last one to report).
+pub fn progress() -> (u64, u64) {
+    (PROGRESS_NS.load(Ordering::Relaxed), PROGRESS_END_NS.load(Ordering::Relaxed))
 }
 
 /// Where a machine description comes from.
@@ -269,6 +287,9 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
         sim.trace_sink = Some(Box::new(move |events| w.borrow_mut().write_events(events)));
     }
     let max = if spec.options.max_time_ns > 0 { spec.options.max_time_ns } else { MAX_SIM_TIME_NS };
+    PROGRESS_NS.store(0, Ordering::Relaxed);
+    let end = workload.duration_ns.map_or(spec.options.max_time_ns, |d| d.min(max));
+    PROGRESS_END_NS.store(end, Ordering::Relaxed);
     let mut outcome = sim.run(max).and_then(|()| {
         if spec.options.max_time_ns == 0 && workload.duration_ns.is_none() && sim.alive > 0 {
             // The safety cap, not the workload, ended the run: its metrics would

@@ -143,6 +143,12 @@ fn request_stop() {
     api::request_stop();
 }
 
+/// `(simulated ns so far, end ns or 0 when unknown)` of the run in progress.
+#[pyfunction]
+fn run_progress() -> (u64, u64) {
+    api::progress()
+}
+
 /// Clears a stop request so later runs proceed.
 #[pyfunction]
 fn clear_stop() {
@@ -222,6 +228,7 @@ fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_to_file, m)?)?;
     m.add_function(wrap_pyfunction!(wl_main, m)?)?;
+    m.add_function(wrap_pyfunction!(run_progress, m)?)?;
     m.add_function(wrap_pyfunction!(wl_stop, m)?)?;
     m.add_function(wrap_pyfunction!(request_stop, m)?)?;
     m.add_function(wrap_pyfunction!(clear_stop, m)?)?;

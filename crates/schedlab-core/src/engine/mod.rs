@@ -257,6 +257,7 @@ impl Sim {
                 if crate::api::stop_requested() {
                     return Err(SchedlabError::Interrupted { events: self.stats.events });
                 }
+                crate::api::note_progress(self.now);
                 self.drain_trace(TRACE_FLUSH_EVENTS)?;
             }
             self.handle(ev)?;
