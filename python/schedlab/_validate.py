@@ -106,12 +106,15 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(vals) if vals else math.nan
 
 
-def verdict(metric: str, real: float, sim: float) -> str:
-    """``pass``, ``MISS`` or ``not compared`` for one metric."""
+def verdict(metric: str, real: float, sim: float, calibrated: bool = False) -> str:
+    """``pass``, ``MISS`` or ``not compared`` for one metric; completion
+    times are compared (within 15%) only on a calibrated machine."""
     if math.isnan(real) or math.isnan(sim):
         return "absent"
     if metric == "completion_time_s":
-        return "not compared (uncalibrated)"
+        if not calibrated:
+            return "not compared (uncalibrated)"
+        return "pass" if abs(sim - real) <= 0.15 * max(abs(real), 1e-12) else "MISS"
     if metric in FRACTIONS:
         return "pass" if abs(sim - real) <= 5.0 else "MISS"
     if metric == "migrations_per_wakeup":
@@ -130,6 +133,7 @@ def run_case(
     seeds: int,
     record: Callable[[list[str], Path], dict[str, Any]],
     parent_wakee_flips: int | None = None,
+    machine_file: Path | None = None,
 ) -> dict[str, Any]:
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
     compares the means. `parent_wakee_flips` is the launcher's count the
@@ -159,7 +163,10 @@ def run_case(
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
-    machine = resolve_machine(str(work / case.name / "real-0" / "machine.toml"))
+    machine_path = machine_file or work / case.name / "real-0" / "machine.toml"
+    machine = resolve_machine(str(machine_path))
+    # A machine `schedlab calibrate` wrote carries its measured costs.
+    calibrated = "schedlab calibrate:" in Path(machine_path).read_text()
     flips = (
         parent_wakee_flips if parent_wakee_flips is not None else info.get("launcher_wakee_flips")
     )
@@ -178,7 +185,7 @@ def run_case(
                 "real": real,
                 "sim": sim,
                 "diff": sim - real,
-                "verdict": verdict(m, real, sim),
+                "verdict": verdict(m, real, sim, calibrated),
             }
         )
     return {
@@ -187,6 +194,8 @@ def run_case(
         "workload": workload,
         "policy": policy,
         "kernel": info.get("kernel_release", ""),
+        "machine": str(machine_path),
+        "calibrated": calibrated,
         "notes": [case.note, *notes],
         "reps": reps,
         "seeds": seeds,
@@ -203,6 +212,7 @@ def validate(
     parent_wakee_flips: int | None = None,
     qemu: str | None = None,
     wl_bin: Path | None = None,
+    machine_file: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Every case, natively on this host (under `schedlab record`) or, with
     `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
@@ -236,7 +246,7 @@ def validate(
         if qemu is None and shutil.which(case.argv[0]) is None:
             results.append({"case": case.name, "skipped": f"'{case.argv[0]}' not found"})
             continue
-        results.append(run_case(case, out, reps, seeds, record, parent_wakee_flips))
+        results.append(run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file))
     return results
 
 
@@ -257,7 +267,8 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
             f"### {r['case']}",
             "",
             f"Native: `{r['native']}` ({r['reps']} recordings, kernel {r['kernel']}); simulated: "
-            f"`{r['workload']}` under `{r['policy']}` ({r['seeds']} seeds).",
+            f"`{r['workload']}` under `{r['policy']}` ({r['seeds']} seeds)"
+            + (f" on the calibrated `{r['machine']}`." if r.get("calibrated") else "."),
             "",
             "| metric | real | simulated | sim - real | verdict |",
             "|---|---|---|---|---|",

@@ -1010,6 +1010,15 @@ def validate_cmd(
     wl_bin: Annotated[
         Path | None, typer.Option("--wl-bin", help="The static schedlab-wl binary for --qemu.")
     ] = None,
+    machine: Annotated[
+        Path | None,
+        typer.Option(
+            "--machine",
+            "-m",
+            help="Simulate on this machine file instead of the recording's import (e.g. what "
+            "`schedlab calibrate` wrote: then completion times are compared too, within 15%).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -1028,6 +1037,7 @@ def validate_cmd(
         parent_wakee_flips=parent_wakee_flips,
         qemu=qemu,
         wl_bin=wl_bin,
+        machine_file=machine,
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))

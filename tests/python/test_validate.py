@@ -75,3 +75,9 @@ def test_a_case_without_its_tasks_in_the_trace_fails_clearly(tmp_path: Path) -> 
 
     with pytest.raises(_native.SimulationError, match="no task named 'no-such-comm'"):
         _validate.run_case(case, tmp_path, reps=1, seeds=1, record=fake_record)
+
+
+def test_completion_times_are_compared_only_when_calibrated() -> None:
+    assert _validate.verdict("completion_time_s", 1.0, 1.1, calibrated=True) == "pass"
+    assert _validate.verdict("completion_time_s", 1.0, 1.2, calibrated=True) == "MISS"
+    assert _validate.verdict("completion_time_s", 1.0, 1.1) == "not compared (uncalibrated)"
