@@ -132,6 +132,7 @@ pub fn script_workload(tasks: Vec<TaskSpec>) -> Workload {
         tasks,
         chans: vec![],
         barriers: vec![],
+        conds: 0,
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -1,6 +1,6 @@
 //! Building a `Sim` from a machine, a workload and a policy.
 
-use super::ipc::{Barrier, Chan};
+use super::ipc::{Barrier, Chan, Cond};
 use super::rq::{LlcShared, Rq, SdRuntime};
 use super::task::{Task, TaskState};
 use super::{ClassKind, EngineStats, Ev, Sim};
@@ -158,6 +158,7 @@ impl Sim {
             ses,
             chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
+            conds: vec![Cond::default(); workload.conds as usize],
             queue,
             now: 0,
             sched_rng: Rng::named(cfg.seed, "sched", 0),

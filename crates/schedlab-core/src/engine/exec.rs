@@ -208,6 +208,23 @@ impl Sim {
                 Ok(None)
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
+            Action::CondWait { cond } => {
+                // Woken by a signal only; the program goes on from its next
+                // step (nothing to retry, unlike a read).
+                self.conds[cond.0 as usize].waiters.push_back(p);
+                self.block_task(cpu, p, false);
+                Ok(Some(Stepped::Reschedule))
+            }
+            Action::CondSignal { cond, all } => {
+                // `futex_wake` from `pthread_cond_signal`/`broadcast`: not a sync wakeup.
+                while let Some(w) = self.conds[cond.0 as usize].waiters.pop_front() {
+                    self.try_to_wake_up(w, 0, cpu, Some(p))?;
+                    if !all {
+                        break;
+                    }
+                }
+                Ok(None)
+            }
             Action::Mark { kind, value } => {
                 self.emit(Event::Mark { task: p, kind, value });
                 Ok(None)

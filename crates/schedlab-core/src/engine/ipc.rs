@@ -30,3 +30,11 @@ pub struct Barrier {
     /// Tasks spinning or blocked in the current generation.
     pub waiters: Vec<TaskId>,
 }
+
+/// A condition variable: tasks blocked in `pthread_cond_wait`, in FIFO order
+/// (the futex queue a `pthread_cond_signal` wakes from).
+#[derive(Clone, Debug, Default)]
+pub struct Cond {
+    /// Blocked waiters.
+    pub waiters: VecDeque<TaskId>,
+}

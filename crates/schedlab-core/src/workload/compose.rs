@@ -22,7 +22,7 @@
 //! System metrics (latencies of every task, migrations, idle time) cover the
 //! whole machine.
 
-use super::{Action, BarrierId, ChanId, PrimaryMetric, Program, Workload};
+use super::{Action, BarrierId, ChanId, CondId, PrimaryMetric, Program, Workload};
 use crate::error::{Result, SchedlabError};
 use crate::ids::TaskId;
 use crate::topology::Machine;
@@ -36,6 +36,8 @@ pub struct IdOffset {
     pub chan: u32,
     /// Added to every `BarrierId`.
     pub barrier: u32,
+    /// Added to every `CondId`.
+    pub cond: u32,
 }
 
 impl IdOffset {
@@ -51,6 +53,12 @@ impl IdOffset {
         BarrierId(b.0 + self.barrier)
     }
 
+    /// A condition variable id of the part, in the composed workload.
+    #[inline]
+    pub fn cond(&self, c: CondId) -> CondId {
+        CondId(c.0 + self.cond)
+    }
+
     /// A task id of the part, in the composed workload.
     #[inline]
     pub fn task(&self, t: TaskId) -> TaskId {
@@ -64,6 +72,8 @@ impl IdOffset {
             Action::Recv { chan } => Action::Recv { chan: self.chan(chan) },
             Action::Wake { task, sync } => Action::Wake { task: self.task(task), sync },
             Action::Barrier { id, spin_ns } => Action::Barrier { id: self.barrier(id), spin_ns },
+            Action::CondWait { cond } => Action::CondWait { cond: self.cond(cond) },
+            Action::CondSignal { cond, all } => Action::CondSignal { cond: self.cond(cond), all },
             other => other,
         }
     }
@@ -82,6 +92,7 @@ impl Program {
             Program::WorkqueueManager(p) => p.offset_ids(off),
             Program::WorkqueueWorker(p) => p.offset_ids(off),
             Program::Ksoftirqd(p) => p.chan = off.chan(p.chan),
+            Program::Ops(p) => p.offset_ids(off),
             Program::Sieve(_) | Program::Periodic(_) => {}
         }
     }
@@ -131,6 +142,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         tasks: Vec::new(),
         chans: Vec::new(),
         barriers: Vec::new(),
+        conds: 0,
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: parts[main].warmup_ns,
@@ -147,8 +159,12 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
             (false, false) => Some(format!("w{}.", i + 1)),
         };
         info.push(WorkloadPart { name: w.name.clone(), noise, metric_prefix, primary: w.primary });
-        let off =
-            IdOffset { task: out.tasks.len() as u32, chan: out.chans.len() as u32, barrier: out.barriers.len() as u32 };
+        let off = IdOffset {
+            task: out.tasks.len() as u32,
+            chan: out.chans.len() as u32,
+            barrier: out.barriers.len() as u32,
+            cond: out.conds,
+        };
         for mut t in w.tasks {
             t.program.offset_ids(&off);
             out.tasks.push(t);
@@ -156,6 +172,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         }
         out.chans.extend(w.chans);
         out.barriers.extend(w.barriers);
+        out.conds += w.conds;
         out.irqs.extend(w.irqs);
         out.duration_ns = match (out.duration_ns, w.duration_ns) {
             (Some(a), Some(b)) => Some(a.max(b)),

@@ -176,6 +176,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         tasks,
         chans: vec![ChanSpec { capacity: buf.min(u32::MAX as u64) as u32 }; (groups * fds) as usize],
         barriers: vec![BarrierSpec { parties }],
+        conds: 0,
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

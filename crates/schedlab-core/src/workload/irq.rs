@@ -139,6 +139,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         tasks: Vec::new(),
         chans: Vec::new(),
         barriers: Vec::new(),
+        conds: 0,
         irqs: vec![IrqSpec { name: preset.name.to_string(), cpus, interval, hardirq, softirq }],
         duration_ns: None,
         warmup_ns: 0,

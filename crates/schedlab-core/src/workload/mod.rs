@@ -11,6 +11,7 @@ pub mod hackbench;
 pub mod irq;
 pub mod ksoftirqd;
 pub mod noise;
+pub mod ops;
 pub mod program;
 pub mod schbench;
 pub(crate) mod sched_keys;
@@ -25,7 +26,7 @@ use crate::ids::Ns;
 use crate::sim::Rng;
 pub use compose::{build_workloads, compose, Composed, IdOffset, WorkloadPart};
 pub use dist::Dist;
-pub use program::{Action, BarrierId, ChanId, MarkKind, ProgCtx};
+pub use program::{Action, BarrierId, ChanId, CondId, MarkKind, ProgCtx};
 pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
 
 /// A task program. One variant per program kind; stepping is a `match`.
@@ -51,6 +52,9 @@ pub enum Program {
     Ksoftirqd(ksoftirqd::Ksoftirqd),
     /// A periodic noise task (rt-periodic, kworkers).
     Periodic(noise::Periodic),
+    /// A program of operations (user programs, rt-app files, families
+    /// written in the primitives).
+    Ops(ops::Ops),
 }
 
 impl Program {
@@ -68,6 +72,7 @@ impl Program {
             Program::Sieve(p) => p.step(ctx, rng),
             Program::Ksoftirqd(p) => p.step(ctx, rng),
             Program::Periodic(p) => p.step(ctx, rng),
+            Program::Ops(p) => p.step(ctx, rng),
         }
     }
 }
@@ -256,6 +261,8 @@ pub struct Workload {
     pub chans: Vec<ChanSpec>,
     /// Barriers, indexed by `BarrierId`.
     pub barriers: Vec<BarrierSpec>,
+    /// Number of condition variables (`CondId` 0..conds).
+    pub conds: u32,
     /// Interrupt sources.
     pub irqs: Vec<IrqSpec>,
     /// Stop the run at this time (a benchmark's runtime); `None` = when all

@@ -110,6 +110,7 @@ fn noise_workload(tasks: Vec<TaskSpec>) -> Workload {
         tasks,
         chans: Vec::new(),
         barriers: Vec::new(),
+        conds: 0,
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -15,6 +15,10 @@ pub struct ChanId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BarrierId(pub u32);
 
+/// A condition variable (`pthread_cond_t`): waiters queue on it until signalled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CondId(pub u32);
+
 /// What a task asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -60,6 +64,23 @@ pub enum Action {
         id: BarrierId,
         /// Spin budget before blocking, ns of work.
         spin_ns: Ns,
+    },
+    /// Block on a condition variable until [`Action::CondSignal`] wakes this
+    /// task (`pthread_cond_wait`, the futex wait inside it). Unlike
+    /// [`Action::Wait`], a signal sent while nobody waits is lost, as with
+    /// pthreads. The mutex a `pthread_cond_wait` releases and retakes is the
+    /// program's business (a channel of capacity 1, see the ops programs).
+    CondWait {
+        /// The condition variable.
+        cond: CondId,
+    },
+    /// Wake the first waiter of a condition variable (`pthread_cond_signal`),
+    /// or every waiter (`pthread_cond_broadcast`). Does not block.
+    CondSignal {
+        /// The condition variable.
+        cond: CondId,
+        /// Wake all waiters.
+        all: bool,
     },
     /// Record a workload-level event for metrics (request start/end ...).
     Mark {

@@ -200,6 +200,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         // never fills; its wake word holds the one pending wake timestamp.
         chans: (0..m).map(|_| ChanSpec { capacity: t }).chain((0..m * t).map(|_| ChanSpec { capacity: 1 })).collect(),
         barriers: Vec::new(),
+        conds: 0,
         irqs: Vec::new(),
         duration_ns: Some(runtime_ns),
         warmup_ns,

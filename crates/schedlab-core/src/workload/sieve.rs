@@ -61,6 +61,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         tasks,
         chans: Vec::new(),
         barriers: Vec::new(),
+        conds: 0,
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

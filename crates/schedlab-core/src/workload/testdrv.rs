@@ -72,6 +72,7 @@ enum Block {
     Send(u32, u64, bool),
     Wait,
     Barrier(u32),
+    Cond(u32),
 }
 
 /// A task due to be stepped: (task, message received, when it was woken).
@@ -119,6 +120,7 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
     let mut writers: Vec<VecDeque<(usize, u64)>> = vec![VecDeque::new(); nchan];
     let mut pending_wakes = vec![0u64; n];
     let mut barrier_waiting: Vec<Vec<usize>> = vec![Vec::new(); w.barriers.len()];
+    let mut cond_waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); w.conds as usize];
     let mut state: Vec<Option<Block>> = vec![None; n];
     let mut out = Outcome {
         sent: vec![0; nchan],
@@ -211,6 +213,20 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
                 } else {
                     state[task] = Some(Block::Barrier(id.0));
                 }
+            }
+            Action::CondWait { cond } => {
+                state[task] = Some(Block::Cond(cond.0));
+                cond_waiting[cond.0 as usize].push_back(task);
+            }
+            Action::CondSignal { cond, all } => {
+                while let Some(t) = cond_waiting[cond.0 as usize].pop_front() {
+                    state[t] = None;
+                    push(&mut queue, now, t, None, Some(now));
+                    if !all {
+                        break;
+                    }
+                }
+                push(&mut queue, now, task, None, None);
             }
             Action::Exit => out.exited += 1,
         }
