@@ -97,10 +97,13 @@ def _read_spec_file(path: Path, what: str) -> Source:
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"{origin}: cannot read {what} file: {e}") from None
     if path.suffix == ".json":
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as e:
-            raise SpecError(f"{origin}: invalid JSON: {e}") from None
+        # A workload may be an rt-app file, which allows C comments (as
+        # rt-app's json-c parser does): the core parses and reports those.
+        if what != "workload":
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as e:
+                raise SpecError(f"{origin}: invalid JSON: {e}") from None
         return Source(text, "json", origin)
     _load_toml(text, origin)
     return Source(text, "toml", origin)
@@ -134,6 +137,22 @@ def resolve_workload(arg: WorkloadArg) -> Source:
     """The workload text for a spec string, a file path or a dict."""
     if isinstance(arg, dict):
         return Source(json.dumps(arg), "json", "workload dict")
+    if isinstance(arg, str) and arg.startswith("rtapp:"):
+        return _rtapp_source(arg)
     if not isinstance(arg, str) or arg.endswith(_FILE_SUFFIXES):
         return _read_spec_file(Path(arg), "workload")
     return Source(arg, "spec", "workload")
+
+
+def _rtapp_source(arg: str) -> Source:
+    """``rtapp:file=PATH``: an rt-app JSON file, whatever its name ends with."""
+    keys = dict(kv.split("=", 1) if "=" in kv else (kv, "") for kv in arg[len("rtapp:"):].split(",") if kv)
+    if set(keys) != {"file"} or not keys["file"]:
+        raise SpecError(f"workload: workload.rtapp: expected rtapp:file=PATH (one key, file), got '{arg}'")
+    path = Path(keys["file"])
+    try:
+        return Source(path.read_text(encoding="utf-8"), "json", str(path))
+    except FileNotFoundError:
+        raise SpecError(f"{path}: workload file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{path}: cannot read workload file: {e}") from None

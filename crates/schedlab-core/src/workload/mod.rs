@@ -13,6 +13,7 @@ pub mod ksoftirqd;
 pub mod noise;
 pub mod ops;
 pub mod program;
+pub mod rtapp;
 pub mod schbench;
 pub(crate) mod sched_keys;
 pub mod sieve;

@@ -43,8 +43,16 @@ pub enum Op {
     RunFor(Ns),
     /// Sleep for a sampled duration (`nanosleep`).
     Sleep(Dist),
-    /// A periodic timer (rt-app's `timer`): the first use anchors it at now;
-    /// each use adds `period` and sleeps until then. When that time has
+    /// Anchor the program's timers `delay` from now and sleep until then
+    /// (rt-app's thread start: `t_first` = start + `delay`, which every
+    /// timer's first period counts from).
+    Start {
+        /// Initial delay, ns.
+        delay: Ns,
+    },
+    /// A periodic timer (rt-app's `timer`): its first expiry is one period
+    /// after the anchor ([`Op::Start`], else its own first use); each use
+    /// adds `period` and sleeps until then. When that time has
     /// already passed, the program goes on at once and, in relative mode,
     /// the timer re-anchors at now; in absolute mode it keeps its phase.
     Timer {
@@ -133,6 +141,8 @@ pub struct Ops {
     timers: Box<[Option<Ns>]>,
     /// When the current `RunFor` began.
     since: Ns,
+    /// Where timers start counting from ([`Op::Start`]).
+    anchor: Option<Ns>,
     /// Start time of the current request (`Mark(RequestStart)`).
     request_start: Ns,
     /// Time of the last wakeup the program saw.
@@ -158,6 +168,7 @@ impl Ops {
             loops: vec![0; nr_loops].into_boxed_slice(),
             timers: vec![None; nr_timers].into_boxed_slice(),
             since: 0,
+            anchor: None,
             request_start: 0,
             woken_at: 0,
         }
@@ -215,10 +226,18 @@ impl Ops {
                     self.pc += 1;
                     return Action::Sleep(d.sample(rng));
                 }
+                Op::Start { delay } => {
+                    self.pc += 1;
+                    let at = ctx.now.saturating_add(delay);
+                    self.anchor = Some(at);
+                    if delay > 0 {
+                        return Action::SleepUntil(at);
+                    }
+                }
                 Op::Timer { slot, period, absolute } => {
                     self.pc += 1;
                     let t = &mut self.timers[slot as usize];
-                    let next = t.unwrap_or(ctx.now).saturating_add(period);
+                    let next = t.or(self.anchor).unwrap_or(ctx.now).saturating_add(period);
                     *t = Some(next);
                     if ctx.now < next {
                         return Action::SleepUntil(next);
@@ -362,6 +381,11 @@ impl OpsBuilder {
             !matches!(op, Op::Mark(_) | Op::LoopEnd { .. } | Op::Signal { .. } | Op::Wake { .. } | Op::Unlock(_))
                 && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
         })
+    }
+
+    /// The operations so far.
+    pub fn ops(&self) -> &[Op] {
+        &self.code
     }
 
     /// Number of operations so far.

@@ -210,6 +210,9 @@ pub fn workload_families() -> Vec<FamilyDoc> {
 /// defaults resolve against `machine`. The result's `name` is the normalised
 /// spec with every default filled in.
 pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine) -> Result<Workload> {
+    if format == "json" && super::rtapp::is_rtapp(text) {
+        return super::rtapp::build(text, origin, machine);
+    }
     let (family, pairs) = match format {
         "spec" => split_spec(text, origin)?,
         "toml" => {

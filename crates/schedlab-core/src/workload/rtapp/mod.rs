@@ -1,0 +1,640 @@
+//! rt-app JSON files as workloads (`-w file.json`, recognised by its `tasks`
+//! object, or `-w rtapp:file=file.json`).
+//!
+//! Each thread object becomes `instance` tasks running one [`Ops`] program:
+//! the initial `delay` (which also anchors the thread's timers, rt-app's
+//! `t_first`), then the phases in file order, each `loop` times, the whole
+//! `loop` times (-1 = until `global.duration`). Events map to operations as
+//! rt-app's `run_event` (src/rt-app.c) performs them:
+//!
+//! | event | operation |
+//! |---|---|
+//! | `run` | work: `n` us on the calibration CPU (scales with capacity and frequency) |
+//! | `runtime` | wall time: 32 us chunks of work until `n` us have passed |
+//! | `sleep` | `nanosleep` |
+//! | `timer` | `clock_nanosleep` to the timer's next expiry (relative or absolute mode) |
+//! | `lock`, `unlock` | a pthread mutex (a capacity-1 channel) |
+//! | `wait`, `signal`, `broad`, `sync` | `pthread_cond_wait` / `_signal` / `_broadcast` / signal then wait |
+//! | `suspend`, `resume` | lock, cond wait / broadcast, unlock on the named resource |
+//! | `barrier` | all threads that name it meet (users = instances of the threads naming it) |
+//! | `mem`, `iorun` | work: memset at [`MEM_BYTES_PER_US`]; one `write` to /dev/null per buffer at [`IO_WRITE_NS`] |
+//!
+//! What would change scheduling but is not modelled is refused with the key
+//! and its path: `fork`, `yield`, SCHED_DEADLINE, uclamp (`util_min`,
+//! `util_max`), task groups, memory binding, per-phase policy or affinity,
+//! priority-inheritance mutexes, timers shared between threads. rt-app's own
+//! logging keys are accepted: they change nothing a scheduler sees.
+
+pub(crate) mod json;
+
+use super::ops::{Op, OpsBuilder};
+use super::{forked_task, BarrierSpec, ChanSpec, Dist, PrimaryMetric, Program, SchedPolicy, Workload};
+use crate::cpumask::CpuMask;
+use crate::error::{Result, SchedlabError};
+use crate::ids::{CpuId, Ns};
+use crate::topology::Machine;
+use json::JVal;
+
+/// Bytes `memset` writes per microsecond for a `mem` event: 10 GB/s, one
+/// core filling a buffer of rt-app's default 4 MiB (`mem_buffer_size`), which
+/// lives in the LLC or memory. Single-core store bandwidth is 10-20 GB/s on
+/// current x86 and arm64 server cores, 5-10 GB/s on phone cores.
+pub const MEM_BYTES_PER_US: u64 = 10_000;
+
+/// CPU time of one `write` of a buffer to `/dev/null` (`iorun`): the syscall
+/// entry and exit and the fd lookup; `/dev/null` copies nothing. About
+/// 0.2-1 us with current speculation mitigations; 1 us taken.
+pub const IO_WRITE_NS: Ns = 1_000;
+
+/// rt-app's default `mem_buffer_size`, bytes.
+const DEFAULT_MEM_BUFFER: u64 = 4 * 1024 * 1024;
+
+/// rt-app's default RT priority when a thread with an RT policy gives none.
+const RTAPP_DEFAULT_RT_PRIORITY: i64 = 10;
+
+const NS_PER_US: Ns = 1_000;
+
+/// Whether `text` is an rt-app description: JSON (comments allowed) whose
+/// top level has a `tasks` object.
+pub(crate) fn is_rtapp(text: &str) -> bool {
+    matches!(json::parse(text), Ok(JVal::Obj(items)) if items.iter().any(|(k, _)| k == "tasks"))
+}
+
+/// Builds the workload an rt-app file describes on `machine`.
+pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workload> {
+    let doc = json::parse(text).map_err(|e| err(origin, "", format!("rt-app JSON: {e}")))?;
+    if let Some(dup) = doc.duplicate_key("") {
+        return Err(err(
+            origin,
+            &dup,
+            "each key once (rt-app keeps only one of two equal keys; number repeated events: run0, run1)".into(),
+        ));
+    }
+    let JVal::Obj(top) = doc else { return Err(err(origin, "", "a JSON object with `tasks`".into())) };
+    let mut b = Builder::new(origin, machine);
+    let mut tasks = None;
+    for (k, v) in &top {
+        match k.as_str() {
+            "global" => b.global(v)?,
+            "tasks" => tasks = Some(v),
+            // Kept by rt-app for old files; resources are made on first use.
+            "resources" => {}
+            _ => return Err(err(origin, k, "one of global, tasks, resources".into())),
+        }
+    }
+    let Some(JVal::Obj(tasks)) = tasks else { return Err(err(origin, "tasks", "an object of threads".into())) };
+    if tasks.is_empty() {
+        return Err(err(origin, "tasks", "at least one thread".into()));
+    }
+    let mut defs = Vec::new();
+    for (name, t) in tasks {
+        defs.push(b.thread(name, t)?);
+    }
+    b.check_timers()?;
+    let mut w = Workload {
+        name: format!("rtapp:{origin}"),
+        tasks: Vec::new(),
+        chans: vec![ChanSpec { capacity: 1 }; b.mutexes.len()],
+        barriers: b.barrier_users.iter().map(|&parties| BarrierSpec { parties }).collect(),
+        conds: b.conds.len() as u32,
+        irqs: Vec::new(),
+        duration_ns: b.duration_ns,
+        warmup_ns: 0,
+        primary: PrimaryMetric::CompletionTime,
+    };
+    for d in defs {
+        for _ in 0..d.instances {
+            // rt-app names each thread `<name>-<index>`, the index counting
+            // every thread created, in file order.
+            let mut t = forked_task(&format!("{}-{}", d.name, w.tasks.len()), Program::Ops(d.program.clone()), 0);
+            t.policy = d.policy;
+            t.rt_priority = d.rt_priority;
+            t.nice = d.nice;
+            t.allowed = d.allowed;
+            w.tasks.push(t);
+        }
+    }
+    if w.tasks.is_empty() {
+        return Err(err(origin, "tasks", "at least one thread with instance >= 1".into()));
+    }
+    if w.duration_ns.is_none() {
+        if let Some(d) = b.forever.first() {
+            return Err(err(
+                origin,
+                &format!("tasks.{d}.loop"),
+                "a finite loop count, or a global.duration: this thread loops forever (-1, the default) and \
+                 the run would never end"
+                    .into(),
+            ));
+        }
+    }
+    Ok(w)
+}
+
+fn err(origin: &str, path: &str, expected: String) -> SchedlabError {
+    let key = if path.is_empty() { "rtapp".to_string() } else { format!("rtapp.{path}") };
+    SchedlabError::spec(origin, key, format!("expected {expected}"))
+}
+
+/// One thread object, compiled.
+struct ThreadDef {
+    name: String,
+    instances: u32,
+    program: super::ops::Ops,
+    policy: SchedPolicy,
+    rt_priority: u32,
+    nice: i32,
+    allowed: Option<CpuMask>,
+}
+
+/// Named resources and global settings gathered while compiling.
+struct Builder<'a> {
+    origin: &'a str,
+    machine: &'a Machine,
+    duration_ns: Option<Ns>,
+    default_policy: Option<SchedPolicy>,
+    /// Capacity of the calibration CPU: `run` of n us is n us of work on it.
+    calib_capacity: u64,
+    mem_buffer: u64,
+    mutexes: Vec<String>,
+    conds: Vec<String>,
+    barriers: Vec<String>,
+    /// Threads (instances) naming each barrier.
+    barrier_users: Vec<u32>,
+    /// Per timer name: the threads using it and their instance counts.
+    timer_users: Vec<(String, Vec<(String, u32)>)>,
+    /// Threads that loop forever.
+    forever: Vec<String>,
+}
+
+fn index_of(names: &mut Vec<String>, name: &str) -> u32 {
+    match names.iter().position(|n| n == name) {
+        Some(i) => i as u32,
+        None => {
+            names.push(name.to_string());
+            names.len() as u32 - 1
+        }
+    }
+}
+
+impl<'a> Builder<'a> {
+    fn new(origin: &'a str, machine: &'a Machine) -> Self {
+        Builder {
+            origin,
+            machine,
+            duration_ns: None,
+            default_policy: None,
+            // rt-app's default calibration is "CPU0".
+            calib_capacity: machine.capacity_orig(CpuId(0)) as u64,
+            mem_buffer: DEFAULT_MEM_BUFFER,
+            mutexes: Vec::new(),
+            conds: Vec::new(),
+            barriers: Vec::new(),
+            barrier_users: Vec::new(),
+            timer_users: Vec::new(),
+            forever: Vec::new(),
+        }
+    }
+
+    fn machine(&self) -> &'a Machine {
+        self.machine
+    }
+
+    fn e(&self, path: &str, expected: impl Into<String>) -> SchedlabError {
+        err(self.origin, path, expected.into())
+    }
+
+    fn global(&mut self, v: &JVal) -> Result<()> {
+        let JVal::Obj(items) = v else { return Err(self.e("global", "an object")) };
+        for (k, v) in items {
+            let path = format!("global.{k}");
+            match (k.as_str(), v) {
+                ("duration", JVal::Int(-1)) => self.duration_ns = None,
+                ("duration", JVal::Int(s)) if *s > 0 => self.duration_ns = Some(*s as Ns * 1_000_000_000),
+                ("duration", _) => return Err(self.e(&path, "seconds, a whole number > 0, or -1 (no limit)")),
+                ("default_policy", JVal::Str(s)) => self.default_policy = Some(self.policy(&path, s)?),
+                ("calibration", JVal::Str(s)) => {
+                    let cpu = s
+                        .strip_prefix("CPU")
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .filter(|n| *n < self.machine().nr_cpus())
+                        .ok_or_else(|| {
+                            self.e(
+                                &path,
+                                format!("CPUn with n a CPU of the machine (0-{})", self.machine().nr_cpus() - 1),
+                            )
+                        })?;
+                    self.calib_capacity = self.machine().capacity_orig(CpuId(cpu as u32)) as u64;
+                }
+                // ns per loop measured on some other machine: taken as this
+                // machine's full-capacity CPU.
+                ("calibration", JVal::Int(n)) if *n > 0 => self.calib_capacity = 1024,
+                ("calibration", _) => return Err(self.e(&path, "\"CPUn\" or a positive ns-per-loop integer")),
+                ("pi_enabled", JVal::Bool(false)) => {}
+                ("pi_enabled", _) => {
+                    return Err(self.e(&path, "false: priority-inheritance mutexes are not modelled yet"));
+                }
+                ("mem_buffer_size", JVal::Int(n)) if *n > 0 => self.mem_buffer = *n as u64,
+                ("mem_buffer_size", _) => return Err(self.e(&path, "a buffer size in bytes > 0")),
+                // rt-app's logging, tracing and memory locking: nothing the
+                // scheduler sees changes.
+                ("lock_pages" | "logdir" | "log_basename" | "log_size" | "ftrace" | "gnuplot" | "io_device", _)
+                | ("cumulative_slack", _) => {}
+                _ => {
+                    return Err(self.e(
+                        &path,
+                        "a global key of rt-app: duration, calibration, default_policy, pi_enabled, lock_pages, \
+                         logdir, log_basename, log_size, ftrace, gnuplot, io_device, mem_buffer_size, cumulative_slack",
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn policy(&self, path: &str, s: &str) -> Result<SchedPolicy> {
+        match s {
+            "SCHED_OTHER" => Ok(SchedPolicy::Normal),
+            "SCHED_IDLE" => Ok(SchedPolicy::Idle),
+            "SCHED_FIFO" => Ok(SchedPolicy::Fifo),
+            "SCHED_RR" => Ok(SchedPolicy::Rr),
+            "SCHED_DEADLINE" => {
+                Err(self.e(path, "SCHED_OTHER, SCHED_IDLE, SCHED_FIFO or SCHED_RR: SCHED_DEADLINE is not modelled yet"))
+            }
+            _ => Err(self.e(path, format!("SCHED_OTHER, SCHED_IDLE, SCHED_FIFO or SCHED_RR, got '{s}'"))),
+        }
+    }
+
+    fn cpus(&self, path: &str, v: &JVal) -> Result<CpuMask> {
+        let nr = self.machine().nr_cpus();
+        let expected = || format!("an array of CPU numbers of the machine (0-{})", nr - 1);
+        let JVal::Arr(items) = v else { return Err(self.e(path, expected())) };
+        let mut mask = CpuMask::new();
+        for x in items {
+            match x {
+                JVal::Int(c) if *c >= 0 && (*c as usize) < nr => mask.set(CpuId(*c as u32)),
+                _ => return Err(self.e(path, expected())),
+            }
+        }
+        if mask.is_empty() {
+            return Err(self.e(path, expected()));
+        }
+        Ok(mask)
+    }
+
+    /// A thread object.
+    fn thread(&mut self, name: &str, v: &JVal) -> Result<ThreadDef> {
+        let at = format!("tasks.{name}");
+        let JVal::Obj(items) = v else { return Err(self.e(&at, "a thread object")) };
+        let mut instances = 1u32;
+        let mut delay = 0;
+        let mut thread_loop: i64 = -1;
+        let mut policy = None;
+        let mut priority = None;
+        let mut allowed = None;
+        let mut phases: Vec<(String, &Vec<(String, JVal)>)> = Vec::new();
+        let mut inline = Vec::new();
+        for (k, v) in items {
+            let path = format!("{at}.{k}");
+            match k.as_str() {
+                "instance" => instances = self.count(&path, v, 0, 100_000)? as u32,
+                "delay" => delay = self.count(&path, v, 0, i64::MAX as u64 / NS_PER_US)? * NS_PER_US,
+                "loop" => thread_loop = self.loop_count(&path, v)?,
+                "policy" => policy = Some(self.string(&path, v).and_then(|s| self.policy(&path, s))?),
+                "priority" => priority = Some(self.int(&path, v)?),
+                "cpus" => allowed = Some(self.cpus(&path, v)?),
+                "phases" => {
+                    let JVal::Obj(ps) = v else { return Err(self.e(&path, "an object of phases")) };
+                    for (pn, pv) in ps {
+                        let JVal::Obj(p) = pv else { return Err(self.e(&format!("{path}.{pn}"), "a phase object")) };
+                        phases.push((pn.clone(), p));
+                    }
+                }
+                _ => {
+                    self.refuse_unmodelled(&path, k)?;
+                    inline.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        if !phases.is_empty() && !inline.is_empty() {
+            return Err(self.e(
+                &format!("{at}.{}", inline[0].0),
+                "a thread key (instance, delay, loop, policy, priority, cpus): the events of a thread with `phases` \
+                 belong in its phases",
+            ));
+        }
+        let policy = policy.or(self.default_policy).unwrap_or(SchedPolicy::Normal);
+        let (rt_priority, nice) = self.priority(&format!("{at}.priority"), policy, priority)?;
+        let mut ops = OpsBuilder::new();
+        let mut timers: Vec<(String, u16)> = Vec::new();
+        ops.push(Op::Start { delay });
+        let body = ops.len();
+        ops.begin_loop(if thread_loop < 0 { 0 } else { thread_loop as u64 });
+        if phases.is_empty() {
+            self.events(&at, name, &inline, &mut ops, &mut timers, instances)?;
+        } else {
+            for (pn, p) in &phases {
+                let path = format!("{at}.phases.{pn}");
+                let mut phase_loop = 1;
+                let mut events = Vec::new();
+                for (k, v) in p.iter() {
+                    let kp = format!("{path}.{k}");
+                    match k.as_str() {
+                        "loop" => {
+                            phase_loop = self.count(&kp, v, 1, u64::MAX >> 1)?;
+                        }
+                        "cpus" | "policy" | "priority" => {
+                            return Err(self.e(
+                                &kp,
+                                "no phase-level scheduling keys: changing a thread's affinity or policy between \
+                                 phases is not modelled yet (set it on the thread)",
+                            ))
+                        }
+                        _ => {
+                            self.refuse_unmodelled(&kp, k)?;
+                            events.push((k.clone(), v.clone()));
+                        }
+                    }
+                }
+                ops.begin_loop(phase_loop);
+                self.events(&path, name, &events, &mut ops, &mut timers, instances)?;
+                ops.end_loop();
+            }
+        }
+        if thread_loop != 0 && !ops.takes_time_since(body) {
+            return Err(
+                self.e(&at, "events that run, sleep or wait: these take no time, and looping them would spin in place")
+            );
+        }
+        ops.end_loop();
+        if thread_loop < 0 && instances > 0 {
+            self.forever.push(name.to_string());
+        }
+        Ok(ThreadDef { name: name.to_string(), instances, program: ops.build(), policy, rt_priority, nice, allowed })
+    }
+
+    /// rt-app's `priority`: the RT priority of a FIFO/RR thread (default 10),
+    /// the nice value of a SCHED_OTHER one (default 0; rt-app calls
+    /// `setpriority`), unused for SCHED_IDLE.
+    fn priority(&self, path: &str, policy: SchedPolicy, given: Option<i64>) -> Result<(u32, i32)> {
+        match policy {
+            SchedPolicy::Fifo | SchedPolicy::Rr => {
+                let p = given.unwrap_or(RTAPP_DEFAULT_RT_PRIORITY);
+                if !(1..=99).contains(&p) {
+                    return Err(self.e(path, format!("an RT priority 1..99, got {p}")));
+                }
+                Ok((p as u32, 0))
+            }
+            SchedPolicy::Normal | SchedPolicy::Batch => {
+                let n = given.unwrap_or(0);
+                if !(-20..=19).contains(&n) {
+                    return Err(self.e(path, format!("a nice value -20..19 for SCHED_OTHER, got {n}")));
+                }
+                Ok((0, n as i32))
+            }
+            SchedPolicy::Idle => Ok((0, 0)),
+        }
+    }
+
+    /// Keys rt-app knows that change scheduling in ways not modelled.
+    fn refuse_unmodelled(&self, path: &str, k: &str) -> Result<()> {
+        let why = match k {
+            "util_min" | "util_max" | "hold_ns" => "no uclamp keys: utilization clamping is not modelled yet",
+            "taskgroup" => "no taskgroup: cgroup task groups are not modelled yet",
+            "nodes_membind" => "no nodes_membind: memory placement is not modelled",
+            "dl-runtime" | "dl-period" | "dl-deadline" => {
+                "no SCHED_DEADLINE parameters: SCHED_DEADLINE is not modelled yet"
+            }
+            _ => return Ok(()),
+        };
+        Err(self.e(path, why))
+    }
+
+    fn int(&self, path: &str, v: &JVal) -> Result<i64> {
+        match v {
+            JVal::Int(n) => Ok(*n),
+            other => Err(self.e(path, format!("an integer, got {}", other.kind()))),
+        }
+    }
+
+    fn count(&self, path: &str, v: &JVal, min: u64, max: u64) -> Result<u64> {
+        match v {
+            JVal::Int(n) if *n >= 0 && (min..=max).contains(&(*n as u64)) => Ok(*n as u64),
+            other => Err(self.e(path, format!("a whole number from {min} to {max}, got {}", show(other)))),
+        }
+    }
+
+    fn loop_count(&self, path: &str, v: &JVal) -> Result<i64> {
+        match v {
+            JVal::Int(n) if *n == -1 || *n >= 0 => Ok(*n),
+            other => Err(self.e(path, format!("a loop count >= 0, or -1 for forever, got {}", show(other)))),
+        }
+    }
+
+    fn string<'v>(&self, path: &str, v: &'v JVal) -> Result<&'v str> {
+        match v {
+            JVal::Str(s) => Ok(s),
+            other => Err(self.e(path, format!("a string, got {}", other.kind()))),
+        }
+    }
+
+    /// The `ref` and `mutex` strings of a `wait`/`sync` object.
+    fn cond_and_mutex(&mut self, path: &str, v: &JVal) -> Result<(u32, u32)> {
+        let JVal::Obj(items) = v else { return Err(self.e(path, "an object {\"ref\": cond, \"mutex\": mutex}")) };
+        let (mut r, mut m) = (None, None);
+        for (k, x) in items {
+            match k.as_str() {
+                "ref" => r = Some(self.string(&format!("{path}.ref"), x)?.to_string()),
+                "mutex" => m = Some(self.string(&format!("{path}.mutex"), x)?.to_string()),
+                _ => return Err(self.e(&format!("{path}.{k}"), "only ref and mutex")),
+            }
+        }
+        match (r, m) {
+            (Some(r), Some(m)) => Ok((index_of(&mut self.conds, &r), index_of(&mut self.mutexes, &m))),
+            _ => Err(self.e(path, "both ref and mutex")),
+        }
+    }
+
+    /// The events of one phase, in file order.
+    #[allow(clippy::too_many_arguments)]
+    fn events(
+        &mut self,
+        at: &str,
+        thread: &str,
+        events: &[(String, JVal)],
+        ops: &mut OpsBuilder,
+        timers: &mut Vec<(String, u16)>,
+        instances: u32,
+    ) -> Result<()> {
+        use super::{BarrierId, ChanId, CondId};
+        for (k, v) in events {
+            let path = format!("{at}.{k}");
+            // rt-app matches events by prefix (run0, sleep1 ...), `runtime`
+            // before `run`, as its parser table does.
+            let kind = EVENTS.iter().find(|e| k.starts_with(*e)).copied().ok_or_else(|| {
+                self.e(&path, format!("an rt-app event ({}) or a thread/phase key", EVENTS.join(", ")))
+            })?;
+            let us = |b: &Self| b.count(&path, v, 0, u64::MAX / NS_PER_US).map(|n| n * NS_PER_US);
+            match kind {
+                "runtime" => {
+                    ops.push(Op::RunFor(us(self)?));
+                }
+                "run" => {
+                    let ns = us(self)?;
+                    ops.push(Op::Compute(Dist::Fixed(ns * self.calib_capacity / 1024)));
+                }
+                "sleep" => {
+                    ops.push(Op::Sleep(Dist::Fixed(us(self)?)));
+                }
+                "mem" => {
+                    let bytes = self.count(&path, v, 0, u64::MAX / 1000)?;
+                    ops.push(Op::Compute(Dist::Fixed(bytes * 1000 / MEM_BYTES_PER_US)));
+                }
+                "iorun" => {
+                    let bytes = self.count(&path, v, 0, u64::MAX / 2)?;
+                    ops.push(Op::Compute(Dist::Fixed(bytes.div_ceil(self.mem_buffer) * IO_WRITE_NS)));
+                }
+                "lock" | "unlock" => {
+                    let name = self.string(&path, v)?;
+                    let m = ChanId(index_of(&mut self.mutexes, name));
+                    ops.push(if kind == "lock" { Op::Lock(m) } else { Op::Unlock(m) });
+                }
+                "signal" | "broad" => {
+                    let name = self.string(&path, v)?;
+                    let c = CondId(index_of(&mut self.conds, name));
+                    ops.push(Op::Signal { cond: c, all: kind == "broad" });
+                }
+                "wait" => {
+                    let (c, m) = self.cond_and_mutex(&path, v)?;
+                    ops.push(Op::CondWait { cond: CondId(c), mutex: Some(ChanId(m)) });
+                }
+                "sync" => {
+                    let (c, m) = self.cond_and_mutex(&path, v)?;
+                    ops.push(Op::Signal { cond: CondId(c), all: false });
+                    ops.push(Op::CondWait { cond: CondId(c), mutex: Some(ChanId(m)) });
+                }
+                "suspend" | "resume" => {
+                    // An empty name is the thread's own (workgen fills it in).
+                    let s = self.string(&path, v)?;
+                    let r = if s.is_empty() { thread } else { s };
+                    let (c, m) = (CondId(index_of(&mut self.conds, r)), ChanId(index_of(&mut self.mutexes, r)));
+                    ops.push(Op::Lock(m));
+                    ops.push(if kind == "suspend" {
+                        Op::CondWait { cond: c, mutex: Some(m) }
+                    } else {
+                        Op::Signal { cond: c, all: true }
+                    });
+                    ops.push(Op::Unlock(m));
+                }
+                "barrier" => {
+                    let name = self.string(&path, v)?;
+                    let b = index_of(&mut self.barriers, name) as usize;
+                    if self.barrier_users.len() <= b {
+                        self.barrier_users.resize(b + 1, 0);
+                    }
+                    // Each thread counts once however often it names the barrier.
+                    if !ops_names_barrier(ops, b) {
+                        self.barrier_users[b] += instances;
+                    }
+                    ops.push(Op::Barrier { id: BarrierId(b as u32), spin: 0 });
+                }
+                "timer" => {
+                    let (name, period, absolute) = self.timer(&path, v)?;
+                    let slot = match timers.iter().find(|(n, _)| *n == name) {
+                        Some(&(_, s)) => s,
+                        None => {
+                            let s = ops.timer_slot();
+                            timers.push((name.clone(), s));
+                            self.use_timer(&name, thread, instances);
+                            s
+                        }
+                    };
+                    ops.push(Op::Timer { slot, period, absolute });
+                }
+                "yield" => return Err(self.e(&path, "no yield: sched_yield is not modelled yet")),
+                "fork" => {
+                    return Err(self.e(
+                        &path,
+                        "no fork: threads created during the run are not modelled yet (give the forked thread an \
+                         instance count instead)",
+                    ))
+                }
+                _ => unreachable!("every EVENTS entry is handled"),
+            }
+        }
+        Ok(())
+    }
+
+    fn timer(&self, path: &str, v: &JVal) -> Result<(String, Ns, bool)> {
+        let JVal::Obj(items) = v else {
+            return Err(self.e(path, "an object {\"ref\": name, \"period\": us, \"mode\": relative|absolute}"));
+        };
+        let (mut name, mut period, mut absolute) = (None, None, false);
+        for (k, x) in items {
+            let kp = format!("{path}.{k}");
+            match k.as_str() {
+                "ref" => name = Some(self.string(&kp, x)?.to_string()),
+                "period" => period = Some(self.count(&kp, x, 1, u64::MAX / NS_PER_US)? * NS_PER_US),
+                "mode" => {
+                    absolute = match self.string(&kp, x)? {
+                        "relative" => false,
+                        "absolute" => true,
+                        other => return Err(self.e(&kp, format!("relative or absolute, got '{other}'"))),
+                    }
+                }
+                _ => return Err(self.e(&kp, "only ref, period and mode")),
+            }
+        }
+        match (name, period) {
+            (Some(n), Some(p)) => Ok((n, p, absolute)),
+            _ => Err(self.e(path, "both ref and period")),
+        }
+    }
+
+    fn use_timer(&mut self, name: &str, thread: &str, instances: u32) {
+        match self.timer_users.iter_mut().find(|(n, _)| n == name) {
+            Some((_, users)) => users.push((thread.to_string(), instances)),
+            None => self.timer_users.push((name.to_string(), vec![(thread.to_string(), instances)])),
+        }
+    }
+
+    /// rt-app shares a timer whose name does not start with `unique` among
+    /// every thread that names it, each use advancing the one timer; that
+    /// sharing is not modelled (each thread here has its own).
+    fn check_timers(&self) -> Result<()> {
+        for (name, users) in &self.timer_users {
+            let threads: u32 = users.iter().map(|(_, n)| *n).sum();
+            if !name.starts_with("unique") && threads > 1 {
+                return Err(self.e(
+                    &format!("tasks.{}", users[0].0),
+                    format!(
+                        "timers of one thread each: timer '{name}' is shared by {threads} threads in rt-app, which \
+                         is not modelled; name it 'unique...' for one timer per thread"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// rt-app's events, in the order its parser matches their prefixes.
+const EVENTS: [&str; 17] = [
+    "runtime", "run", "sleep", "mem", "iorun", "lock", "unlock", "signal", "broad", "wait", "sync", "barrier", "timer",
+    "resume", "suspend", "yield", "fork",
+];
+
+fn ops_names_barrier(ops: &OpsBuilder, b: usize) -> bool {
+    ops.ops().iter().any(|op| matches!(op, Op::Barrier { id, .. } if id.0 as usize == b))
+}
+
+fn show(v: &JVal) -> String {
+    match v {
+        JVal::Int(n) => n.to_string(),
+        other => other.kind().to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,194 @@
+//! rt-app files, written here from rt-app's format description (doc/tutorial.txt
+//! of the rt-app project), built and run on the engine.
+
+use super::*;
+use crate::features::Features;
+use crate::testkit::{machine_from_toml, sim_config, sim_with, HIKEY, TWO_LLC};
+use crate::workload::build_workload;
+use crate::workload::ops::Op;
+
+const MS: Ns = 1_000_000;
+
+fn build_on(toml: &str, json: &str) -> Result<Workload> {
+    build_workload(json, "json", "test.json", &machine_from_toml(toml))
+}
+
+/// Runs the file on the 8-CPU test machine; returns the end time and the
+/// exit time of each task.
+fn run(json: &str) -> (Ns, Vec<Ns>) {
+    let w = build_on(TWO_LLC, json).unwrap();
+    let mut cfg = sim_config(Features::mainline());
+    cfg.trace = true;
+    cfg.check_invariants = true;
+    let mut sim = sim_with(TWO_LLC, &w, cfg);
+    sim.run(u64::MAX).unwrap();
+    let trace = sim.trace.as_ref().unwrap();
+    let exits = (0..w.tasks.len() as u32)
+        .map(|i| {
+            trace
+                .iter()
+                .find(|e| matches!(e.ev, crate::trace::Event::Exit { task } if task.0 == i))
+                .map_or(Ns::MAX, |e| e.time)
+        })
+        .collect();
+    (sim.now, exits)
+}
+
+fn error(json: &str) -> String {
+    build_on(TWO_LLC, json).unwrap_err().to_string()
+}
+
+#[test]
+fn a_periodic_thread_keeps_its_timer_period() {
+    // 10 periods of 10 ms with 2 ms of work: the last expiry is 100 ms after
+    // the thread's start, whatever the run's wakeup costs.
+    let (_, exits) = run(r#"{"tasks": {"p": {"loop": 10, "run": 2000, "timer": {"ref": "unique", "period": 10000}}}}"#);
+    assert!((100 * MS..101 * MS).contains(&exits[0]), "exit at {}", exits[0]);
+}
+
+#[test]
+fn phases_run_in_file_order_each_its_own_loop_count() {
+    // Phase "a": 3 x (1 ms run + 1 ms sleep); phase "b": 2 x 0.5 ms; once.
+    let (_, exits) = run(r#"{
+        "global": {"duration": -1, "logdir": "/tmp", "ftrace": "none"},
+        "tasks": {"t": {"loop": 1, "phases": {
+            "a": {"loop": 3, "run": 1000, "sleep": 1000},
+            "b": {"loop": 2, "run": 500}
+        }}}
+    }"#);
+    assert!((7 * MS..7 * MS + MS / 10).contains(&exits[0]), "exit at {}", exits[0]);
+    // Instances and their names: rt-app's `<name>-<index>`.
+    let w =
+        build_on(TWO_LLC, r#"{"tasks": {"a": {"instance": 2, "loop": 1, "run": 10}, "b": {"loop": 1, "run": 10}}}"#)
+            .unwrap();
+    let names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a-0", "a-1", "b-2"]);
+}
+
+#[test]
+fn a_consumer_waits_on_a_condition_the_producer_signals() {
+    // The consumer holds the mutex and waits; the producer runs 3 ms, then
+    // signals under the mutex. The consumer resumes after the producer.
+    let (_, exits) = run(r#"{"tasks": {
+        "consumer": {"loop": 1, "lock": "m", "wait": {"ref": "c", "mutex": "m"}, "unlock": "m", "run": 100},
+        "producer": {"loop": 1, "delay": 500, "run": 3000, "lock": "m", "signal": "c", "unlock": "m"}
+    }}"#);
+    assert!(exits[0] > exits[1] - 200_000, "consumer {} producer {}", exits[0], exits[1]);
+    assert!((3_500_000..3_800_000).contains(&exits[0]), "consumer exit at {}", exits[0]);
+}
+
+#[test]
+fn suspend_and_resume_hand_over_between_threads() {
+    let (_, exits) = run(r#"{"tasks": {
+        "a": {"loop": 1, "suspend": "a", "run": 1000},
+        "b": {"loop": 1, "delay": 100, "run": 2000, "resume": "a"}
+    }}"#);
+    // a wakes when b resumes it, at ~2.1 ms, then runs 1 ms.
+    assert!((3_100_000..3_300_000).contains(&exits[0]), "a exit at {}", exits[0]);
+}
+
+#[test]
+fn threads_meet_at_a_barrier_every_loop() {
+    // Fast (1 ms) and slow (3 ms) threads, 5 loops through one barrier: both
+    // go at the slow one's pace, ~15 ms.
+    let (_, exits) = run(r#"{"tasks": {
+        "fast": {"loop": 5, "run": 1000, "barrier": "b"},
+        "slow": {"loop": 5, "run": 3000, "barrier": "b"}
+    }}"#);
+    for e in exits {
+        assert!((15 * MS..15 * MS + MS / 2).contains(&e), "exit at {e}");
+    }
+}
+
+#[test]
+fn runtime_is_wall_time_and_run_is_work() {
+    // On the HiKey, calibrated on a big CPU: `run` of 10 ms takes 10 ms on
+    // a big CPU and 1024/462 times that on a little one; `runtime` of 10 ms
+    // takes 10 ms (plus at most one 32 us chunk) on either.
+    let end = |ev: &str, cpu: u32| {
+        let json = format!(
+            r#"{{"global": {{"calibration": "CPU4"}}, "tasks": {{"x": {{"loop": 1, "cpus": [{cpu}], "{ev}": 10000}}}}}}"#
+        );
+        let w = build_on(HIKEY, &json).unwrap();
+        let mut sim = sim_with(HIKEY, &w, sim_config(Features::mainline()));
+        sim.run(u64::MAX).unwrap();
+        sim.now
+    };
+    let (run_big, run_little) = (end("run", 4), end("run", 0));
+    assert!((10 * MS..10 * MS + MS / 10).contains(&run_big), "run on big: {run_big}");
+    let ratio = run_little as f64 / run_big as f64;
+    assert!((2.1..2.3).contains(&ratio), "run little/big {ratio}");
+    for cpu in [0, 4] {
+        let wall = end("runtime", cpu);
+        assert!((10 * MS..10 * MS + MS / 10).contains(&wall), "runtime on CPU {cpu}: {wall}");
+    }
+}
+
+#[test]
+fn run_is_calibrated_on_cpu0_unless_told_otherwise() {
+    // HiKey: CPU 0 is little (capacity 462). `run` 1000 us is 1000 us there:
+    // 462/1024 of that as full-capacity work; calibrated on CPU 4 (big), 1000 us.
+    let work = |global: &str| {
+        let w = build_on(HIKEY, &format!(r#"{{{global}"tasks": {{"t": {{"loop": 1, "run": 1000}}}}}}"#)).unwrap();
+        let Program::Ops(o) = &w.tasks[0].program else { panic!() };
+        o.code().iter().find_map(|op| if let Op::Compute(Dist::Fixed(n)) = op { Some(*n) } else { None }).unwrap()
+    };
+    let cap0 = machine_from_toml(HIKEY).capacity_orig(CpuId(0)) as u64;
+    assert_eq!(work(""), 1_000_000 * cap0 / 1024);
+    assert_eq!(work(r#""global": {"calibration": "CPU4"}, "#), 1_000_000);
+}
+
+#[test]
+fn priority_is_rt_priority_or_nice_and_policies_apply() {
+    let w = build_on(
+        TWO_LLC,
+        r#"{"global": {"default_policy": "SCHED_FIFO"}, "tasks": {
+            "rt": {"loop": 1, "run": 10},
+            "rt2": {"loop": 1, "priority": 42, "policy": "SCHED_RR", "run": 10},
+            "fair": {"loop": 1, "policy": "SCHED_OTHER", "priority": -5, "cpus": [2, 3], "run": 10}
+        }}"#,
+    )
+    .unwrap();
+    assert_eq!((w.tasks[0].policy, w.tasks[0].rt_priority), (SchedPolicy::Fifo, 10));
+    assert_eq!((w.tasks[1].policy, w.tasks[1].rt_priority), (SchedPolicy::Rr, 42));
+    assert_eq!((w.tasks[2].policy, w.tasks[2].nice), (SchedPolicy::Normal, -5));
+    assert_eq!(w.tasks[2].allowed.unwrap().to_list_string(), "2-3");
+}
+
+#[test]
+fn comments_are_allowed_and_duration_bounds_a_forever_loop() {
+    let w = build_on(
+        TWO_LLC,
+        "/* a heartbeat */ {\"global\": {\"duration\": 2}, // two seconds\n \"tasks\": {\"hb\": {\"run\": 100, \"sleep\": 900}}}",
+    )
+    .unwrap();
+    assert_eq!(w.duration_ns, Some(2_000_000_000));
+}
+
+#[test]
+fn bad_files_fail_with_the_key_and_its_path() {
+    let cases: &[(&str, &str)] = &[
+        (r#"{"tasks": {"t": {"loop": 1, "run": 10, "jump": 5}}}"#, "rtapp.tasks.t.jump"),
+        (
+            r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"run": 1, "frobnicate": 2}}}}}"#,
+            "rtapp.tasks.t.phases.p.frobnicate",
+        ),
+        (r#"{"tasks": {"t": {"loop": 1, "run": 10, "run": 20}}}"#, "rtapp.tasks.t.run"),
+        (r#"{"tasks": {"t": {"loop": 1, "fork": "u"}}}"#, "rtapp.tasks.t.fork"),
+        (r#"{"tasks": {"t": {"loop": 1, "yield": ""}}}"#, "rtapp.tasks.t.yield"),
+        (r#"{"tasks": {"t": {"loop": 1, "util_min": 100, "run": 1}}}"#, "rtapp.tasks.t.util_min"),
+        (r#"{"tasks": {"t": {"loop": 1, "policy": "SCHED_DEADLINE", "run": 1}}}"#, "rtapp.tasks.t.policy"),
+        (r#"{"tasks": {"t": {"run": 10}}}"#, "rtapp.tasks.t.loop"),
+        (r#"{"tasks": {"t": {"loop": 1, "cpus": [8], "run": 1}}}"#, "rtapp.tasks.t.cpus"),
+        (r#"{"tasks": {"t": {"loop": 1, "run": -3}}}"#, "rtapp.tasks.t.run"),
+        (r#"{"tasks": {"t": {"instance": 2, "loop": 1, "timer": {"ref": "tick", "period": 100}}}}"#, "rtapp.tasks.t"),
+        (r#"{"global": {"verbose": true}, "tasks": {"t": {"loop": 1, "run": 1}}}"#, "rtapp.global.verbose"),
+        (r#"{"tasks": {"t": {"loop": 3, "signal": "c"}}}"#, "rtapp.tasks.t"),
+        (r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"cpus": [1], "run": 1}}}}}"#, "rtapp.tasks.t.phases.p.cpus"),
+    ];
+    for (json, key) in cases {
+        let e = error(json);
+        assert!(e.contains(&format!("{key}:")) || e.contains(&format!("{key} ")), "{json}: {e}");
+        assert!(e.contains("test.json"), "{e}");
+    }
+}
