@@ -41,7 +41,7 @@ from ._compare import (
     run_matrix,
     summarize,
 )
-from ._native import RunInterrupted, SchedlabError, SimulationError
+from ._native import RunInterrupted, SchedlabError, SimulationError, UnknownNameError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
 from ._result import BETTER_WORDS, U64_MAX, RunResult, check_u64, run_sources
 
@@ -1369,6 +1369,33 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
                 escape(p["doc"]),
             )
     _out().print(table)
+
+
+@workload_app.command("show")
+@_cli_errors
+def workload_show_cmd(
+    name: Annotated[str, typer.Argument(help="Family name (see 'schedlab workload list'), or rtapp.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one workload family: what it models, its structure (tasks, how they block
+    and wake), the source it was modelled on, and its parameters with units and
+    defaults."""
+    families = json.loads(_native.workload_list())
+    fam = next((f for f in families if f["name"] == name), None)
+    if fam is None:
+        valid = ", ".join(f["name"] for f in families)
+        raise UnknownNameError(f"unknown workload '{name}'; valid: {valid}")
+    if json_out:
+        _echo_json(fam)
+        return
+    out = _out()
+    out.print(f"[bold]{escape(fam['name'])}[/bold]: {escape(fam['summary'])}")
+    out.print(f"structure: {escape(fam['structure'])}")
+    out.print(f"source: {escape(fam['source'])}")
+    table = _new_table(f"{fam['name']} parameters", "parameter", "default", "unit", "description")
+    for p in fam["params"]:
+        table.add_row(escape(p["name"]), escape(str(p["default"])), escape(p["unit"]), escape(p["doc"]))
+    out.print(table)
 
 
 def main() -> None:

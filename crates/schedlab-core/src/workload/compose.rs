@@ -93,6 +93,7 @@ impl Program {
             Program::WorkqueueWorker(p) => p.offset_ids(off),
             Program::Ksoftirqd(p) => p.chan = off.chan(p.chan),
             Program::Ops(p) => p.offset_ids(off),
+            Program::ChameneosBroker(p) => p.offset_ids(off),
             Program::Sieve(_) | Program::Periodic(_) => {}
         }
     }

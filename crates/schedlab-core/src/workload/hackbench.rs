@@ -9,6 +9,16 @@ use crate::error::Result;
 use crate::ids::Ns;
 use crate::sim::Rng;
 
+/// Structure, for `schedlab workload show`.
+pub(crate) const STRUCTURE: &str =
+    "groups x (fds senders + fds receivers), one pipe or socketpair per receiver. Each sender writes \
+`loops` rounds of one message to every receiver of its group; each receiver reads fds*loops messages. Writes wake \
+the reader with WF_SYNC; a full buffer blocks the writer. All tasks start together through a ready barrier.";
+
+/// What it was modelled on.
+pub(crate) const SOURCE: &str =
+    "rt-tests src/hackbench/hackbench.c (sender, receiver, group, ready); fs/pipe.c; net/unix/af_unix.c";
+
 /// One line for `schedlab workload list`.
 pub(crate) const SUMMARY: &str =
     "groups of `fds` senders each writing `loops` messages to each of `fds` receivers (pipe or unix socket); completion time";

@@ -15,6 +15,15 @@ use crate::ids::{CpuId, Ns, NSEC_PER_SEC};
 const NS_PER_US: Ns = 1_000;
 const NS_PER_MS: Ns = 1_000_000;
 
+/// Structure, for `schedlab workload show`.
+pub(crate) const STRUCTURE: &str =
+    "no tasks: interrupts on each CPU of `cpus` (Poisson at `rate` or any `interval` distribution), \
+each taking `hardirq` then `softirq` time; softirq work past the kernel's limits goes to ksoftirqd/N.";
+
+/// What it was modelled on.
+pub(crate) const SOURCE: &str =
+    "kernel/softirq.c (__do_softirq, MAX_SOFTIRQ_TIME, MAX_SOFTIRQ_RESTART); net/core/dev.c (napi_poll); SEEDS idea 5";
+
 /// One line for `schedlab workload list`.
 pub(crate) const SUMMARY: &str = "noise: interrupts on `cpus` (default CPU 0), each stealing `hardirq` then \
      `softirq` time; preset=pingflood is the receive side of ping -f -l 10000 -s 10 (SEEDS idea 5). No tasks";

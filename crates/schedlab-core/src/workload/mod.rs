@@ -5,13 +5,17 @@
 //! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
 //! Each family (see README.md in this directory) is a file of task programs.
 
+pub mod chameneos;
 pub mod compose;
 pub mod dist;
 pub mod hackbench;
 pub mod irq;
 pub mod ksoftirqd;
 pub mod noise;
+pub(crate) mod omp;
+pub mod ompbarrier;
 pub mod ops;
+pub mod pipe;
 pub mod program;
 pub mod rtapp;
 pub mod schbench;
@@ -53,6 +57,8 @@ pub enum Program {
     Ksoftirqd(ksoftirqd::Ksoftirqd),
     /// A periodic noise task (rt-periodic, kworkers).
     Periodic(noise::Periodic),
+    /// The chameneos broker.
+    ChameneosBroker(chameneos::Broker),
     /// A program of operations (user programs, rt-app files, families
     /// written in the primitives).
     Ops(ops::Ops),
@@ -74,6 +80,7 @@ impl Program {
             Program::Ksoftirqd(p) => p.step(ctx, rng),
             Program::Periodic(p) => p.step(ctx, rng),
             Program::Ops(p) => p.step(ctx, rng),
+            Program::ChameneosBroker(p) => p.step(ctx, rng),
         }
     }
 }

@@ -20,6 +20,14 @@ use crate::sim::Rng;
 const NS_PER_US: Ns = 1_000;
 const NS_PER_MS: Ns = 1_000_000;
 
+/// Structure, for `schedlab workload show`.
+pub(crate) const RT_STRUCTURE: &str =
+    "`count` SCHED_FIFO tasks on `cpus`, each running `runtime` of work then sleeping to the next \
+period boundary (an absolute timer), forever.";
+
+/// What it was modelled on.
+pub(crate) const RT_SOURCE: &str = "rt-app (timer event, absolute mode); SEEDS.md idea 5";
+
 /// One line for `schedlab workload list`.
 pub(crate) const RT_SUMMARY: &str =
     "noise: rt-app-style periodic RT tasks (SCHED_FIFO, priority 50), `runtime` of work \
@@ -62,6 +70,12 @@ pub(crate) const RT_PARAMS: &[ParamDef] = &[
               capacity 512 it takes about twice the wall time; rt-app's wall-clock `runtime` event is not modelled.",
     },
 ];
+
+/// Structure, for `schedlab workload show`.
+pub(crate) const KW_STRUCTURE: &str = "one kworker/N:1 per CPU of `cpus`, bound to it (a per-CPU kthread), waking every `period` at a random phase and running `runtime`, forever.";
+
+/// What it was modelled on.
+pub(crate) const KW_SOURCE: &str = "kernel/workqueue.c (per-CPU pools); SEEDS.md idea 1 (passive intel_cpufreq)";
 
 /// One line for `schedlab workload list`.
 pub(crate) const KW_SUMMARY: &str = "noise: one bound per-CPU kworker per CPU (kworker/N:1) waking every `period` \

@@ -13,6 +13,16 @@ use crate::error::Result;
 use crate::ids::{CpuId, Ns};
 use crate::sim::Rng;
 
+/// Structure, for `schedlab workload show`.
+pub(crate) const STRUCTURE: &str =
+    "message_threads message threads, each with `threads` workers. A worker posts itself to its \
+message thread (futex wake) and sleeps; the message thread wakes every posted worker; the worker sleeps `sleep`, \
+does `operations` matrix multiplications (one request) and posts itself again.";
+
+/// What it was modelled on.
+pub(crate) const SOURCE: &str =
+    "masoncl/schbench schbench.c (worker_thread, msg_and_wait, run_msg_thread, xlist_wake_all)";
+
 /// One line for `schedlab workload list`.
 pub(crate) const SUMMARY: &str =
     "message threads waking pools of workers that sleep then do matrix work per request; requests/s and latency";

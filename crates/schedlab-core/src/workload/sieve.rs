@@ -8,6 +8,14 @@ use crate::error::Result;
 use crate::ids::Ns;
 use crate::sim::Rng;
 
+/// Structure, for `schedlab workload show`.
+pub(crate) const STRUCTURE: &str =
+    "`threads` independent threads, each computing an equal share of the work once, then exiting; no \
+communication.";
+
+/// What it was modelled on.
+pub(crate) const SOURCE: &str = "SEEDS.md idea 2 (prime sieve, 20 threads)";
+
 /// One line for `schedlab workload list`.
 pub(crate) const SUMMARY: &str =
     "`threads` independent CPU-bound threads sharing a fixed amount of work statically (SEEDS idea 2); completion time";

@@ -8,7 +8,9 @@
 
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
-use super::{hackbench, irq, noise, schbench, sieve, workqueue, Dist, StartKind, Workload};
+use super::{
+    chameneos, hackbench, irq, noise, ompbarrier, pipe, schbench, sieve, workqueue, Dist, StartKind, Workload,
+};
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
 use crate::ids::Ns;
@@ -37,6 +39,10 @@ pub struct FamilyDoc {
     pub name: String,
     /// One line saying what it models.
     pub summary: String,
+    /// Its tasks and how they block and wake, in a few lines.
+    pub structure: String,
+    /// The program or document it was modelled on.
+    pub source: String,
     /// Its parameters, in the order of the normalised spec.
     pub params: Vec<ParamDoc>,
 }
@@ -104,6 +110,8 @@ const UNITS: [(&str, Ns); 4] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s
 struct Family {
     name: &'static str,
     summary: &'static str,
+    structure: &'static str,
+    source: &'static str,
     params: &'static [ParamDef],
     build: fn(&mut Params) -> Result<Workload>,
     /// What `policy`/`priority`/`nice` default to (or whether they are accepted).
@@ -113,15 +121,28 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 7] = [
-    Family { name: "hackbench", summary: hackbench::SUMMARY, params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
-    Family { name: "schbench", summary: schbench::SUMMARY, params: schbench::PARAMS, build: schbench::build, policy: FAIR },
-    Family { name: "workqueue", summary: workqueue::SUMMARY, params: workqueue::PARAMS, build: workqueue::build, policy: FAIR },
-    Family { name: "sieve", summary: sieve::SUMMARY, params: sieve::PARAMS, build: sieve::build, policy: FAIR },
-    Family { name: "rt-periodic", summary: noise::RT_SUMMARY, params: noise::RT_PARAMS, build: noise::build_rt_periodic,
+const FAMILIES: [Family; 10] = [
+    Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
+             params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
+    Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
+             params: schbench::PARAMS, build: schbench::build, policy: FAIR },
+    Family { name: "workqueue", summary: workqueue::SUMMARY, structure: workqueue::STRUCTURE, source: workqueue::SOURCE,
+             params: workqueue::PARAMS, build: workqueue::build, policy: FAIR },
+    Family { name: "sieve", summary: sieve::SUMMARY, structure: sieve::STRUCTURE, source: sieve::SOURCE,
+             params: sieve::PARAMS, build: sieve::build, policy: FAIR },
+    Family { name: "pipe", summary: pipe::SUMMARY, structure: pipe::STRUCTURE, source: pipe::SOURCE,
+             params: pipe::PARAMS, build: pipe::build, policy: FAIR },
+    Family { name: "barrier", summary: ompbarrier::SUMMARY, structure: ompbarrier::STRUCTURE, source: ompbarrier::SOURCE,
+             params: ompbarrier::PARAMS, build: ompbarrier::build, policy: FAIR },
+    Family { name: "chameneos", summary: chameneos::SUMMARY, structure: chameneos::STRUCTURE, source: chameneos::SOURCE,
+             params: chameneos::PARAMS, build: chameneos::build, policy: FAIR },
+    Family { name: "rt-periodic", summary: noise::RT_SUMMARY, structure: noise::RT_STRUCTURE, source: noise::RT_SOURCE,
+             params: noise::RT_PARAMS, build: noise::build_rt_periodic,
              policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },
-    Family { name: "kworkers", summary: noise::KW_SUMMARY, params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR },
-    Family { name: "irq", summary: irq::SUMMARY, params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks },
+    Family { name: "kworkers", summary: noise::KW_SUMMARY, structure: noise::KW_STRUCTURE, source: noise::KW_SOURCE,
+             params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR },
+    Family { name: "irq", summary: irq::SUMMARY, structure: irq::STRUCTURE, source: irq::SOURCE,
+             params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks },
 ];
 
 /// The `cpus`/`preferred` and policy keys every family takes, as documented
@@ -189,6 +210,8 @@ pub fn workload_families() -> Vec<FamilyDoc> {
         .map(|f| FamilyDoc {
             name: f.name.to_string(),
             summary: f.summary.to_string(),
+            structure: f.structure.to_string(),
+            source: f.source.to_string(),
             params: f
                 .params
                 .iter()
@@ -201,6 +224,7 @@ pub fn workload_families() -> Vec<FamilyDoc> {
                 .chain(common_param_docs(f))
                 .collect(),
         })
+        .chain(std::iter::once(super::rtapp::family_doc()))
         .collect()
 }
 
@@ -236,6 +260,14 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
             })
         }
     };
+    if family == "rtapp" {
+        return Err(SchedlabError::spec(
+            origin,
+            "workload.rtapp",
+            "the rt-app file's JSON text (format json): rtapp:file=PATH is read by the command line and the \
+             Python API",
+        ));
+    }
     let Some(fam) = FAMILIES.iter().find(|f| f.name == family) else {
         return Err(SchedlabError::UnknownName {
             kind: "workload".into(),

@@ -65,7 +65,10 @@ fn unknown_family_lists_valid() {
     match build("hackbenc:groups=1", 8) {
         Err(SchedlabError::UnknownName { kind, name, valid }) => {
             assert_eq!((kind.as_str(), name.as_str()), ("workload", "hackbenc"));
-            assert_eq!(valid, "hackbench, schbench, workqueue, sieve, rt-periodic, kworkers, irq");
+            assert_eq!(
+                valid,
+                "hackbench, schbench, workqueue, sieve, pipe, barrier, chameneos, rt-periodic, kworkers, irq"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -116,7 +119,7 @@ fn percent_resolves_against_machine() {
 #[test]
 fn families_are_documented() {
     let fams = workload_families();
-    assert_eq!(fams.len(), 7);
+    assert_eq!(fams.len(), 11);
     for f in &fams {
         assert!(!f.summary.is_empty());
         for p in &f.params {
@@ -124,6 +127,19 @@ fn families_are_documented() {
         }
     }
     assert!(serde_json::to_string(&fams).unwrap().contains("\"message_threads\""));
+}
+
+#[test]
+fn every_family_builds_from_its_defaults_and_its_name_rebuilds_it() {
+    for f in workload_families().into_iter().filter(|f| f.name != "rtapp") {
+        for cpus in [4, 64] {
+            let m = test_machine(cpus);
+            let w = build_workload(&f.name, "spec", "t", &m).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            let again = build_workload(&w.name, "spec", "t", &m).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            assert_eq!(again.name, w.name);
+            assert_eq!(again.tasks.len(), w.tasks.len(), "{}", w.name);
+        }
+    }
 }
 
 #[test]

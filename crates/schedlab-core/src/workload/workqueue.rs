@@ -9,6 +9,15 @@ use crate::error::Result;
 use crate::ids::Ns;
 use crate::sim::Rng;
 
+/// Structure, for `schedlab workload show`.
+pub(crate) const STRUCTURE: &str =
+    "one manager, `threads` workers. A worker writes a request to the manager's pipe and reads \
+its reply; the manager answers each request with the next chunk index (or STOP); the worker computes the chunk and \
+asks again.";
+
+/// What it was modelled on.
+pub(crate) const SOURCE: &str = "SEEDS.md idea 2 (2025 EEVDF series, AMD Threadripper 3970X)";
+
 /// One line for `schedlab workload list`.
 pub(crate) const SUMMARY: &str =
     "a manager handing out `chunks` CPU-bound chunks to `threads` workers over IPC (SEEDS idea 2); completion time";
@@ -220,6 +229,13 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// A worker that requests on `req` with its `index`, reads replies on
+    /// `reply`, and computes `chunk_ns` (+- `jitter_pct`) per reply; the
+    /// chameneos creatures are such workers of a broker.
+    pub(crate) fn new(req: ChanId, reply: ChanId, index: u64, write_ns: Ns, read_ns: Ns, chunk_ns: Ns) -> Self {
+        Worker { req, reply, index, write_ns, read_ns, chunk_ns, jitter_pct: 0, phase: WorkerPhase::Request }
+    }
+
     /// Shifts its channel ids (composition; see `compose.rs`).
     pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
         self.req = off.chan(self.req);

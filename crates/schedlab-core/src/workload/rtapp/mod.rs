@@ -54,6 +54,28 @@ const RTAPP_DEFAULT_RT_PRIORITY: i64 = 10;
 
 const NS_PER_US: Ns = 1_000;
 
+/// `schedlab workload list`/`show` entry of rt-app input (a file, not a
+/// family with keys: its one parameter is the file the front end reads).
+pub(crate) fn family_doc() -> super::FamilyDoc {
+    super::FamilyDoc {
+        name: "rtapp".into(),
+        summary: "an rt-app JSON file (-w file.json, or -w rtapp:file=PATH for any file name); completion time".into(),
+        structure: "one task per thread instance running its phases in file order; events: run (work on the \
+            calibration CPU), runtime (wall time), sleep, timer (relative|absolute), lock, unlock, wait, signal, \
+            broad, sync, suspend, resume, barrier, mem, iorun. Refused (not modelled): fork, yield, SCHED_DEADLINE, \
+            util_min/util_max, taskgroup, nodes_membind, per-phase cpus/policy/priority, timers shared between \
+            threads, pi_enabled."
+            .into(),
+        source: "rt-app doc/tutorial.txt and src/rt-app.c (run_event, thread_body)".into(),
+        params: vec![super::ParamDoc {
+            name: "file".into(),
+            unit: "path".into(),
+            default: "required".into(),
+            doc: "the rt-app JSON file (C comments allowed, as rt-app's json-c parser allows them).".into(),
+        }],
+    }
+}
+
 /// Whether `text` is an rt-app description: JSON (comments allowed) whose
 /// top level has a `tasks` object.
 pub(crate) fn is_rtapp(text: &str) -> bool {
