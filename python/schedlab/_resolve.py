@@ -146,9 +146,13 @@ def resolve_workload(arg: WorkloadArg) -> Source:
 
 def _rtapp_source(arg: str) -> Source:
     """``rtapp:file=PATH``: an rt-app JSON file, whatever its name ends with."""
-    keys = dict(kv.split("=", 1) if "=" in kv else (kv, "") for kv in arg[len("rtapp:"):].split(",") if kv)
+    keys = dict(
+        kv.split("=", 1) if "=" in kv else (kv, "") for kv in arg[len("rtapp:") :].split(",") if kv
+    )
     if set(keys) != {"file"} or not keys["file"]:
-        raise SpecError(f"workload: workload.rtapp: expected rtapp:file=PATH (one key, file), got '{arg}'")
+        raise SpecError(
+            f"workload: workload.rtapp: expected rtapp:file=PATH (one key, file), got '{arg}'"
+        )
     path = Path(keys["file"])
     try:
         return Source(path.read_text(encoding="utf-8"), "json", str(path))

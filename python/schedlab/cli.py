@@ -1394,7 +1394,8 @@ def workload_show_cmd(
     out.print(f"source: {escape(fam['source'])}")
     table = _new_table(f"{fam['name']} parameters", "parameter", "default", "unit", "description")
     for p in fam["params"]:
-        table.add_row(escape(p["name"]), escape(str(p["default"])), escape(p["unit"]), escape(p["doc"]))
+        row = (p["name"], str(p["default"]), p["unit"], p["doc"])
+        table.add_row(*(escape(x) for x in row))
     out.print(table)
 
 

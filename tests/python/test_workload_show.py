@@ -21,12 +21,16 @@ def test_every_listed_family_is_shown_with_structure_source_and_params() -> None
         result = runner.invoke(app, ["workload", "show", name, "--json"])
         assert result.exit_code == 0, result.output
         doc = json.loads(result.output)
-        assert doc["structure"] and doc["source"] and doc["params"], name
+        assert doc["structure"], name
+        assert doc["source"], name
+        assert doc["params"], name
         text = runner.invoke(app, ["workload", "show", name]).output
-        assert "structure:" in text and "source:" in text
+        assert "structure:" in text
+        assert "source:" in text
 
 
 def test_unknown_family_exits_2_with_the_valid_names() -> None:
     result = runner.invoke(app, ["workload", "show", "hackbenc"])
     assert result.exit_code == 2
-    assert "unknown workload 'hackbenc'" in result.output and "hackbench" in result.output
+    assert "unknown workload 'hackbenc'" in result.output
+    assert "hackbench" in result.output
