@@ -133,6 +133,7 @@ pub fn script_workload(tasks: Vec<TaskSpec>) -> Workload {
         chans: vec![],
         barriers: vec![],
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

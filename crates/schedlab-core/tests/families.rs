@@ -41,3 +41,54 @@ fn chameneos_time_grows_with_meetings_and_one_cpu_never_migrates() {
     let one = laptop("chameneos:meetings=2000,creatures=3,cpus=0");
     assert_eq!(metric(&one, "migrations"), 0.0);
 }
+
+fn jacobsville(spec: &str) -> f64 {
+    let r =
+        run(&run_spec(preset_source("jacobsville"), spec, "eevdf", 1, false)).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    metric(&r, "completion_time_s")
+}
+
+#[test]
+fn nas_speeds_up_with_cpus_up_to_its_threads_and_slows_oversubscribed() {
+    let bt = |threads: u32, cpus: &str| {
+        jacobsville(&format!("nas:kernel=bt,class=A,iterations=2,threads={threads},cpus={cpus}"))
+    };
+    let (two, four, eight) = (bt(4, "0-1"), bt(4, "0-3"), bt(4, "0-7"));
+    assert!(two > 1.8 * four, "4 threads: {two} s on 2 CPUs, {four} s on 4");
+    assert!((eight - four).abs() < 0.02 * four, "no gain past the thread count: {four} vs {eight}");
+    let (fit, over) = (bt(8, "0-7"), bt(16, "0-7"));
+    assert!(over > fit, "oversubscribed bt: {over} s vs {fit} s");
+}
+
+#[test]
+fn nas_lu_wavefront_collapses_when_oversubscribed_where_bt_degrades_gently() {
+    // LU's sync_left/sync_right flags are pure busy-waits: a thread whose
+    // neighbour is preempted spins out its slice. bt's barriers fall back to
+    // futex sleeps (libgomp's throttled spin when oversubscribed).
+    let t =
+        |k: &str, threads: u32| jacobsville(&format!("nas:kernel={k},class=A,iterations=2,threads={threads},cpus=0-7"));
+    let lu = t("lu", 16) / t("lu", 8);
+    let bt = t("bt", 16) / t("bt", 8);
+    assert!(lu > 5.0 * bt, "oversubscription slowdown: lu x{lu:.1}, bt x{bt:.1}");
+}
+
+#[test]
+fn nas_ua_is_refused_not_faked() {
+    let e = run(&run_spec(preset_source("jacobsville"), "nas:kernel=ua", "eevdf", 1, false)).unwrap_err().to_string();
+    assert!(e.contains("workload.kernel") && e.contains("ua"), "{e}");
+}
+
+#[test]
+fn nas_composes_with_kworker_noise() {
+    let spec = run_spec(preset_source("laptop-4c8t"), "nas:kernel=lu,class=A,iterations=2", "eevdf", 1, false);
+    let quiet = metric(&run(&spec).unwrap(), "completion_time_s");
+    let mut noisy = spec.clone();
+    noisy.extra_workloads.push(schedlab_core::api::WorkloadSource {
+        text: "kworkers:period=4ms".into(),
+        format: "spec".into(),
+        origin: "test".into(),
+    });
+    let r = run(&noisy).unwrap();
+    assert!(r.workload.contains("nas:kernel=lu") && r.workload.contains("+ kworkers"), "{}", r.workload);
+    assert!(metric(&r, "completion_time_s") > quiet, "kworkers steal time from the busy threads");
+}

@@ -1,6 +1,6 @@
 //! Building a `Sim` from a machine, a workload and a policy.
 
-use super::ipc::{Barrier, Chan, Cond};
+use super::ipc::{Barrier, Chan, Cond, Sem};
 use super::rq::{LlcShared, Rq, SdRuntime};
 use super::task::{Task, TaskState};
 use super::{ClassKind, EngineStats, Ev, Sim};
@@ -159,6 +159,7 @@ impl Sim {
             chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
             conds: vec![Cond::default(); workload.conds as usize],
+            sems: workload.sems.iter().map(|&count| Sem { count, ..Default::default() }).collect(),
             queue,
             now: 0,
             sched_rng: Rng::named(cfg.seed, "sched", 0),

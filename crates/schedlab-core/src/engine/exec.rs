@@ -208,6 +208,8 @@ impl Sim {
                 Ok(None)
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
+            Action::SemWait { sem, spin_ns } => self.sem_wait(cpu, p, sem.0, spin_ns),
+            Action::SemPost { sem } => self.sem_post(cpu, p, sem.0),
             Action::CondWait { cond } => {
                 // Woken by a signal only; the program goes on from its next
                 // step (nothing to retry, unlike a read).
@@ -249,6 +251,57 @@ impl Sim {
         Ok(Some(Stepped::Reschedule))
     }
 
+    /// Let `w`, waiting on a barrier or a semaphore, go on: a spinner stops
+    /// spinning at once, a sleeper is woken (by `waker` on `cpu`).
+    fn release_spinner(&mut self, w: TaskId, cpu: CpuId, waker: TaskId) -> crate::Result<()> {
+        let t = &mut self.tasks[w.idx()];
+        t.spinning_on = None;
+        match t.state {
+            TaskState::Blocked => self.try_to_wake_up(w, 0, cpu, Some(waker))?,
+            TaskState::Runnable => {
+                // Still spinning: stop now.
+                let wc = t.cpu;
+                if self.rqs[wc.idx()].curr == Some(w) {
+                    self.sync_segment(wc);
+                    self.tasks[w.idx()].work_left_wu = 0;
+                    self.restart_segment(wc);
+                } else {
+                    t.work_left_wu = 0;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Wait on semaphore `s`: take a post if there is one; else spin up to
+    /// `spin_ns` of work, then sleep until a post releases this task.
+    fn sem_wait(&mut self, cpu: CpuId, p: TaskId, s: u32, spin_ns: u64) -> crate::Result<Option<Stepped>> {
+        let sem = &mut self.sems[s as usize];
+        if sem.count > 0 {
+            sem.count -= 1;
+            return Ok(None);
+        }
+        sem.waiters.push_back(p);
+        let t = &mut self.tasks[p.idx()];
+        t.spinning_on = Some(s);
+        if spin_ns > 0 {
+            t.work_left_wu = t.work_left_wu.saturating_add(spin_ns.saturating_mul(WU_PER_NS));
+            return Ok(Some(Stepped::Busy));
+        }
+        self.block_task(cpu, p, false);
+        Ok(Some(Stepped::Reschedule))
+    }
+
+    /// Post semaphore `s`: release its first waiter, or keep the post.
+    fn sem_post(&mut self, cpu: CpuId, p: TaskId, s: u32) -> crate::Result<Option<Stepped>> {
+        match self.sems[s as usize].waiters.pop_front() {
+            Some(w) => self.release_spinner(w, cpu, p)?,
+            None => self.sems[s as usize].count += 1,
+        }
+        Ok(None)
+    }
+
     /// Arrive at barrier `b`. The last arrival releases the others: spinners
     /// stop spinning at once, blocked ones are woken.
     fn barrier_arrive(&mut self, cpu: CpuId, p: TaskId, b: u32, spin_ns: u64) -> crate::Result<Option<Stepped>> {
@@ -269,23 +322,7 @@ impl Sim {
         bar.generation += 1;
         let waiters = std::mem::take(&mut bar.waiters);
         for &w in &waiters {
-            let t = &mut self.tasks[w.idx()];
-            t.spinning_on = None;
-            match t.state {
-                TaskState::Blocked => self.try_to_wake_up(w, 0, cpu, Some(p))?,
-                TaskState::Runnable => {
-                    // Still spinning: stop now.
-                    let wc = t.cpu;
-                    if self.rqs[wc.idx()].curr == Some(w) {
-                        self.sync_segment(wc);
-                        self.tasks[w.idx()].work_left_wu = 0;
-                        self.restart_segment(wc);
-                    } else {
-                        t.work_left_wu = 0;
-                    }
-                }
-                _ => {}
-            }
+            self.release_spinner(w, cpu, p)?;
         }
         // Give the buffer back to the barrier to keep its capacity.
         let bar = &mut self.barriers[b as usize];

@@ -38,3 +38,13 @@ pub struct Cond {
     /// Blocked waiters.
     pub waiters: VecDeque<TaskId>,
 }
+
+/// A counting semaphore whose waiters spin, then sleep (a flag a thread
+/// busy-waits on, as NPB's LU pipeline does, or a futex-backed `sem_t`).
+#[derive(Clone, Debug, Default)]
+pub struct Sem {
+    /// Posts not yet taken.
+    pub count: u64,
+    /// Tasks spinning or sleeping on it, in arrival order.
+    pub waiters: VecDeque<TaskId>,
+}

@@ -36,7 +36,7 @@ pub use crate::policy::ClassKind;
 use crate::sim::{EventQueue, Rng};
 use crate::topology::{Domains, Machine};
 use crate::trace::{Event, TimedEvent};
-use ipc::{Barrier, Chan, Cond};
+use ipc::{Barrier, Chan, Cond, Sem};
 use rq::{LlcShared, Rq};
 use task::Task;
 
@@ -164,6 +164,8 @@ pub struct Sim {
     pub(crate) barriers: Vec<Barrier>,
     /// Condition variables.
     pub(crate) conds: Vec<Cond>,
+    /// Semaphores.
+    pub(crate) sems: Vec<Sem>,
     /// Cache pressure per core: KiB of footprint brought in, cumulative.
     pub(crate) core_pressure: Vec<u64>,
     /// Cache pressure per LLC, cumulative KiB.

@@ -22,7 +22,7 @@
 //! System metrics (latencies of every task, migrations, idle time) cover the
 //! whole machine.
 
-use super::{Action, BarrierId, ChanId, CondId, PrimaryMetric, Program, Workload};
+use super::{Action, BarrierId, ChanId, CondId, PrimaryMetric, Program, SemId, Workload};
 use crate::error::{Result, SchedlabError};
 use crate::ids::TaskId;
 use crate::topology::Machine;
@@ -38,6 +38,8 @@ pub struct IdOffset {
     pub barrier: u32,
     /// Added to every `CondId`.
     pub cond: u32,
+    /// Added to every `SemId`.
+    pub sem: u32,
 }
 
 impl IdOffset {
@@ -59,6 +61,12 @@ impl IdOffset {
         CondId(c.0 + self.cond)
     }
 
+    /// A semaphore id of the part, in the composed workload.
+    #[inline]
+    pub fn sem(&self, s: SemId) -> SemId {
+        SemId(s.0 + self.sem)
+    }
+
     /// A task id of the part, in the composed workload.
     #[inline]
     pub fn task(&self, t: TaskId) -> TaskId {
@@ -74,6 +82,8 @@ impl IdOffset {
             Action::Barrier { id, spin_ns } => Action::Barrier { id: self.barrier(id), spin_ns },
             Action::CondWait { cond } => Action::CondWait { cond: self.cond(cond) },
             Action::CondSignal { cond, all } => Action::CondSignal { cond: self.cond(cond), all },
+            Action::SemWait { sem, spin_ns } => Action::SemWait { sem: self.sem(sem), spin_ns },
+            Action::SemPost { sem } => Action::SemPost { sem: self.sem(sem) },
             other => other,
         }
     }
@@ -144,6 +154,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         chans: Vec::new(),
         barriers: Vec::new(),
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: parts[main].warmup_ns,
@@ -165,6 +176,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
             chan: out.chans.len() as u32,
             barrier: out.barriers.len() as u32,
             cond: out.conds,
+            sem: out.sems.len() as u32,
         };
         for mut t in w.tasks {
             t.program.offset_ids(&off);
@@ -174,6 +186,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         out.chans.extend(w.chans);
         out.barriers.extend(w.barriers);
         out.conds += w.conds;
+        out.sems.extend(w.sems);
         out.irqs.extend(w.irqs);
         out.duration_ns = match (out.duration_ns, w.duration_ns) {
             (Some(a), Some(b)) => Some(a.max(b)),

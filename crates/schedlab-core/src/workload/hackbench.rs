@@ -187,6 +187,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         chans: vec![ChanSpec { capacity: buf.min(u32::MAX as u64) as u32 }; (groups * fds) as usize],
         barriers: vec![BarrierSpec { parties }],
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

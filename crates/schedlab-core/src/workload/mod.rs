@@ -11,6 +11,7 @@ pub mod dist;
 pub mod hackbench;
 pub mod irq;
 pub mod ksoftirqd;
+pub mod nas;
 pub mod noise;
 pub(crate) mod omp;
 pub mod ompbarrier;
@@ -31,7 +32,7 @@ use crate::ids::Ns;
 use crate::sim::Rng;
 pub use compose::{build_workloads, compose, Composed, IdOffset, WorkloadPart};
 pub use dist::Dist;
-pub use program::{Action, BarrierId, ChanId, CondId, MarkKind, ProgCtx};
+pub use program::{Action, BarrierId, ChanId, CondId, MarkKind, ProgCtx, SemId};
 pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
 
 /// A task program. One variant per program kind; stepping is a `match`.
@@ -271,6 +272,8 @@ pub struct Workload {
     pub barriers: Vec<BarrierSpec>,
     /// Number of condition variables (`CondId` 0..conds).
     pub conds: u32,
+    /// Semaphores (`SemId` i), by their initial count.
+    pub sems: Vec<u64>,
     /// Interrupt sources.
     pub irqs: Vec<IrqSpec>,
     /// Stop the run at this time (a benchmark's runtime); `None` = when all

@@ -125,6 +125,7 @@ fn noise_workload(tasks: Vec<TaskSpec>) -> Workload {
         chans: Vec::new(),
         barriers: Vec::new(),
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

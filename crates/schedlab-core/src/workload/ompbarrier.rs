@@ -79,6 +79,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         chans: Vec::new(),
         barriers: vec![BarrierSpec { parties: threads }],
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -16,7 +16,7 @@
 //! locker (FUTEX_WAKE of one waiter, no WF_SYNC). The woken locker retries
 //! and may lose the race to a task that came in meanwhile, as with pthreads.
 
-use super::{Action, BarrierId, ChanId, CondId, Dist, MarkKind, ProgCtx};
+use super::{Action, BarrierId, ChanId, CondId, Dist, MarkKind, ProgCtx, SemId};
 use crate::ids::{Ns, TaskId};
 use crate::sim::Rng;
 
@@ -94,6 +94,15 @@ pub enum Op {
         /// Wake every waiter.
         all: bool,
     },
+    /// Wait on a semaphore, spinning up to `spin` ns of work first.
+    SemWait {
+        /// The semaphore.
+        sem: SemId,
+        /// Spin budget, ns of work.
+        spin: Ns,
+    },
+    /// Post a semaphore.
+    SemPost(SemId),
     /// Futex wait on the task's own word ([`Action::Wait`]).
     Wait,
     /// Futex wake of a task ([`Action::Wake`]).
@@ -191,6 +200,7 @@ impl Ops {
                     *mutex = mutex.map(|m| off.chan(m));
                 }
                 Op::Signal { cond, .. } => *cond = off.cond(*cond),
+                Op::SemWait { sem, .. } | Op::SemPost(sem) => *sem = off.sem(*sem),
                 Op::Wake { task, .. } => *task = off.task(*task),
                 Op::Barrier { id, .. } => *id = off.barrier(*id),
                 _ => {}
@@ -282,6 +292,14 @@ impl Ops {
                 Op::Signal { cond, all } => {
                     self.pc += 1;
                     return Action::CondSignal { cond, all };
+                }
+                Op::SemWait { sem, spin } => {
+                    self.pc += 1;
+                    return Action::SemWait { sem, spin_ns: spin };
+                }
+                Op::SemPost(sem) => {
+                    self.pc += 1;
+                    return Action::SemPost { sem };
                 }
                 Op::Wait => {
                     self.pc += 1;
@@ -378,8 +396,10 @@ impl OpsBuilder {
     /// without any would spin without end in zero time).
     pub fn takes_time_since(&self, from: usize) -> bool {
         self.code[from..].iter().any(|op| {
-            !matches!(op, Op::Mark(_) | Op::LoopEnd { .. } | Op::Signal { .. } | Op::Wake { .. } | Op::Unlock(_))
-                && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
+            !matches!(
+                op,
+                Op::Mark(_) | Op::LoopEnd { .. } | Op::Signal { .. } | Op::Wake { .. } | Op::Unlock(_) | Op::SemPost(_)
+            ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
         })
     }
 

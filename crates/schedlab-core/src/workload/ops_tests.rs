@@ -197,3 +197,37 @@ fn marks_carry_request_start_and_wake_time() {
     assert_eq!(ops.step(&ctx(200), &mut rng), Action::Mark { kind: MarkKind::RequestDone, value: 7 });
     assert_eq!(ops.step(&ctx(200), &mut rng), Action::Exit);
 }
+
+#[test]
+fn a_busy_wait_on_a_flag_burns_the_cpu_a_sleeping_wait_does_not() {
+    // Two tasks pinned to one CPU: a waiter that waits on a semaphore, and a
+    // poster that computes 2 ms then posts. A sleeping waiter leaves the CPU
+    // to the poster (done at ~2 ms); a busy-waiting one shares it, so the
+    // post comes later.
+    let end = |spin: Ns| {
+        let one = crate::cpumask::CpuMask::from_cpus([crate::ids::CpuId(0)]);
+        let mut w = script_workload(Vec::new());
+        w.sems = vec![0];
+        let mut b = OpsBuilder::new();
+        b.push(Op::SemWait { sem: SemId(0), spin }).push(Op::Compute(Dist::Fixed(10 * US)));
+        w.tasks.push(task("waiter", b));
+        let mut b = OpsBuilder::new();
+        b.push(Op::Compute(Dist::Fixed(2 * NSEC_PER_MSEC))).push(Op::SemPost(SemId(0)));
+        w.tasks.push(task("poster", b));
+        for t in &mut w.tasks {
+            t.allowed = Some(one);
+        }
+        exit_of(&run(&w), 0)
+    };
+    let sleeping = end(0);
+    let spinning = end(1_000_000_000_000);
+    assert!((2_000 * US..2_200 * US).contains(&sleeping), "sleeping waiter done at {sleeping}");
+    assert!(spinning > 3_000 * US, "busy waiter done at {spinning}");
+    // A post before the wait is kept.
+    let mut w = script_workload(Vec::new());
+    w.sems = vec![1];
+    let mut b = OpsBuilder::new();
+    b.push(Op::SemWait { sem: SemId(0), spin: 0 }).push(Op::Compute(Dist::Fixed(10 * US)));
+    w.tasks.push(task("taker", b));
+    assert!(exit_of(&run(&w), 0) < 100 * US);
+}

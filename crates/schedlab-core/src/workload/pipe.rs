@@ -115,6 +115,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         chans: vec![ChanSpec { capacity: 16 * 1024 }; n as usize],
         barriers: Vec::new(),
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -19,6 +19,10 @@ pub struct BarrierId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CondId(pub u32);
 
+/// A counting semaphore (a flag threads busy-wait on, or a `sem_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SemId(pub u32);
+
 /// What a task asks for next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -81,6 +85,20 @@ pub enum Action {
         cond: CondId,
         /// Wake all waiters.
         all: bool,
+    },
+    /// Take a post of a semaphore; while there is none, spin up to
+    /// `spin_ns` of work (busy-waiting on the flag), then sleep until a post.
+    SemWait {
+        /// The semaphore.
+        sem: SemId,
+        /// Spin budget, ns of work (a busy-wait that never sleeps: very large).
+        spin_ns: Ns,
+    },
+    /// Post a semaphore: release its first waiter (stop its spin or wake it),
+    /// or keep the post for the next wait. Does not block.
+    SemPost {
+        /// The semaphore.
+        sem: SemId,
     },
     /// Record a workload-level event for metrics (request start/end ...).
     Mark {

@@ -211,6 +211,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         chans: (0..m).map(|_| ChanSpec { capacity: t }).chain((0..m * t).map(|_| ChanSpec { capacity: 1 })).collect(),
         barriers: Vec::new(),
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: Some(runtime_ns),
         warmup_ns,

@@ -9,7 +9,7 @@
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::{
-    chameneos, hackbench, irq, noise, ompbarrier, pipe, schbench, sieve, workqueue, Dist, StartKind, Workload,
+    chameneos, hackbench, irq, nas, noise, ompbarrier, pipe, schbench, sieve, workqueue, Dist, StartKind, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -121,7 +121,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 10] = [
+const FAMILIES: [Family; 11] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -134,6 +134,8 @@ const FAMILIES: [Family; 10] = [
              params: pipe::PARAMS, build: pipe::build, policy: FAIR },
     Family { name: "barrier", summary: ompbarrier::SUMMARY, structure: ompbarrier::STRUCTURE, source: ompbarrier::SOURCE,
              params: ompbarrier::PARAMS, build: ompbarrier::build, policy: FAIR },
+    Family { name: "nas", summary: nas::SUMMARY, structure: nas::STRUCTURE, source: nas::SOURCE,
+             params: nas::PARAMS, build: nas::build, policy: FAIR },
     Family { name: "chameneos", summary: chameneos::SUMMARY, structure: chameneos::STRUCTURE, source: chameneos::SOURCE,
              params: chameneos::PARAMS, build: chameneos::build, policy: FAIR },
     Family { name: "rt-periodic", summary: noise::RT_SUMMARY, structure: noise::RT_STRUCTURE, source: noise::RT_SOURCE,

@@ -73,6 +73,7 @@ enum Block {
     Wait,
     Barrier(u32),
     Cond(u32),
+    Sem(u32),
 }
 
 /// A task due to be stepped: (task, message received, when it was woken).
@@ -121,6 +122,8 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
     let mut pending_wakes = vec![0u64; n];
     let mut barrier_waiting: Vec<Vec<usize>> = vec![Vec::new(); w.barriers.len()];
     let mut cond_waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); w.conds as usize];
+    let mut sem_waiting: Vec<VecDeque<usize>> = vec![VecDeque::new(); w.sems.len()];
+    let mut sem_count: Vec<u64> = w.sems.clone();
     let mut state: Vec<Option<Block>> = vec![None; n];
     let mut out = Outcome {
         sent: vec![0; nchan],
@@ -213,6 +216,27 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
                 } else {
                     state[task] = Some(Block::Barrier(id.0));
                 }
+            }
+            Action::SemWait { sem, .. } => {
+                let s = sem.0 as usize;
+                if sem_count[s] > 0 {
+                    sem_count[s] -= 1;
+                    push(&mut queue, now, task, None, None);
+                } else {
+                    state[task] = Some(Block::Sem(sem.0));
+                    sem_waiting[s].push_back(task);
+                }
+            }
+            Action::SemPost { sem } => {
+                let s = sem.0 as usize;
+                match sem_waiting[s].pop_front() {
+                    Some(t) => {
+                        state[t] = None;
+                        push(&mut queue, now, t, None, Some(now));
+                    }
+                    None => sem_count[s] += 1,
+                }
+                push(&mut queue, now, task, None, None);
             }
             Action::CondWait { cond } => {
                 state[task] = Some(Block::Cond(cond.0));

@@ -131,6 +131,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         chans,
         barriers: Vec::new(),
         conds: 0,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -119,6 +119,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         chans: vec![ChanSpec { capacity: 1 }; b.mutexes.len()],
         barriers: b.barrier_users.iter().map(|&parties| BarrierSpec { parties }).collect(),
         conds: b.conds.len() as u32,
+        sems: Vec::new(),
         irqs: Vec::new(),
         duration_ns: b.duration_ns,
         warmup_ns: 0,
