@@ -83,6 +83,11 @@ struct PartStats {
     /// Benchmark-measured wakeup latency (`WakeDone` marks), whole microseconds.
     app_wakeup_lat: LatencyHist,
     requests: u64,
+    /// The part made request marks (started or finished), warm-up included:
+    /// its request metrics apply (a benchmark without requests has them absent).
+    has_requests: bool,
+    /// The part made `WakeDone` marks, warm-up included.
+    has_app_wakeups: bool,
     nr_exited: u64,
     last_exit: Ns,
 }
@@ -93,6 +98,8 @@ impl PartStats {
             request_lat: LatencyHist::new(),
             app_wakeup_lat: LatencyHist::new(),
             requests: 0,
+            has_requests: false,
+            has_app_wakeups: false,
             nr_exited: 0,
             last_exit: 0,
         }
@@ -398,6 +405,11 @@ impl Collector {
                     return;
                 };
                 match kind {
+                    MarkKind::RequestStart | MarkKind::RequestDone => part.has_requests = true,
+                    MarkKind::WakeDone => part.has_app_wakeups = true,
+                    MarkKind::WorkDone => {}
+                }
+                match kind {
                     MarkKind::RequestDone if counted => {
                         part.requests += 1;
                         part.request_lat.record(t.saturating_sub(value));
@@ -641,6 +653,16 @@ impl Collector {
             if self.ctx.cpus_start_idle || !self.started { self.ctx.part_start_ns(k) } else { self.window_start };
         let completion = end.saturating_sub(origin);
         let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
+        // Metrics of marks the workload never makes do not apply: absent
+        // (NaN, null in JSON), not 0.
+        let absent = match name {
+            "requests_per_s" | "request_latency_p50_us" | "request_latency_p99_us" => !part.has_requests,
+            "app_wakeup_latency_p50_us" | "app_wakeup_latency_p99_us" => !part.has_app_wakeups,
+            _ => false,
+        };
+        if absent {
+            return Some(f64::NAN);
+        }
         let v = match name {
             "completion_time_s" => completion as f64 / NSEC_PER_SEC as f64,
             "requests_per_s" => {

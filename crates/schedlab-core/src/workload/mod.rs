@@ -25,6 +25,7 @@ pub mod sieve;
 pub mod spec;
 #[cfg(test)]
 pub(crate) mod testdrv;
+pub mod usertoml;
 pub mod workqueue;
 
 use crate::cpumask::CpuMask;

@@ -239,6 +239,9 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
     if format == "json" && super::rtapp::is_rtapp(text) {
         return super::rtapp::build(text, origin, machine);
     }
+    if format == "toml" && super::usertoml::is_program(text) {
+        return super::usertoml::build(text, origin, machine);
+    }
     let (family, pairs) = match format {
         "spec" => split_spec(text, origin)?,
         "toml" => {

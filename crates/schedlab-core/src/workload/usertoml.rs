@@ -1,0 +1,456 @@
+//! User-defined programs in TOML: tasks written in the ops primitives
+//! (`ops.rs`), recognised by a `[[task]]` array. See README.md ("User
+//! programs") for the format and a worked example.
+//!
+//! ```toml
+//! duration = "1s"                 # optional: stop the run then
+//! primary = "completion_time"     # or "requests_per_s"
+//! pipes = { q = 16 }              # name = capacity in messages
+//! mutexes = ["m"]
+//! conds = ["c"]
+//! barriers = ["b"]                # parties: every task instance that names it
+//! semaphores = { s = 0 }          # name = initial count
+//!
+//! [[task]]
+//! name = "producer"
+//! count = 1                       # instances
+//! loop = 100                      # times around `ops`; 0 = until `duration`
+//! ops = [
+//!   { compute = "exp:50us" },
+//!   { send = "q", sync = true },
+//! ]
+//! ```
+
+use super::dist::parse_dist;
+use super::ops::{Op, OpsBuilder};
+use super::spec::parse_duration;
+use super::{
+    forked_task, BarrierId, BarrierSpec, ChanId, ChanSpec, CondId, MarkKind, PrimaryMetric, Program, SchedPolicy,
+    SemId, Workload,
+};
+use crate::cpumask::CpuMask;
+use crate::error::{Result, SchedlabError};
+use crate::ids::{Ns, TaskId};
+use crate::topology::Machine;
+use toml::{Table, Value};
+
+/// Whether a TOML workload is a user program (has a `task` array).
+pub(crate) fn is_program(text: &str) -> bool {
+    matches!(toml::from_str::<Table>(text), Ok(t) if matches!(t.get("task"), Some(Value::Array(_))))
+}
+
+/// Spin budget of a `semwait` without `spin`: a pure busy-wait.
+const BUSY_WAIT_NS: Ns = 1_000_000_000_000;
+
+fn err(origin: &str, path: &str, expected: impl Into<String>) -> SchedlabError {
+    SchedlabError::spec(origin, format!("program.{path}"), format!("expected {}", expected.into()))
+}
+
+/// Named objects of a program.
+#[derive(Default)]
+struct Names {
+    pipes: Vec<(String, u32)>,
+    mutexes: Vec<String>,
+    conds: Vec<String>,
+    barriers: Vec<String>,
+    barrier_users: Vec<u32>,
+    sems: Vec<(String, u64)>,
+    tasks: Vec<(String, u32, u32)>,
+}
+
+/// Builds a user program on `machine`.
+pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workload> {
+    let top: Table = toml::from_str(text).map_err(|e| err(origin, "", format!("a TOML program: {e}")))?;
+    let mut n = Names::default();
+    let mut duration_ns = None;
+    let mut primary = PrimaryMetric::CompletionTime;
+    let mut task_tables = Vec::new();
+    for (k, v) in &top {
+        match (k.as_str(), v) {
+            ("duration", Value::String(s)) => {
+                duration_ns = Some(
+                    parse_duration(s, 1_000_000_000)
+                        .filter(|d| *d > 0)
+                        .ok_or_else(|| err(origin, k, format!("a duration such as 2s, got '{s}'")))?,
+                )
+            }
+            ("primary", Value::String(s)) => {
+                primary = match s.as_str() {
+                    "completion_time" => PrimaryMetric::CompletionTime,
+                    "requests_per_s" => PrimaryMetric::Throughput,
+                    _ => return Err(err(origin, k, format!("completion_time or requests_per_s, got '{s}'"))),
+                }
+            }
+            ("pipes", Value::Table(t)) => {
+                for (name, cap) in t {
+                    let c = cap.as_integer().filter(|c| (1..=1 << 24).contains(c)).ok_or_else(|| {
+                        err(origin, &format!("pipes.{name}"), "a capacity in messages, 1 to 16777216")
+                    })?;
+                    n.pipes.push((name.clone(), c as u32));
+                }
+            }
+            ("semaphores", Value::Table(t)) => {
+                for (name, init) in t {
+                    let c = init
+                        .as_integer()
+                        .filter(|c| *c >= 0)
+                        .ok_or_else(|| err(origin, &format!("semaphores.{name}"), "an initial count >= 0"))?;
+                    n.sems.push((name.clone(), c as u64));
+                }
+            }
+            ("mutexes" | "conds" | "barriers", Value::Array(a)) => {
+                for (i, x) in a.iter().enumerate() {
+                    let s = x.as_str().ok_or_else(|| err(origin, &format!("{k}[{i}]"), "a name"))?.to_string();
+                    match k.as_str() {
+                        "mutexes" => n.mutexes.push(s),
+                        "conds" => n.conds.push(s),
+                        _ => {
+                            n.barriers.push(s);
+                            n.barrier_users.push(0);
+                        }
+                    }
+                }
+            }
+            ("task", Value::Array(a)) => task_tables = a.iter().collect(),
+            _ => return Err(err(
+                origin,
+                k,
+                "one of duration, primary, pipes, mutexes, conds, barriers, semaphores, task (with its value's type)",
+            )),
+        }
+    }
+    // Task names first: `unpark` may name a task defined later.
+    let mut first = 0u32;
+    for (i, t) in task_tables.iter().enumerate() {
+        let Value::Table(t) = t else { return Err(err(origin, &format!("task[{i}]"), "a table")) };
+        let name = match t.get("name") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err(err(origin, &format!("task[{i}].name"), "a task name")),
+        };
+        let count = match t.get("count") {
+            None => 1,
+            Some(v) => v
+                .as_integer()
+                .filter(|c| (1..=100_000).contains(c))
+                .ok_or_else(|| err(origin, &format!("task[{i}].count"), "a count 1..100000"))?
+                as u32,
+        };
+        if n.tasks.iter().any(|(x, _, _)| *x == name) {
+            return Err(err(origin, &format!("task[{i}].name"), format!("a name used once, got '{name}' twice")));
+        }
+        n.tasks.push((name, first, count));
+        first += count;
+    }
+    if task_tables.is_empty() {
+        return Err(err(origin, "task", "at least one [[task]]"));
+    }
+    let mut w = Workload {
+        name: format!("program:{origin}"),
+        tasks: Vec::new(),
+        chans: Vec::new(),
+        barriers: Vec::new(),
+        conds: n.conds.len() as u32,
+        sems: n.sems.iter().map(|(_, c)| *c).collect(),
+        irqs: Vec::new(),
+        duration_ns,
+        warmup_ns: 0,
+        primary,
+    };
+    w.chans.extend(n.pipes.iter().map(|(_, c)| ChanSpec { capacity: *c }));
+    w.chans.extend(n.mutexes.iter().map(|_| ChanSpec { capacity: 1 }));
+    for (i, t) in task_tables.iter().enumerate() {
+        let Value::Table(t) = t else { unreachable!("checked above") };
+        task(origin, i, t, &mut n, machine, &mut w)?;
+    }
+    w.barriers = n.barrier_users.iter().map(|&parties| BarrierSpec { parties: parties.max(1) }).collect();
+    Ok(w)
+}
+
+fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: &mut Workload) -> Result<()> {
+    let at = format!("task[{i}]");
+    let (name, _, count) = n.tasks[i].clone();
+    let mut repeat = 1u64;
+    let mut nice = 0;
+    let mut policy = SchedPolicy::Normal;
+    let mut priority = None;
+    let mut allowed = None;
+    let mut start_ns = 0;
+    let mut footprint = 64u32;
+    let mut ops = None;
+    for (k, v) in t {
+        let path = format!("{at}.{k}");
+        let int = |lo: i64, hi: i64| {
+            v.as_integer()
+                .filter(|x| (lo..=hi).contains(x))
+                .ok_or_else(|| err(origin, &path, format!("a whole number {lo}..={hi}")))
+        };
+        match k.as_str() {
+            "name" | "count" => {}
+            "loop" => repeat = int(0, i64::MAX)? as u64,
+            "nice" => nice = int(-20, 19)? as i32,
+            "priority" => priority = Some(int(1, 99)? as u32),
+            "footprint" => footprint = int(0, 1 << 30)? as u32,
+            "policy" => {
+                policy = match v.as_str() {
+                    Some("other") => SchedPolicy::Normal,
+                    Some("batch") => SchedPolicy::Batch,
+                    Some("idle") => SchedPolicy::Idle,
+                    Some("fifo") => SchedPolicy::Fifo,
+                    Some("rr") => SchedPolicy::Rr,
+                    _ => return Err(err(origin, &path, "other, batch, idle, fifo or rr")),
+                }
+            }
+            "cpus" => {
+                let s = v.as_str().ok_or_else(|| err(origin, &path, "a CPU list such as \"0-3,8\""))?;
+                let m = CpuMask::parse_list(s).map_err(|e| err(origin, &path, format!("a CPU list: {e}")))?;
+                if m.is_empty() || m.iter().any(|c| c.idx() >= machine.nr_cpus()) {
+                    return Err(err(origin, &path, format!("CPUs of the machine (0-{})", machine.nr_cpus() - 1)));
+                }
+                allowed = Some(m);
+            }
+            "start" => {
+                let s = v.as_str().ok_or_else(|| err(origin, &path, "a duration such as 10ms"))?;
+                start_ns = parse_duration(s, 1).ok_or_else(|| err(origin, &path, "a duration such as 10ms"))?;
+            }
+            "ops" => ops = Some(v),
+            _ => {
+                return Err(err(
+                    origin,
+                    &path,
+                    "one of name, count, loop, ops, cpus, nice, policy, priority, start, footprint",
+                ))
+            }
+        }
+    }
+    if policy.is_rt() != priority.is_some() {
+        return Err(err(origin, &format!("{at}.priority"), "a priority 1..99 with policy fifo or rr, and only then"));
+    }
+    let Some(Value::Array(list)) = ops else { return Err(err(origin, &format!("{at}.ops"), "an array of ops")) };
+    if repeat == 0 && w.duration_ns.is_none() {
+        return Err(err(origin, &format!("{at}.loop"), "a count > 0, or a top-level duration (loop = 0 is forever)"));
+    }
+    let mut b = OpsBuilder::new();
+    b.begin_loop(repeat);
+    let mut named_barriers = Vec::new();
+    let mut timers = Vec::new();
+    compile(origin, &format!("{at}.ops"), list, n, &mut b, &mut named_barriers, &mut timers)?;
+    if !b.takes_time_since(0) {
+        return Err(err(origin, &format!("{at}.ops"), "ops that compute, sleep or block: these take no time"));
+    }
+    b.end_loop();
+    for bar in named_barriers {
+        n.barrier_users[bar] += count;
+    }
+    let program = b.build();
+    for k in 0..count {
+        let label = if count == 1 { name.clone() } else { format!("{name}-{k}") };
+        let mut spec = forked_task(&label, Program::Ops(program.clone()), footprint);
+        spec.nice = nice;
+        spec.policy = policy;
+        spec.rt_priority = priority.unwrap_or(0);
+        spec.allowed = allowed;
+        spec.start_ns = start_ns;
+        w.tasks.push(spec);
+    }
+    Ok(())
+}
+
+fn find(names: &[String], name: &str) -> Option<u32> {
+    names.iter().position(|n| n == name).map(|i| i as u32)
+}
+
+/// Compiles one list of ops (recursively for `loop` bodies).
+fn compile(
+    origin: &str,
+    at: &str,
+    list: &[Value],
+    n: &Names,
+    b: &mut OpsBuilder,
+    barriers: &mut Vec<usize>,
+    timers: &mut Vec<(Ns, u16)>,
+) -> Result<()> {
+    const KINDS: &str = "compute, runtime, sleep, timer, send, recv, lock, unlock, wait, signal, broadcast, \
+                         barrier, semwait, sempost, park, unpark, request, loop";
+    for (j, op) in list.iter().enumerate() {
+        let path = format!("{at}[{j}]");
+        let Value::Table(t) = op else {
+            return Err(err(origin, &path, format!("an op table {{ kind = ... }}: {KINDS}")));
+        };
+        let Some((kind, v)) = t.iter().find(|(k, _)| KINDS.split(", ").any(|x| x == k.as_str())) else {
+            return Err(err(origin, &path, format!("one op key of {KINDS}")));
+        };
+        let kp = format!("{path}.{kind}");
+        let allowed_mods: &[&str] = match kind.as_str() {
+            "send" => &["sync"],
+            "wait" => &["mutex"],
+            "barrier" | "semwait" => &["spin"],
+            "timer" => &["mode"],
+            "unpark" => &["sync"],
+            "loop" => &["do"],
+            _ => &[],
+        };
+        if let Some((extra, _)) = t.iter().find(|(k, _)| *k != kind && !allowed_mods.contains(&k.as_str())) {
+            return Err(err(
+                origin,
+                &format!("{path}.{extra}"),
+                format!("only {kind} and {}", allowed_mods.join(", ")),
+            ));
+        }
+        let s = |v: &Value| v.as_str().map(str::to_string).ok_or_else(|| err(origin, &kp, "a string"));
+        let dur = |v: &Value| {
+            v.as_str()
+                .and_then(|x| parse_duration(x, 1_000))
+                .ok_or_else(|| err(origin, &kp, "a duration such as 10us (a bare number is in us)"))
+        };
+        let dist = |v: &Value| {
+            v.as_str()
+                .and_then(|x| parse_dist(x, 1_000))
+                .ok_or_else(|| err(origin, &kp, "a duration or distribution: 10us, exp:25us, uniform:1us-3us"))
+        };
+        let named = |list: &[String], what: &str| {
+            let name = s(v)?;
+            find(list, &name).ok_or_else(|| err(origin, &kp, format!("a {what} declared at the top, got '{name}'")))
+        };
+        let pipe = |name: &str| n.pipes.iter().position(|(p, _)| p == name).map(|i| ChanId(i as u32));
+        let mutex = |name: &str| find(&n.mutexes, name).map(|i| ChanId(n.pipes.len() as u32 + i));
+        let flag = |key: &str| {
+            t.get(key).map(|x| x.as_bool().ok_or_else(|| err(origin, &format!("{path}.{key}"), "true or false")))
+        };
+        match kind.as_str() {
+            "compute" => {
+                b.push(Op::Compute(dist(v)?));
+            }
+            "runtime" => {
+                b.push(Op::RunFor(dur(v)?));
+            }
+            "sleep" => {
+                b.push(Op::Sleep(dist(v)?));
+            }
+            "timer" => {
+                let period = dur(v)?;
+                if period == 0 {
+                    return Err(err(origin, &kp, "a period > 0"));
+                }
+                let absolute = match t.get("mode").map(|m| m.as_str()) {
+                    None | Some(Some("relative")) => false,
+                    Some(Some("absolute")) => true,
+                    _ => return Err(err(origin, &format!("{path}.mode"), "relative or absolute")),
+                };
+                // One timer per distinct period in a task.
+                let slot = match timers.iter().find(|(p, _)| *p == period) {
+                    Some(&(_, s)) => s,
+                    None => {
+                        let s = b.timer_slot();
+                        timers.push((period, s));
+                        s
+                    }
+                };
+                b.push(Op::Timer { slot, period, absolute });
+            }
+            "send" | "recv" => {
+                let name = s(v)?;
+                let chan =
+                    pipe(&name).ok_or_else(|| err(origin, &kp, format!("a pipe declared in pipes, got '{name}'")))?;
+                if kind == "send" {
+                    b.push(Op::Send { chan, sync: flag("sync").transpose()?.unwrap_or(false) });
+                } else {
+                    b.push(Op::Recv { chan });
+                }
+            }
+            "lock" | "unlock" => {
+                let name = s(v)?;
+                let m = mutex(&name)
+                    .ok_or_else(|| err(origin, &kp, format!("a mutex declared in mutexes, got '{name}'")))?;
+                b.push(if kind == "lock" { Op::Lock(m) } else { Op::Unlock(m) });
+            }
+            "wait" => {
+                let cond = CondId(named(&n.conds, "condition variable")?);
+                let m = match t.get("mutex") {
+                    None => None,
+                    Some(x) => {
+                        let name = x.as_str().unwrap_or_default();
+                        Some(mutex(name).ok_or_else(|| err(origin, &format!("{path}.mutex"), "a declared mutex"))?)
+                    }
+                };
+                b.push(Op::CondWait { cond, mutex: m });
+            }
+            "signal" | "broadcast" => {
+                let cond = CondId(named(&n.conds, "condition variable")?);
+                b.push(Op::Signal { cond, all: kind == "broadcast" });
+            }
+            "barrier" => {
+                let id = named(&n.barriers, "barrier")?;
+                let spin = match t.get("spin") {
+                    Some(x) => x
+                        .as_str()
+                        .and_then(|d| parse_duration(d, 1_000))
+                        .ok_or_else(|| err(origin, &format!("{path}.spin"), "a duration"))?,
+                    None => 0,
+                };
+                if !barriers.contains(&(id as usize)) {
+                    barriers.push(id as usize);
+                }
+                b.push(Op::Barrier { id: BarrierId(id), spin });
+            }
+            "semwait" | "sempost" => {
+                let name = s(v)?;
+                let sem = n.sems.iter().position(|(x, _)| *x == name).map(|i| SemId(i as u32));
+                let sem =
+                    sem.ok_or_else(|| err(origin, &kp, format!("a semaphore declared in semaphores, got '{name}'")))?;
+                if kind == "sempost" {
+                    b.push(Op::SemPost(sem));
+                } else {
+                    let spin = match t.get("spin") {
+                        Some(x) => x
+                            .as_str()
+                            .and_then(|d| parse_duration(d, 1_000))
+                            .ok_or_else(|| err(origin, &format!("{path}.spin"), "a duration"))?,
+                        None => BUSY_WAIT_NS,
+                    };
+                    b.push(Op::SemWait { sem, spin });
+                }
+            }
+            "park" => {
+                b.push(Op::Wait);
+            }
+            "unpark" => {
+                let name = s(v)?;
+                let Some(&(_, first, count)) = n.tasks.iter().find(|(x, _, _)| *x == name) else {
+                    return Err(err(origin, &kp, format!("a task name, got '{name}'")));
+                };
+                if count != 1 {
+                    return Err(err(origin, &kp, format!("a task with count = 1 ('{name}' has {count})")));
+                }
+                b.push(Op::Wake { task: TaskId(first), sync: flag("sync").transpose()?.unwrap_or(false) });
+            }
+            "request" => {
+                let mark = match v.as_str() {
+                    Some("start") => MarkKind::RequestStart,
+                    Some("done") => MarkKind::RequestDone,
+                    _ => return Err(err(origin, &kp, "start or done")),
+                };
+                b.push(Op::Mark(mark));
+            }
+            "loop" => {
+                let times =
+                    v.as_integer().filter(|x| *x >= 1).ok_or_else(|| err(origin, &kp, "a loop count >= 1"))? as u64;
+                let Some(Value::Array(body)) = t.get("do") else {
+                    return Err(err(origin, &format!("{path}.do"), "an array of ops"));
+                };
+                let from = b.len();
+                b.begin_loop(times);
+                compile(origin, &format!("{path}.do"), body, n, b, barriers, timers)?;
+                if !b.takes_time_since(from) {
+                    return Err(err(origin, &format!("{path}.do"), "ops that compute, sleep or block"));
+                }
+                b.end_loop();
+            }
+            _ => unreachable!("KINDS lists every op"),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "usertoml_tests.rs"]
+mod tests;

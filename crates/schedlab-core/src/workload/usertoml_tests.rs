@@ -1,0 +1,106 @@
+//! User programs in TOML: the README's example runs, each primitive acts,
+//! and mistakes name their path.
+
+use super::*;
+use crate::features::Features;
+use crate::testkit::{machine_from_toml, sim_config, sim_with, TWO_LLC};
+use crate::workload::build_workload;
+
+/// The README's example (`examples/programs/prodcons.toml`): a producer
+/// hands 200 items through a bounded pipe to 3 consumers, which update a
+/// shared counter under a mutex, then all meet at a barrier.
+fn example() -> String {
+    let path = format!("{}/../../examples/programs/prodcons.toml", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn build(text: &str) -> Result<Workload> {
+    build_workload(text, "toml", "prog.toml", &machine_from_toml(TWO_LLC))
+}
+
+fn end(w: &Workload) -> Ns {
+    let mut cfg = sim_config(Features::mainline());
+    cfg.check_invariants = true;
+    let mut sim = sim_with(TWO_LLC, w, cfg);
+    sim.run(u64::MAX).unwrap();
+    sim.now
+}
+
+#[test]
+fn the_readme_example_runs_to_the_end() {
+    // 200 items, the 3 consumers take 66 each: 2 are left in the pipe, as a
+    // real program with this count would leave them.
+    let w = build(&example()).unwrap();
+    assert_eq!(
+        w.tasks.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["producer", "consumer-0", "consumer-1", "consumer-2"]
+    );
+    assert_eq!(w.barriers[0].parties, 4);
+    let t = end(&w);
+    // 66 items of ~62 us each per consumer, in parallel: over 4 ms, and
+    // well under the 12.3 ms one consumer alone would take (WF_SYNC wakeups
+    // stack some consumers on the producer's CPU for a while).
+    assert!((4_000_000..9_000_000).contains(&t), "ended at {t}");
+}
+
+#[test]
+fn a_semaphore_handoff_and_a_timer_loop_act() {
+    let w = build(
+        r#"
+semaphores = { go = 0 }
+[[task]]
+name = "a"
+loop = 5
+ops = [ { compute = "100us" }, { sempost = "go" }, { timer = "1ms", mode = "absolute" } ]
+[[task]]
+name = "b"
+loop = 5
+ops = [ { semwait = "go", spin = "0" }, { compute = "50us" } ]
+"#,
+    )
+    .unwrap();
+    // The timer anchors at its first use (after the first 100 us): its 5th
+    // expiry is at 5.1 ms, and b follows a each period.
+    let t = end(&w);
+    assert!((5_100_000..5_200_000).contains(&t), "ended at {t}");
+}
+
+#[test]
+fn requests_and_duration_make_a_throughput_program() {
+    let w = build(
+        r#"
+duration = "100ms"
+primary = "requests_per_s"
+[[task]]
+name = "server"
+loop = 0
+ops = [ { request = "start" }, { compute = "100us" }, { sleep = "100us" }, { request = "done" } ]
+"#,
+    )
+    .unwrap();
+    assert_eq!(w.duration_ns, Some(100_000_000));
+    assert_eq!(w.primary, PrimaryMetric::Throughput);
+}
+
+#[test]
+fn mistakes_name_their_path() {
+    let cases: &[(&str, &str)] = &[
+        ("[[task]]\nname = \"a\"\nops = [ { jump = 1 } ]", "program.task[0].ops[0]"),
+        ("[[task]]\nname = \"a\"\nops = [ { send = \"nowhere\" } ]", "program.task[0].ops[0].send"),
+        ("[[task]]\nname = \"a\"\nops = [ { compute = \"fast\" } ]", "program.task[0].ops[0].compute"),
+        ("[[task]]\nname = \"a\"\nloop = 0\nops = [ { compute = \"1ms\" } ]", "program.task[0].loop"),
+        ("[[task]]\nname = \"a\"\nops = [ { request = \"start\" } ]", "program.task[0].ops"),
+        (
+            "[[task]]\nname = \"a\"\ncount = 2\nops = [ { park = true } ]\n[[task]]\nname = \"b\"\nops = [ { unpark = \"a\" } ]",
+            "program.task[1].ops[0].unpark",
+        ),
+        ("[[task]]\nname = \"a\"\npolicy = \"fifo\"\nops = [ { compute = \"1ms\" } ]", "program.task[0].priority"),
+        ("[[task]]\nname = \"a\"\ncpus = \"0-99\"\nops = [ { compute = \"1ms\" } ]", "program.task[0].cpus"),
+        ("[[task]]\nname = \"a\"\nops = [ { compute = \"1ms\", sync = true } ]", "program.task[0].ops[0].sync"),
+        ("colour = \"red\"\n[[task]]\nname = \"a\"\nops = [ { compute = \"1ms\" } ]", "program.colour"),
+    ];
+    for (text, key) in cases {
+        let e = build(text).unwrap_err().to_string();
+        assert!(e.contains(&format!("prog.toml: {key}:")), "{text}\n=> {e}");
+    }
+}
