@@ -92,3 +92,26 @@ fn nas_composes_with_kworker_noise() {
     assert!(r.workload.contains("nas:kernel=lu") && r.workload.contains("+ kworkers"), "{}", r.workload);
     assert!(metric(&r, "completion_time_s") > quiet, "kworkers steal time from the busy threads");
 }
+
+fn xeon(spec: &str) -> RunResult {
+    run(&run_spec(preset_source("xeon-2s-20c"), spec, "eevdf", 1, false)).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+#[test]
+fn pgbench_tps_rises_with_clients_and_a_pinned_run_stays_on_its_node() {
+    let tps = |c: u32| metric(&xeon(&format!("pgbench:time=200ms,clients={c}")), "requests_per_s");
+    let (one, four) = (tps(1), tps(4));
+    assert!(four > 3.0 * one, "1 client {one} tps, 4 clients {four}");
+    // Pinned to node 0's CPUs (pgbench bound to one NUMA node, SEEDS idea 4).
+    let node0 = xeon("pgbench:time=200ms,clients=4,cpus=0-9;20-29");
+    assert_eq!(metric(&node0, "wake_other_node_pct"), 0.0);
+    assert!(metric(&node0, "requests_per_s") > 0.0);
+}
+
+#[test]
+fn db_query_finishes_sooner_with_more_workers() {
+    let t = |w: u32| metric(&xeon(&format!("db-query:workers={w},chunks=256")), "completion_time_s");
+    let (two, eight) = (t(2), t(8));
+    assert!(eight < two / 3.0, "2 workers {two} s, 8 workers {eight} s");
+    assert!(xeon("db-query:chunks=64").metrics.iter().any(|m| m.name == "requests_per_s" && m.value.is_nan()));
+}

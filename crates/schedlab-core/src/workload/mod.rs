@@ -7,6 +7,7 @@
 
 pub mod chameneos;
 pub mod compose;
+pub mod dbquery;
 pub mod dist;
 pub mod hackbench;
 pub mod irq;
@@ -16,6 +17,7 @@ pub mod noise;
 pub(crate) mod omp;
 pub mod ompbarrier;
 pub mod ops;
+pub mod pgbench;
 pub mod pipe;
 pub mod program;
 pub mod rtapp;

@@ -9,7 +9,8 @@
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::{
-    chameneos, hackbench, irq, nas, noise, ompbarrier, pipe, schbench, sieve, workqueue, Dist, StartKind, Workload,
+    chameneos, dbquery, hackbench, irq, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve, workqueue, Dist,
+    StartKind, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -121,7 +122,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 11] = [
+const FAMILIES: [Family; 13] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -138,6 +139,10 @@ const FAMILIES: [Family; 11] = [
              params: nas::PARAMS, build: nas::build, policy: FAIR },
     Family { name: "chameneos", summary: chameneos::SUMMARY, structure: chameneos::STRUCTURE, source: chameneos::SOURCE,
              params: chameneos::PARAMS, build: chameneos::build, policy: FAIR },
+    Family { name: "pgbench", summary: pgbench::SUMMARY, structure: pgbench::STRUCTURE, source: pgbench::SOURCE,
+             params: pgbench::PARAMS, build: pgbench::build, policy: FAIR },
+    Family { name: "db-query", summary: dbquery::SUMMARY, structure: dbquery::STRUCTURE, source: dbquery::SOURCE,
+             params: dbquery::PARAMS, build: dbquery::build, policy: FAIR },
     Family { name: "rt-periodic", summary: noise::RT_SUMMARY, structure: noise::RT_STRUCTURE, source: noise::RT_SOURCE,
              params: noise::RT_PARAMS, build: noise::build_rt_periodic,
              policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },

@@ -162,6 +162,13 @@ pub struct Manager {
 }
 
 impl Manager {
+    /// A manager reading requests on `req`, answering worker i on channel
+    /// `first_reply + i`, handing out `chunks` chunks to `workers` workers,
+    /// with `ipc_ns` of work per request (read, write, and any merge).
+    pub(crate) fn new(req: ChanId, first_reply: u32, chunks: u64, workers: u32, ipc_ns: Ns) -> Self {
+        Manager { req, first_reply, next_chunk: 0, chunks, live: workers, ipc_ns, phase: MgrPhase::Recv }
+    }
+
     /// Shifts its channel ids (composition; see `compose.rs`).
     pub(crate) fn offset_ids(&mut self, off: &super::compose::IdOffset) {
         self.req = off.chan(self.req);
