@@ -115,3 +115,18 @@ fn db_query_finishes_sooner_with_more_workers() {
     assert!(eight < two / 3.0, "2 workers {two} s, 8 workers {eight} s");
     assert!(xeon("db-query:chunks=64").metrics.iter().any(|m| m.name == "requests_per_s" && m.value.is_nan()));
 }
+
+#[test]
+fn kv_cache_throughput_rises_with_pipeline_depth_until_the_server_saturates() {
+    // One server thread, one connection: at depth 1 every request waits for
+    // the round trip; deeper pipelines keep the server busy until it is the
+    // bottleneck (at most one 2 us get, or 3 us set, at a time).
+    let ops = |pl: u32| {
+        let spec = format!("kv-cache:time=100ms,threads=1,clients=1,conns=1,pipeline={pl},client_work=500ns");
+        metric(&xeon(&spec), "requests_per_s")
+    };
+    let (one, four, sixty_four, deep) = (ops(1), ops(4), ops(64), ops(256));
+    assert!(four > 3.0 * one, "pipeline 1: {one} ops/s, 4: {four}");
+    assert!((deep - sixty_four).abs() < 0.05 * sixty_four, "saturated: 64 -> {sixty_four}, 256 -> {deep}");
+    assert!(deep < 1.0 / 2e-6, "{deep} ops/s is more than one server thread can serve");
+}

@@ -104,6 +104,8 @@ impl Program {
             Program::Ksoftirqd(p) => p.chan = off.chan(p.chan),
             Program::Ops(p) => p.offset_ids(off),
             Program::ChameneosBroker(p) => p.offset_ids(off),
+            Program::KvServer(p) => p.offset_ids(off),
+            Program::KvClient(p) => p.offset_ids(off),
             Program::Sieve(_) | Program::Periodic(_) => {}
         }
     }

@@ -12,6 +12,7 @@ pub mod dist;
 pub mod hackbench;
 pub mod irq;
 pub mod ksoftirqd;
+pub mod kvcache;
 pub mod nas;
 pub mod noise;
 pub(crate) mod omp;
@@ -61,6 +62,10 @@ pub enum Program {
     Ksoftirqd(ksoftirqd::Ksoftirqd),
     /// A periodic noise task (rt-periodic, kworkers).
     Periodic(noise::Periodic),
+    /// A kv-cache server thread.
+    KvServer(kvcache::Server),
+    /// A kv-cache load-generator thread.
+    KvClient(kvcache::Client),
     /// The chameneos broker.
     ChameneosBroker(chameneos::Broker),
     /// A program of operations (user programs, rt-app files, families
@@ -85,6 +90,8 @@ impl Program {
             Program::Periodic(p) => p.step(ctx, rng),
             Program::Ops(p) => p.step(ctx, rng),
             Program::ChameneosBroker(p) => p.step(ctx, rng),
+            Program::KvServer(p) => p.step(ctx, rng),
+            Program::KvClient(p) => p.step(ctx, rng),
         }
     }
 }

@@ -9,8 +9,8 @@
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::{
-    chameneos, dbquery, hackbench, irq, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve, workqueue, Dist,
-    StartKind, Workload,
+    chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve, workqueue,
+    Dist, StartKind, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -122,7 +122,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 13] = [
+const FAMILIES: [Family; 14] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -139,6 +139,8 @@ const FAMILIES: [Family; 13] = [
              params: nas::PARAMS, build: nas::build, policy: FAIR },
     Family { name: "chameneos", summary: chameneos::SUMMARY, structure: chameneos::STRUCTURE, source: chameneos::SOURCE,
              params: chameneos::PARAMS, build: chameneos::build, policy: FAIR },
+    Family { name: "kv-cache", summary: kvcache::SUMMARY, structure: kvcache::STRUCTURE, source: kvcache::SOURCE,
+             params: kvcache::PARAMS, build: kvcache::build, policy: FAIR },
     Family { name: "pgbench", summary: pgbench::SUMMARY, structure: pgbench::STRUCTURE, source: pgbench::SOURCE,
              params: pgbench::PARAMS, build: pgbench::build, policy: FAIR },
     Family { name: "db-query", summary: dbquery::SUMMARY, structure: dbquery::STRUCTURE, source: dbquery::SOURCE,
