@@ -139,9 +139,32 @@ def resolve_workload(arg: WorkloadArg) -> Source:
         return Source(json.dumps(arg), "json", "workload dict")
     if isinstance(arg, str) and arg.startswith("rtapp:"):
         return _rtapp_source(arg)
+    if isinstance(arg, str) and arg.startswith("replay:"):
+        return _replay_source(arg)
     if not isinstance(arg, str) or arg.endswith(_FILE_SUFFIXES):
         return _read_spec_file(Path(arg), "workload")
     return Source(arg, "spec", "workload")
+
+
+def _replay_source(arg: str) -> Source:
+    """``replay:trace=PATH[,comm=REGEX]``: a user program rebuilt from a trace."""
+    from .replay import program_from_trace
+
+    keys: dict[str, str] = {}
+    for kv in arg[len("replay:") :].split(","):
+        if not kv:
+            continue
+        k, _, v = kv.partition("=")
+        if k not in ("trace", "comm") or k in keys:
+            raise SpecError(
+                f"workload: workload.replay.{k}: expected the keys trace (required) "
+                "and comm, each once"
+            )
+        keys[k] = v
+    if not keys.get("trace"):
+        raise SpecError("workload: workload.replay.trace: expected replay:trace=PATH[,comm=REGEX]")
+    text = program_from_trace(keys["trace"], keys.get("comm") or None)
+    return Source(text, "toml", f"replay:{keys['trace']}")
 
 
 def _rtapp_source(arg: str) -> Source:
