@@ -34,6 +34,20 @@ impl Sim {
         }
     }
 
+    /// `class->yield_task`: the running `p` gives way (`sched_yield`).
+    /// Called from the `Yield` action, before `schedule()`. Peer policies
+    /// model no yield of their own: the CPU just reschedules.
+    pub(crate) fn class_yield_task(&mut self, cpu: CpuId, p: TaskId) {
+        match self.task_class(p) {
+            SchedClass::Rt => {
+                let prio = self.tasks[p.idx()].prio;
+                self.rt.rqs[cpu.idx()].yield_task_rt(p, prio);
+            }
+            SchedClass::Fair => self.yield_task_fair(cpu, p),
+            SchedClass::Ext | SchedClass::Bmq => {}
+        }
+    }
+
     /// `class->task_dead`: `p` exited on `cpu` (the fair class removes its
     /// load from the runqueue). Called from `block_task`.
     pub(crate) fn class_task_dead(&mut self, cpu: CpuId, p: TaskId) {

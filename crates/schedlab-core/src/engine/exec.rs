@@ -208,6 +208,11 @@ impl Sim {
                 Ok(None)
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
+            Action::Yield => {
+                // do_sched_yield: yield_task of the class, then schedule().
+                self.class_yield_task(cpu, p);
+                Ok(Some(Stepped::Reschedule))
+            }
             Action::SemWait { sem, spin_ns } => self.sem_wait(cpu, p, sem.0, spin_ns),
             Action::SemPost { sem } => self.sem_post(cpu, p, sem.0),
             Action::CondWait { cond } => {

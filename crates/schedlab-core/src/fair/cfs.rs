@@ -206,6 +206,9 @@ impl CfsRq {
         if self.last == Some(id) {
             self.last = None;
         }
+        if self.skip == Some(id) {
+            self.skip = None;
+        }
     }
 
     /// `update_curr` (CFS): charge curr, advance `min_vruntime`, and report
@@ -390,9 +393,9 @@ impl CfsRq {
     }
 
     /// `pick_next_entity` (CFS): the leftmost of the queue and curr, but
-    /// the last buddy, and above it the next buddy, when within
-    /// `wakeup_gran` of it. The skip buddy (`sched_yield`) is not modelled:
-    /// nothing in the engine yields.
+    /// the one after it when the leftmost is the skip buddy (`sched_yield`),
+    /// the last buddy, and above it the next buddy, each when within
+    /// `wakeup_gran` of the leftmost.
     pub(super) fn pick_next_entity_cfs(&self, ses: &[SchedEntity]) -> Pick {
         let curr = self.curr.filter(|c| ses[c.idx()].on_rq);
         let mut left = self.pick_first_entity(ses);
@@ -404,6 +407,27 @@ impl CfsRq {
         let Some(left) = left else { return Pick::Idle };
         let mut se = left;
         let fair_enough = |b: TaskId| self.wakeup_preempt_entity(&ses[b.idx()], &ses[left.idx()]) < 1;
+        if self.skip == Some(se) {
+            let second = if Some(se) == curr {
+                self.pick_first_entity(ses)
+            } else {
+                // __pick_next_entity: the next in vruntime order, or curr before it.
+                let next = self
+                    .queue
+                    .iter()
+                    .copied()
+                    .filter(|&t| t != se && !entity_before(&ses[t.idx()], &ses[se.idx()]))
+                    .reduce(|a, b| if entity_before(&ses[b.idx()], &ses[a.idx()]) { b } else { a });
+                match (next, curr) {
+                    (Some(n), Some(c)) if entity_before(&ses[c.idx()], &ses[n.idx()]) => Some(c),
+                    (None, c) => c,
+                    (n, _) => n,
+                }
+            };
+            if let Some(s2) = second.filter(|&s2| fair_enough(s2)) {
+                se = s2;
+            }
+        }
         if let Some(l) = self.last.filter(|&l| fair_enough(l)) {
             se = l;
         }

@@ -176,6 +176,21 @@ impl Sim {
         self.rqs[cpu.idx()].cfs.update_curr(&mut self.ses, now).resched
     }
 
+    /// `yield_task_fair`: nothing when `p` is alone on the CPU; else clear
+    /// its buddies and charge its runtime; under EEVDF an eligible `p` then
+    /// forfeits the rest of its request (`vruntime = deadline`, a new
+    /// deadline one slice later: fair.c as of late 2025; v6.6-v6.17 only
+    /// pushed the deadline), under CFS it becomes the skip buddy.
+    pub(crate) fn yield_task_fair(&mut self, cpu: CpuId, p: TaskId) {
+        if self.rqs[cpu.idx()].nr_running == 1 {
+            return;
+        }
+        let now = self.rq_clock_task(cpu);
+        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        cfs.update_curr(&mut self.ses, now);
+        cfs.yield_entity(&mut self.ses, p);
+    }
+
     /// `task_tick_fair`: PELT, the overutilized check; reschedule when the
     /// slice ran out and another fair task waits.
     pub(crate) fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, resched: bool) -> bool {

@@ -266,6 +266,9 @@ pub struct CfsRq {
     /// CFS `min_vruntime`: monotonic floor of the queue's vruntimes, the
     /// base of placement and of migration normalisation.
     pub min_vruntime: u64,
+    /// Skip buddy (CFS only): the task that called `sched_yield`, passed
+    /// over at the next pick when that is not too unfair.
+    pub skip: Option<TaskId>,
     /// The run's features, latched from the last call that carried them:
     /// [`Self::update_curr`] has no features argument (the engine's tick
     /// calls it bare) but must know the discipline. curr can only be set by
@@ -289,6 +292,7 @@ impl CfsRq {
             next: None,
             last: None,
             min_vruntime: super::cfs::INIT_MIN_VRUNTIME,
+            skip: None,
             features: Features::mainline(),
         }
     }
@@ -328,6 +332,27 @@ impl CfsRq {
     pub fn vruntime_eligible(&self, ses: &[SchedEntity], vruntime: u64) -> bool {
         let (avg, load) = self.sums_with_curr(ses);
         avg as i128 >= vruntime.wrapping_sub(self.zero_vruntime) as i64 as i128 * load as i128
+    }
+
+    /// The per-entity part of `yield_task_fair` for curr `id` (runtime
+    /// already charged): clear its buddies; EEVDF: if eligible, forfeit the
+    /// rest of the request; CFS: mark it the skip buddy.
+    pub fn yield_entity(&mut self, ses: &mut [SchedEntity], id: TaskId) {
+        if self.next == Some(id) {
+            self.next = None;
+        }
+        if self.last == Some(id) {
+            self.last = None;
+        }
+        if !sched_feat!(self.features, EEVDF) {
+            self.skip = Some(id);
+            return;
+        }
+        if self.entity_eligible(ses, id) {
+            let se = &mut ses[id.idx()];
+            se.vruntime = se.deadline;
+            se.deadline += super::weight::calc_delta_fair(se.slice, se);
+        }
     }
 
     /// `entity_eligible`: the entity is owed service (lag >= 0).

@@ -103,6 +103,8 @@ pub enum Op {
     },
     /// Post a semaphore.
     SemPost(SemId),
+    /// `sched_yield` ([`Action::Yield`]).
+    Yield,
     /// Futex wait on the task's own word ([`Action::Wait`]).
     Wait,
     /// Futex wake of a task ([`Action::Wake`]).
@@ -305,6 +307,10 @@ impl Ops {
                     self.pc += 1;
                     return Action::Wait;
                 }
+                Op::Yield => {
+                    self.pc += 1;
+                    return Action::Yield;
+                }
                 Op::Wake { task, sync } => {
                     self.pc += 1;
                     return Action::Wake { task, sync };
@@ -398,7 +404,13 @@ impl OpsBuilder {
         self.code[from..].iter().any(|op| {
             !matches!(
                 op,
-                Op::Mark(_) | Op::LoopEnd { .. } | Op::Signal { .. } | Op::Wake { .. } | Op::Unlock(_) | Op::SemPost(_)
+                Op::Mark(_)
+                    | Op::LoopEnd { .. }
+                    | Op::Signal { .. }
+                    | Op::Wake { .. }
+                    | Op::Unlock(_)
+                    | Op::SemPost(_)
+                    | Op::Yield
             ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
         })
     }

@@ -231,3 +231,68 @@ fn a_busy_wait_on_a_flag_burns_the_cpu_a_sleeping_wait_does_not() {
     w.tasks.push(task("taker", b));
     assert!(exit_of(&run(&w), 0) < 100 * US);
 }
+
+/// Two tasks pinned to CPU 0: `a` runs `n` x (100 us, then a yield or not),
+/// `b` `b_ms` of work, starting `b_at` later. Returns when `b` finished.
+fn b_done_with(
+    yields: bool,
+    features: Features,
+    policy: crate::workload::SchedPolicy,
+    n: u64,
+    b_ms: u64,
+    b_at: Ns,
+) -> Ns {
+    let one = crate::cpumask::CpuMask::from_cpus([crate::ids::CpuId(0)]);
+    let mut b = OpsBuilder::new();
+    b.begin_loop(n).push(Op::Compute(Dist::Fixed(100 * US)));
+    if yields {
+        b.push(Op::Yield);
+    }
+    b.end_loop();
+    let mut w = script_workload(vec![task("a", b)]);
+    let mut hog = OpsBuilder::new();
+    hog.push(Op::Compute(Dist::Fixed(b_ms * NSEC_PER_MSEC)));
+    w.tasks.push(task("b", hog));
+    w.tasks[1].start_ns = b_at;
+    for t in &mut w.tasks {
+        t.allowed = Some(one);
+        t.policy = policy;
+        t.rt_priority = if policy.is_rt() { 10 } else { 0 };
+    }
+    let mut cfg = sim_config(features);
+    cfg.trace = true;
+    cfg.check_invariants = true;
+    let mut sim = sim_with(TWO_LLC, &w, cfg);
+    sim.run(u64::MAX).unwrap();
+    exit_of(&sim, 1)
+}
+
+/// `b_done_with` for 20 x 100 us against 2 ms arriving 50 us into a's run.
+fn b_done(yields: bool, features: Features, policy: crate::workload::SchedPolicy) -> Ns {
+    b_done_with(yields, features, policy, 20, 2, 50 * US)
+}
+
+#[test]
+fn a_yield_lets_the_other_task_run_under_eevdf_cfs_and_fifo() {
+    use crate::workload::SchedPolicy::{Fifo, Normal};
+    let mut cfs = Features::mainline();
+    cfs.set(crate::features::Feat::EEVDF, false);
+    for (what, f, policy) in [("eevdf", Features::mainline(), Normal), ("fifo", Features::mainline(), Fifo)] {
+        let (with, without) = (b_done(true, f, policy), b_done(false, f, policy));
+        assert!(with < without, "{what}: b done at {with} with yields, {without} without");
+    }
+    // CFS: a new b starts a vslice behind (START_DEBIT) and the skip buddy
+    // is passed over only for a task within wakeup_gran of it, so a yield
+    // changes nothing here (as in the kernel). With two long tasks taking
+    // turns, a's yields hand the CPU to b once a has caught up to within
+    // wakeup_gran of it, before a's slice ends.
+    assert_eq!(b_done(true, cfs, Normal), b_done(false, cfs, Normal));
+    let (with, without) = (b_done_with(true, cfs, Normal, 400, 40, 0), b_done_with(false, cfs, Normal, 400, 40, 0));
+    assert!(with < without, "cfs, both running: b done at {with} with yields, {without} without");
+    // SCHED_FIFO: without yields b waits for all of a (2 ms), then runs 2 ms;
+    // with them it runs at a's first yield (100 us), to the end (FIFO never
+    // preempts it).
+    let with = b_done(true, Features::mainline(), Fifo);
+    assert!((2_100 * US..2_300 * US).contains(&with), "fifo with yields: b done at {with}");
+    assert!(b_done(false, Features::mainline(), Fifo) > 4_000 * US);
+}

@@ -100,6 +100,9 @@ pub enum Action {
         /// The semaphore.
         sem: SemId,
     },
+    /// `sched_yield`: the class's `yield_task`, then `schedule()`; the task
+    /// stays runnable and may be picked again at once.
+    Yield,
     /// Record a workload-level event for metrics (request start/end ...).
     Mark {
         /// What happened.

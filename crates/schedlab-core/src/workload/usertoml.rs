@@ -270,7 +270,7 @@ fn compile(
     timers: &mut Vec<(Ns, u16)>,
 ) -> Result<()> {
     const KINDS: &str = "compute, runtime, sleep, timer, send, recv, lock, unlock, wait, signal, broadcast, \
-                         barrier, semwait, sempost, park, unpark, request, loop";
+                         barrier, semwait, sempost, park, unpark, yield, request, loop";
     for (j, op) in list.iter().enumerate() {
         let path = format!("{at}[{j}]");
         let Value::Table(t) = op else {
@@ -412,6 +412,9 @@ fn compile(
             }
             "park" => {
                 b.push(Op::Wait);
+            }
+            "yield" => {
+                b.push(Op::Yield);
             }
             "unpark" => {
                 let name = s(v)?;

@@ -19,8 +19,10 @@
 //! | `barrier` | all threads that name it meet (users = instances of the threads naming it) |
 //! | `mem`, `iorun` | work: memset at [`MEM_BYTES_PER_US`]; one `write` to /dev/null per buffer at [`IO_WRITE_NS`] |
 //!
+//! | `yield` | `sched_yield` |
+//!
 //! What would change scheduling but is not modelled is refused with the key
-//! and its path: `fork`, `yield`, SCHED_DEADLINE, uclamp (`util_min`,
+//! and its path: `fork`, SCHED_DEADLINE, uclamp (`util_min`,
 //! `util_max`), task groups, memory binding, per-phase policy or affinity,
 //! priority-inheritance mutexes, timers shared between threads. rt-app's own
 //! logging keys are accepted: they change nothing a scheduler sees.
@@ -62,7 +64,7 @@ pub(crate) fn family_doc() -> super::FamilyDoc {
         summary: "an rt-app JSON file (-w file.json, or -w rtapp:file=PATH for any file name); completion time".into(),
         structure: "one task per thread instance running its phases in file order; events: run (work on the \
             calibration CPU), runtime (wall time), sleep, timer (relative|absolute), lock, unlock, wait, signal, \
-            broad, sync, suspend, resume, barrier, mem, iorun. Refused (not modelled): fork, yield, SCHED_DEADLINE, \
+            broad, sync, suspend, resume, barrier, mem, iorun, yield. Refused (not modelled): fork, SCHED_DEADLINE, \
             util_min/util_max, taskgroup, nodes_membind, per-phase cpus/policy/priority, timers shared between \
             threads, pi_enabled."
             .into(),
@@ -574,7 +576,9 @@ impl<'a> Builder<'a> {
                     };
                     ops.push(Op::Timer { slot, period, absolute });
                 }
-                "yield" => return Err(self.e(&path, "no yield: sched_yield is not modelled yet")),
+                "yield" => {
+                    ops.push(Op::Yield);
+                }
                 "fork" => {
                     return Err(self.e(
                         &path,

@@ -175,7 +175,6 @@ fn bad_files_fail_with_the_key_and_its_path() {
         ),
         (r#"{"tasks": {"t": {"loop": 1, "run": 10, "run": 20}}}"#, "rtapp.tasks.t.run"),
         (r#"{"tasks": {"t": {"loop": 1, "fork": "u"}}}"#, "rtapp.tasks.t.fork"),
-        (r#"{"tasks": {"t": {"loop": 1, "yield": ""}}}"#, "rtapp.tasks.t.yield"),
         (r#"{"tasks": {"t": {"loop": 1, "util_min": 100, "run": 1}}}"#, "rtapp.tasks.t.util_min"),
         (r#"{"tasks": {"t": {"loop": 1, "policy": "SCHED_DEADLINE", "run": 1}}}"#, "rtapp.tasks.t.policy"),
         (r#"{"tasks": {"t": {"run": 10}}}"#, "rtapp.tasks.t.loop"),
