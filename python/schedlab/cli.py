@@ -1094,8 +1094,25 @@ def report_cmd(
 
 @app.command("bench")
 @_cli_errors
-def bench_cmd(json_out: JsonOpt = False) -> None:
-    """Time the engine on the standard scenario (schbench, 2 simulated s, intel-4n-192)."""
+def bench_cmd(
+    json_out: JsonOpt = False,
+    scale: Annotated[
+        bool,
+        typer.Option(
+            "--scale",
+            help="Instead, run full-load schbench on machines of 8, 64, 192, 512 and 1024 CPUs "
+            "(packages of 32 cores x 2 threads, one LLC each; 2 s down to 200 ms simulated, "
+            "about the same events each) and print handled events/s and simulated time per "
+            "wall time for each size.",
+        ),
+    ] = False,
+) -> None:
+    """Time the engine on the standard scenario (schbench, 2 simulated s, intel-4n-192),
+    or with --scale on machines of 8 to 1024 CPUs. Counts handled events; stale
+    ones (popped and dropped) apart."""
+    if scale:
+        _bench_scale(json_out)
+        return
     machine = resolve_machine(BENCH_MACHINE)
     workload = resolve_workload(BENCH_WORKLOAD)
     t0 = time.perf_counter()
@@ -1104,18 +1121,7 @@ def bench_cmd(json_out: JsonOpt = False) -> None:
     )
     wall_s = time.perf_counter() - t0
     result = RunResult.from_json(text)
-    sim_s = result.sim_time_ns / 1e9
-    doc = {
-        "machine": result.machine,
-        "workload": result.workload,
-        "events_processed": result.events_processed,
-        "handled_events": result.events_handled,
-        "stale_events": result.events_processed - result.events_handled,
-        "wall_s": wall_s,
-        "handled_events_per_s": result.events_handled / wall_s if wall_s > 0 else math.nan,
-        "sim_time_s": sim_s,
-        "sim_per_wall": sim_s / wall_s if wall_s > 0 else math.nan,
-    }
+    doc = _bench_row(result, wall_s)
     if json_out:
         _echo_json(doc)
         return
@@ -1130,6 +1136,57 @@ def bench_cmd(json_out: JsonOpt = False) -> None:
     table.add_row("wall time", f"{wall_s:.3f} s")
     table.add_row("handled events per second", f"{doc['handled_events_per_s']:,.0f}")
     table.add_row("simulated time / wall time", f"{doc['sim_per_wall']:.3f}")
+    _out().print(table)
+
+
+def _bench_row(result: RunResult, wall_s: float) -> dict[str, Any]:
+    sim_s = result.sim_time_ns / 1e9
+    return {
+        "machine": result.machine,
+        "workload": result.workload,
+        "events_processed": result.events_processed,
+        "handled_events": result.events_handled,
+        "stale_events": result.events_processed - result.events_handled,
+        "wall_s": wall_s,
+        "handled_events_per_s": result.events_handled / wall_s if wall_s > 0 else math.nan,
+        "sim_time_s": sim_s,
+        "sim_per_wall": sim_s / wall_s if wall_s > 0 else math.nan,
+    }
+
+
+def _bench_scale(json_out: bool) -> None:
+    from . import _bench_scale as bs
+
+    rows = []
+    for cpus in bs.SIZES:
+        t0 = time.perf_counter()
+        machine = bs.machine_toml(cpus)
+        origin = f"bench --scale {cpus}"
+        text, _ = _native.run(machine, "toml", origin, bs.workload(cpus), "spec", "eevdf", 0)
+        wall_s = time.perf_counter() - t0
+        rows.append({"cpus": cpus, **_bench_row(RunResult.from_json(text), wall_s)})
+    if json_out:
+        _echo_json(rows)
+        return
+    table = _new_table(
+        "bench --scale: full-load schbench, eevdf, seed 0",
+        "cpus",
+        "handled events",
+        "stale",
+        "wall s",
+        "handled events/s",
+        "simulated / wall",
+        right=("cpus", "handled events", "stale", "wall s", "handled events/s", "simulated / wall"),
+    )
+    for r in rows:
+        table.add_row(
+            str(r["cpus"]),
+            f"{r['handled_events']:,}",
+            f"{r['stale_events']:,}",
+            f"{r['wall_s']:.2f}",
+            f"{r['handled_events_per_s']:,.0f}",
+            f"{r['sim_per_wall']:.3f}",
+        )
     _out().print(table)
 
 
