@@ -3,7 +3,7 @@
 //! second of wall time (handled events; stale ones, popped and dropped, are
 //! counted apart). Run with `cargo run --release --example bench`, or under
 //! `valgrind --tool=callgrind` to count instructions, which repeat exactly.
-//! Arguments (optional): machine preset, workload spec, cpufreq governor.
+//! Arguments (optional): machine preset or .toml file, workload spec, cpufreq governor.
 
 use schedlab_core::api::{run, MachineSource, RunOptions, RunSpec};
 use std::time::Instant;
@@ -12,7 +12,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let machine = args.get(1).map(String::as_str).unwrap_or("intel-4n-192");
     let workload = args.get(2).map(String::as_str).unwrap_or("schbench:runtime=2s");
-    let path = format!("{}/../../python/schedlab/presets/machines/{machine}.toml", env!("CARGO_MANIFEST_DIR"));
+    // A preset name, or a machine file (`schedlab bench --scale`'s machines:
+    // `python -c 'from schedlab._bench_scale import machine_toml; print(machine_toml(1024))'`).
+    let path = if machine.ends_with(".toml") {
+        machine.to_string()
+    } else {
+        format!("{}/../../python/schedlab/presets/machines/{machine}.toml", env!("CARGO_MANIFEST_DIR"))
+    };
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let spec = RunSpec {
         machine: MachineSource { text, format: "toml".into(), origin: path },

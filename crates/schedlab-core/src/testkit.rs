@@ -134,6 +134,7 @@ pub fn script_workload(tasks: Vec<TaskSpec>) -> Workload {
         barriers: vec![],
         conds: 0,
         sems: Vec::new(),
+        masks: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -160,6 +160,15 @@ impl Sim {
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
             conds: vec![Cond::default(); workload.conds as usize],
             sems: workload.sems.iter().map(|&count| Sem { count, ..Default::default() }).collect(),
+            affinity_masks: workload
+                .masks
+                .iter()
+                .map(|m| {
+                    let m = m.and(&machine.all_cpus());
+                    cfg.cpuset.map_or(m, |set| m.and(&set))
+                })
+                .collect(),
+            distribute_prev: nr as u32 - 1,
             queue,
             now: 0,
             sched_rng: Rng::named(cfg.seed, "sched", 0),

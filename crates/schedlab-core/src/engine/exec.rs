@@ -19,6 +19,9 @@ enum Stepped {
     Busy,
     /// It blocked, exited, or must be preempted: call `schedule`.
     Reschedule,
+    /// It was moved to another CPU, which this one has already rescheduled
+    /// after: nothing more to do here.
+    Moved,
 }
 
 impl Sim {
@@ -84,6 +87,7 @@ impl Sim {
                 Ok(())
             }
             Stepped::Reschedule => self.schedule(cpu),
+            Stepped::Moved => Ok(()),
         }
     }
 
@@ -208,6 +212,7 @@ impl Sim {
                 Ok(None)
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
+            Action::SetAffinity { mask } => self.set_cpus_allowed(cpu, p, mask),
             Action::Yield => {
                 // do_sched_yield: yield_task of the class, then schedule().
                 self.class_yield_task(cpu, p);
@@ -254,6 +259,36 @@ impl Sim {
         self.block_task(cpu, p, false);
         self.at(t, Ev::Timer { task: p, gen });
         Ok(Some(Stepped::Reschedule))
+    }
+
+    /// `__set_cpus_allowed_ptr` for the running `p` on `cpu`: a new mask
+    /// (kthreads keep the cpuset out, as at build); if `cpu` is no longer
+    /// allowed, `affine_move_task` moves `p` at once to
+    /// `cpumask_any_and_distribute(mask)`, the next allowed CPU after the last
+    /// one this chose.
+    fn set_cpus_allowed(&mut self, cpu: CpuId, p: TaskId, mask: u32) -> crate::Result<Option<Stepped>> {
+        let m = self.affinity_masks[mask as usize];
+        if m.is_empty() || m == self.tasks[p.idx()].allowed {
+            // EINVAL (no CPU left), or nothing changes.
+            return Ok(None);
+        }
+        let max_cap = m.iter().map(|c| self.machine.capacity_orig(c)).max().unwrap_or(0);
+        let t = &mut self.tasks[p.idx()];
+        t.allowed = m;
+        t.nr_cpus_allowed = m.weight();
+        t.max_allowed_capacity = max_cap;
+        t.preferred = t.preferred.map(|pm| pm.and(&m)).filter(|pm| !pm.is_empty());
+        if m.test(cpu) {
+            return Ok(None);
+        }
+        let nr = self.machine.nr_cpus();
+        let dst = (1..=nr)
+            .map(|k| CpuId(((self.distribute_prev as usize + k) % nr) as u32))
+            .find(|c| m.test(*c))
+            .expect("a non-empty mask");
+        self.distribute_prev = dst.0;
+        self.active_move_running_task(cpu, dst)?;
+        Ok(Some(Stepped::Moved))
     }
 
     /// Let `w`, waiting on a barrier or a semaphore, go on: a spinner stops

@@ -166,6 +166,11 @@ pub struct Sim {
     pub(crate) conds: Vec<Cond>,
     /// Semaphores.
     pub(crate) sems: Vec<Sem>,
+    /// Masks `SetAffinity` names, already cut to the machine and the cpuset.
+    pub(crate) affinity_masks: Vec<CpuMask>,
+    /// `cpumask_any_and_distribute`'s rotor: the last CPU an affinity change
+    /// moved a task to.
+    pub(crate) distribute_prev: u32,
     /// Cache pressure per core: KiB of footprint brought in, cumulative.
     pub(crate) core_pressure: Vec<u64>,
     /// Cache pressure per LLC, cumulative KiB.

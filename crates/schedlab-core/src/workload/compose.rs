@@ -40,6 +40,8 @@ pub struct IdOffset {
     pub cond: u32,
     /// Added to every `SemId`.
     pub sem: u32,
+    /// Added to every mask index of `SetAffinity`.
+    pub mask: u32,
 }
 
 impl IdOffset {
@@ -84,6 +86,7 @@ impl IdOffset {
             Action::CondSignal { cond, all } => Action::CondSignal { cond: self.cond(cond), all },
             Action::SemWait { sem, spin_ns } => Action::SemWait { sem: self.sem(sem), spin_ns },
             Action::SemPost { sem } => Action::SemPost { sem: self.sem(sem) },
+            Action::SetAffinity { mask } => Action::SetAffinity { mask: mask + self.mask },
             other => other,
         }
     }
@@ -157,6 +160,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         barriers: Vec::new(),
         conds: 0,
         sems: Vec::new(),
+        masks: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: parts[main].warmup_ns,
@@ -179,6 +183,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
             barrier: out.barriers.len() as u32,
             cond: out.conds,
             sem: out.sems.len() as u32,
+            mask: out.masks.len() as u32,
         };
         for mut t in w.tasks {
             t.program.offset_ids(&off);
@@ -189,6 +194,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         out.barriers.extend(w.barriers);
         out.conds += w.conds;
         out.sems.extend(w.sems);
+        out.masks.extend(w.masks);
         out.irqs.extend(w.irqs);
         out.duration_ns = match (out.duration_ns, w.duration_ns) {
             (Some(a), Some(b)) => Some(a.max(b)),

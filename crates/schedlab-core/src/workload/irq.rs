@@ -150,6 +150,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         barriers: Vec::new(),
         conds: 0,
         sems: Vec::new(),
+        masks: Vec::new(),
         irqs: vec![IrqSpec { name: preset.name.to_string(), cpus, interval, hardirq, softirq }],
         duration_ns: None,
         warmup_ns: 0,

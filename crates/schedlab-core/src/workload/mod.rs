@@ -284,6 +284,8 @@ pub struct Workload {
     pub conds: u32,
     /// Semaphores (`SemId` i), by their initial count.
     pub sems: Vec<u64>,
+    /// CPU masks that [`Action::SetAffinity`] names by index.
+    pub masks: Vec<CpuMask>,
     /// Interrupt sources.
     pub irqs: Vec<IrqSpec>,
     /// Stop the run at this time (a benchmark's runtime); `None` = when all

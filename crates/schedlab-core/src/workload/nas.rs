@@ -278,6 +278,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         barriers: vec![BarrierSpec { parties: threads }],
         conds: 0,
         sems,
+        masks: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -126,6 +126,7 @@ fn noise_workload(tasks: Vec<TaskSpec>) -> Workload {
         barriers: Vec::new(),
         conds: 0,
         sems: Vec::new(),
+        masks: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

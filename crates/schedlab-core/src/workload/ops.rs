@@ -105,6 +105,8 @@ pub enum Op {
     SemPost(SemId),
     /// `sched_yield` ([`Action::Yield`]).
     Yield,
+    /// `sched_setaffinity` to `Workload::masks[i]` ([`Action::SetAffinity`]).
+    SetAffinity(u32),
     /// Futex wait on the task's own word ([`Action::Wait`]).
     Wait,
     /// Futex wake of a task ([`Action::Wake`]).
@@ -203,6 +205,7 @@ impl Ops {
                 }
                 Op::Signal { cond, .. } => *cond = off.cond(*cond),
                 Op::SemWait { sem, .. } | Op::SemPost(sem) => *sem = off.sem(*sem),
+                Op::SetAffinity(mask) => *mask += off.mask,
                 Op::Wake { task, .. } => *task = off.task(*task),
                 Op::Barrier { id, .. } => *id = off.barrier(*id),
                 _ => {}
@@ -311,6 +314,10 @@ impl Ops {
                     self.pc += 1;
                     return Action::Yield;
                 }
+                Op::SetAffinity(mask) => {
+                    self.pc += 1;
+                    return Action::SetAffinity { mask };
+                }
                 Op::Wake { task, sync } => {
                     self.pc += 1;
                     return Action::Wake { task, sync };
@@ -411,6 +418,7 @@ impl OpsBuilder {
                     | Op::Unlock(_)
                     | Op::SemPost(_)
                     | Op::Yield
+                    | Op::SetAffinity(_)
             ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
         })
     }

@@ -116,6 +116,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         barriers: Vec::new(),
         conds: 0,
         sems: Vec::new(),
+        masks: Vec::new(),
         irqs: Vec::new(),
         duration_ns: None,
         warmup_ns: 0,

@@ -100,6 +100,15 @@ pub enum Action {
         /// The semaphore.
         sem: SemId,
     },
+    /// `sched_setaffinity` on itself: the task may run only on
+    /// `Workload::masks[mask]` (intersected with the machine and the run's
+    /// cpuset; an empty result is refused as the kernel does, EINVAL, and
+    /// the task keeps its mask). If its CPU is no longer allowed, it is
+    /// moved at once to an allowed one, as the stopper does.
+    SetAffinity {
+        /// Index into `Workload::masks`.
+        mask: u32,
+    },
     /// `sched_yield`: the class's `yield_task`, then `schedule()`; the task
     /// stays runnable and may be picked again at once.
     Yield,

@@ -56,12 +56,16 @@ struct Names {
     barrier_users: Vec<u32>,
     sems: Vec<(String, u64)>,
     tasks: Vec<(String, u32, u32)>,
+    /// Masks of `cpus` ops (`SetAffinity` indexes).
+    masks: Vec<CpuMask>,
+    /// CPUs of the machine.
+    nr_cpus: usize,
 }
 
 /// Builds a user program on `machine`.
 pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workload> {
     let top: Table = toml::from_str(text).map_err(|e| err(origin, "", format!("a TOML program: {e}")))?;
-    let mut n = Names::default();
+    let mut n = Names { nr_cpus: machine.nr_cpus(), ..Names::default() };
     let mut duration_ns = None;
     let mut primary = PrimaryMetric::CompletionTime;
     let mut task_tables = Vec::new();
@@ -151,6 +155,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         barriers: Vec::new(),
         conds: n.conds.len() as u32,
         sems: n.sems.iter().map(|(_, c)| *c).collect(),
+        masks: Vec::new(),
         irqs: Vec::new(),
         duration_ns,
         warmup_ns: 0,
@@ -163,6 +168,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         task(origin, i, t, &mut n, machine, &mut w)?;
     }
     w.barriers = n.barrier_users.iter().map(|&parties| BarrierSpec { parties: parties.max(1) }).collect();
+    w.masks = n.masks.clone();
     Ok(w)
 }
 
@@ -264,13 +270,13 @@ fn compile(
     origin: &str,
     at: &str,
     list: &[Value],
-    n: &Names,
+    n: &mut Names,
     b: &mut OpsBuilder,
     barriers: &mut Vec<usize>,
     timers: &mut Vec<(Ns, u16)>,
 ) -> Result<()> {
     const KINDS: &str = "compute, runtime, sleep, timer, send, recv, lock, unlock, wait, signal, broadcast, \
-                         barrier, semwait, sempost, park, unpark, yield, request, loop";
+                         barrier, semwait, sempost, park, unpark, yield, cpus, request, loop";
     for (j, op) in list.iter().enumerate() {
         let path = format!("{at}[{j}]");
         let Value::Table(t) = op else {
@@ -415,6 +421,21 @@ fn compile(
             }
             "yield" => {
                 b.push(Op::Yield);
+            }
+            "cpus" => {
+                let text = s(v)?;
+                let m = CpuMask::parse_list(&text).map_err(|e| err(origin, &kp, format!("a CPU list: {e}")))?;
+                if m.is_empty() || m.iter().any(|c| c.idx() >= n.nr_cpus) {
+                    return Err(err(origin, &kp, format!("CPUs of the machine (0-{})", n.nr_cpus - 1)));
+                }
+                let i = match n.masks.iter().position(|x| *x == m) {
+                    Some(i) => i,
+                    None => {
+                        n.masks.push(m);
+                        n.masks.len() - 1
+                    }
+                };
+                b.push(Op::SetAffinity(i as u32));
             }
             "unpark" => {
                 let name = s(v)?;

@@ -65,7 +65,7 @@ pub(crate) fn family_doc() -> super::FamilyDoc {
         structure: "one task per thread instance running its phases in file order; events: run (work on the \
             calibration CPU), runtime (wall time), sleep, timer (relative|absolute), lock, unlock, wait, signal, \
             broad, sync, suspend, resume, barrier, mem, iorun, yield. Refused (not modelled): fork, SCHED_DEADLINE, \
-            util_min/util_max, taskgroup, nodes_membind, per-phase cpus/policy/priority, timers shared between \
+            util_min/util_max, taskgroup, nodes_membind, per-phase policy/priority, timers shared between \
             threads, pi_enabled."
             .into(),
         source: "rt-app doc/tutorial.txt and src/rt-app.c (run_event, thread_body)".into(),
@@ -122,6 +122,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         barriers: b.barrier_users.iter().map(|&parties| BarrierSpec { parties }).collect(),
         conds: b.conds.len() as u32,
         sems: Vec::new(),
+        masks: b.masks.clone(),
         irqs: Vec::new(),
         duration_ns: b.duration_ns,
         warmup_ns: 0,
@@ -190,6 +191,18 @@ struct Builder<'a> {
     timer_users: Vec<(String, Vec<(String, u32)>)>,
     /// Threads that loop forever.
     forever: Vec<String>,
+    /// CPU masks of phases (`SetAffinity` indexes).
+    masks: Vec<CpuMask>,
+}
+
+fn index_of_mask(masks: &mut Vec<CpuMask>, m: CpuMask) -> u32 {
+    match masks.iter().position(|x| *x == m) {
+        Some(i) => i as u32,
+        None => {
+            masks.push(m);
+            masks.len() as u32 - 1
+        }
+    }
 }
 
 fn index_of(names: &mut Vec<String>, name: &str) -> u32 {
@@ -218,6 +231,7 @@ impl<'a> Builder<'a> {
             barrier_users: Vec::new(),
             timer_users: Vec::new(),
             forever: Vec::new(),
+            masks: Vec::new(),
         }
     }
 
@@ -355,12 +369,15 @@ impl<'a> Builder<'a> {
         ops.push(Op::Start { delay });
         let body = ops.len();
         ops.begin_loop(if thread_loop < 0 { 0 } else { thread_loop as u64 });
+        // Affinity changes between phases only when some phase sets cpus.
+        let per_phase_cpus = phases.iter().any(|(_, p)| p.iter().any(|(k, _)| k == "cpus"));
         if phases.is_empty() {
             self.events(&at, name, &inline, &mut ops, &mut timers, instances)?;
         } else {
             for (pn, p) in &phases {
                 let path = format!("{at}.phases.{pn}");
                 let mut phase_loop = 1;
+                let mut phase_cpus = None;
                 let mut events = Vec::new();
                 for (k, v) in p.iter() {
                     let kp = format!("{path}.{k}");
@@ -368,11 +385,12 @@ impl<'a> Builder<'a> {
                         "loop" => {
                             phase_loop = self.count(&kp, v, 1, u64::MAX >> 1)?;
                         }
-                        "cpus" | "policy" | "priority" => {
+                        "cpus" => phase_cpus = Some(self.cpus(&kp, v)?),
+                        "policy" | "priority" => {
                             return Err(self.e(
                                 &kp,
-                                "no phase-level scheduling keys: changing a thread's affinity or policy between \
-                                 phases is not modelled yet (set it on the thread)",
+                                "no phase-level policy or priority: changing a thread's policy between phases \
+                                 is not modelled yet (set it on the thread)",
                             ))
                         }
                         _ => {
@@ -382,6 +400,12 @@ impl<'a> Builder<'a> {
                     }
                 }
                 ops.begin_loop(phase_loop);
+                if per_phase_cpus {
+                    // set_thread_affinity at each phase loop: the phase's
+                    // cpus, else the thread's, else every CPU.
+                    let m = phase_cpus.or(allowed).unwrap_or_else(|| self.machine().all_cpus());
+                    ops.push(Op::SetAffinity(index_of_mask(&mut self.masks, m)));
+                }
                 self.events(&path, name, &events, &mut ops, &mut timers, instances)?;
                 ops.end_loop();
             }

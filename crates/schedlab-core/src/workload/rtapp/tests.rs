@@ -183,11 +183,60 @@ fn bad_files_fail_with_the_key_and_its_path() {
         (r#"{"tasks": {"t": {"instance": 2, "loop": 1, "timer": {"ref": "tick", "period": 100}}}}"#, "rtapp.tasks.t"),
         (r#"{"global": {"verbose": true}, "tasks": {"t": {"loop": 1, "run": 1}}}"#, "rtapp.global.verbose"),
         (r#"{"tasks": {"t": {"loop": 3, "signal": "c"}}}"#, "rtapp.tasks.t"),
-        (r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"cpus": [1], "run": 1}}}}}"#, "rtapp.tasks.t.phases.p.cpus"),
+        (
+            r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"policy": "SCHED_FIFO", "run": 1}}}}}"#,
+            "rtapp.tasks.t.phases.p.policy",
+        ),
+        (r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"cpus": [9], "run": 1}}}}}"#, "rtapp.tasks.t.phases.p.cpus"),
     ];
     for (json, key) in cases {
         let e = error(json);
         assert!(e.contains(&format!("{key}:")) || e.contains(&format!("{key} ")), "{json}: {e}");
         assert!(e.contains("test.json"), "{e}");
     }
+}
+
+#[test]
+fn phase_cpus_move_the_thread_between_phases() {
+    // The tutorial's shape: a thread allowed CPUs 4-6 whose first phase runs
+    // on 0-1, the second on 2, the third on the thread's own 4-6.
+    let w = build_on(
+        TWO_LLC,
+        r#"{"tasks": {"t": {"loop": 1, "cpus": [4, 5, 6], "phases": {
+            "p1": {"cpus": [0, 1], "run": 2000},
+            "p2": {"cpus": [2], "run": 2000},
+            "p3": {"run": 2000}
+        }}}}"#,
+    )
+    .unwrap();
+    let mut cfg = sim_config(Features::mainline());
+    cfg.trace = true;
+    cfg.check_invariants = true;
+    let mut sim = sim_with(TWO_LLC, &w, cfg);
+    sim.run(u64::MAX).unwrap();
+    let on_cpu = |from: Ns, to: Ns| -> Vec<u32> {
+        let mut cpus: Vec<u32> = sim
+            .trace
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter(|e| (from..to).contains(&e.time))
+            .filter_map(|e| match e.ev {
+                crate::trace::Event::Switch { cpu, next: Some(t), .. } if t.0 == 0 => Some(cpu.0),
+                _ => None,
+            })
+            .collect();
+        cpus.dedup();
+        cpus
+    };
+    // The thread starts where its own mask put it (4-6), then moves.
+    let first = on_cpu(0, 1_900_000);
+    assert!((4..=6).contains(&first[0]) && first[1..].iter().all(|c| *c <= 1), "phase 1 on {first:?}");
+    assert_eq!(on_cpu(1_900_000, 3_900_000), vec![2], "phase 2");
+    assert!(
+        on_cpu(3_900_000, 7_000_000).iter().all(|c| (4..=6).contains(c)),
+        "phase 3 on {:?}",
+        on_cpu(3_900_000, 7_000_000)
+    );
+    assert!((6 * MS..6 * MS + MS / 5).contains(&sim.now), "ended at {}", sim.now);
 }
