@@ -130,3 +130,18 @@ fn kv_cache_throughput_rises_with_pipeline_depth_until_the_server_saturates() {
     assert!((deep - sixty_four).abs() < 0.05 * sixty_four, "saturated: 64 -> {sixty_four}, 256 -> {deep}");
     assert!(deep < 1.0 / 2e-6, "{deep} ops/s is more than one server thread can serve");
 }
+
+#[test]
+fn video_frame_threads_speed_up_until_row_dependencies_bind() {
+    let t = |spec: &str| metric(&laptop(spec), "completion_time_s");
+    let one = t("video-dec:frames=60,threads=1");
+    let four = t("video-dec:frames=60,threads=4");
+    assert!(four < one / 2.5, "decoder: 1 thread {one} s, 4 threads {four} s");
+    // A reference needed whole (lag = all rows) serialises the frames: frame
+    // threads cannot overlap and gain nothing.
+    let serial = t("video-dec:frames=60,threads=4,lag=68");
+    assert!(serial > 0.9 * one, "whole-frame dependency: {serial} s vs one thread {one} s");
+    // The encoder's lookahead runs ahead; all frames get coded.
+    let enc = laptop("video-enc:frames=40,threads=6");
+    assert!(metric(&enc, "completion_time_s") > 0.0);
+}

@@ -29,6 +29,7 @@ pub mod spec;
 #[cfg(test)]
 pub(crate) mod testdrv;
 pub mod usertoml;
+pub mod video;
 pub mod workqueue;
 
 use crate::cpumask::CpuMask;

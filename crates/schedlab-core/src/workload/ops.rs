@@ -386,9 +386,17 @@ impl OpsBuilder {
         self.nr_timers - 1
     }
 
-    /// Opens a loop whose body runs `count` times (0 = forever).
+    /// Opens a loop whose body runs `count` times, at least once (a body to
+    /// run zero times is simply not built).
     pub fn begin_loop(&mut self, count: u64) -> &mut Self {
+        assert!(count > 0, "begin_loop(0): skip the body, or use begin_forever");
         self.open.push((self.code.len() as u32, count));
+        self
+    }
+
+    /// Opens a loop whose body runs until the task is stopped (a duration).
+    pub fn begin_forever(&mut self) -> &mut Self {
+        self.open.push((self.code.len() as u32, 0));
         self
     }
 

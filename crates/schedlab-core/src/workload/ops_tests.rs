@@ -177,7 +177,7 @@ fn a_signal_wakes_one_waiter_a_broadcast_all_and_a_lost_signal_is_lost() {
 #[test]
 fn an_empty_forever_loop_is_reported_not_hung() {
     let mut b = OpsBuilder::new();
-    b.push(Op::Compute(Dist::Fixed(10 * US))).begin_loop(0).push(Op::Mark(MarkKind::WorkDone)).end_loop();
+    b.push(Op::Compute(Dist::Fixed(10 * US))).begin_forever().push(Op::Mark(MarkKind::WorkDone)).end_loop();
     let w = script_workload(vec![task("spin", b)]);
     let err = traced(&w).run(u64::MAX).unwrap_err().to_string();
     assert!(err.contains("without computing"), "{err}");

@@ -121,7 +121,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         }
         let wrap = |b: OpsBuilder| {
             let mut w = OpsBuilder::new();
-            w.begin_loop(0);
+            w.begin_forever();
             for op in b.ops() {
                 w.push(*op);
             }

@@ -9,8 +9,8 @@
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::{
-    chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve, workqueue,
-    Dist, StartKind, Workload,
+    chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve, video,
+    workqueue, Dist, StartKind, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -122,7 +122,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 14] = [
+const FAMILIES: [Family; 16] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -145,6 +145,10 @@ const FAMILIES: [Family; 14] = [
              params: pgbench::PARAMS, build: pgbench::build, policy: FAIR },
     Family { name: "db-query", summary: dbquery::SUMMARY, structure: dbquery::STRUCTURE, source: dbquery::SOURCE,
              params: dbquery::PARAMS, build: dbquery::build, policy: FAIR },
+    Family { name: "video-enc", summary: video::ENC_SUMMARY, structure: video::ENC_STRUCTURE, source: video::ENC_SOURCE,
+             params: video::ENC_PARAMS, build: video::build_enc, policy: FAIR },
+    Family { name: "video-dec", summary: video::DEC_SUMMARY, structure: video::DEC_STRUCTURE, source: video::DEC_SOURCE,
+             params: video::DEC_PARAMS, build: video::build_dec, policy: FAIR },
     Family { name: "rt-periodic", summary: noise::RT_SUMMARY, structure: noise::RT_STRUCTURE, source: noise::RT_SOURCE,
              params: noise::RT_PARAMS, build: noise::build_rt_periodic,
              policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },

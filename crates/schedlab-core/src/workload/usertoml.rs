@@ -236,7 +236,11 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
         return Err(err(origin, &format!("{at}.loop"), "a count > 0, or a top-level duration (loop = 0 is forever)"));
     }
     let mut b = OpsBuilder::new();
-    b.begin_loop(repeat);
+    if repeat == 0 {
+        b.begin_forever();
+    } else {
+        b.begin_loop(repeat);
+    }
     let mut named_barriers = Vec::new();
     let mut timers = Vec::new();
     compile(origin, &format!("{at}.ops"), list, n, &mut b, &mut named_barriers, &mut timers)?;

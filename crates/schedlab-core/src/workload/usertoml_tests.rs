@@ -113,16 +113,10 @@ fn a_cpus_op_moves_the_task_where_it_says() {
     cfg.trace = true;
     let mut sim = sim_with(TWO_LLC, &w, cfg);
     sim.run(u64::MAX).unwrap();
-    let last_cpu = sim
-        .trace
-        .as_ref()
-        .unwrap()
-        .iter()
-        .rev()
-        .find_map(|e| match e.ev {
-            crate::trace::Event::Switch { cpu, next: Some(t), .. } if t.0 == 0 => Some(cpu.0),
-            _ => None,
-        });
+    let last_cpu = sim.trace.as_ref().unwrap().iter().rev().find_map(|e| match e.ev {
+        crate::trace::Event::Switch { cpu, next: Some(t), .. } if t.0 == 0 => Some(cpu.0),
+        _ => None,
+    });
     assert_eq!(last_cpu, Some(6));
     assert!(build("[[task]]\nname = \"a\"\nops = [ { cpus = \"99\" } ]")
         .unwrap_err()

@@ -368,7 +368,19 @@ impl<'a> Builder<'a> {
         let mut timers: Vec<(String, u16)> = Vec::new();
         ops.push(Op::Start { delay });
         let body = ops.len();
-        ops.begin_loop(if thread_loop < 0 { 0 } else { thread_loop as u64 });
+        // rt-app runs the phases while thread_loop != loop: -1 forever, 0 never.
+        match thread_loop {
+            0 => {
+                ops.push(Op::Exit);
+                ops.begin_loop(1);
+            }
+            n if n < 0 => {
+                ops.begin_forever();
+            }
+            n => {
+                ops.begin_loop(n as u64);
+            }
+        }
         // Affinity changes between phases only when some phase sets cpus.
         let per_phase_cpus = phases.iter().any(|(_, p)| p.iter().any(|(k, _)| k == "cpus"));
         if phases.is_empty() {

@@ -240,3 +240,11 @@ fn phase_cpus_move_the_thread_between_phases() {
     );
     assert!((6 * MS..6 * MS + MS / 5).contains(&sim.now), "ended at {}", sim.now);
 }
+
+#[test]
+fn a_thread_with_loop_zero_runs_no_phase() {
+    // rt-app runs the phases while thread_loop != loop: 0 means never.
+    let (_, exits) = run(r#"{"tasks": {"idle": {"loop": 0, "run": 50000}, "busy": {"loop": 1, "run": 1000}}}"#);
+    assert!(exits[0] < 100_000, "loop 0 exited at {}", exits[0]);
+    assert!((MS..MS + MS / 10).contains(&exits[1]), "busy exited at {}", exits[1]);
+}
