@@ -1,7 +1,11 @@
 //! JSON as rt-app reads it: objects keep their keys in file order (an rt-app
-//! phase runs its events in the order written) and report duplicate keys
-//! instead of keeping one silently; C and C++ comments are allowed, as
-//! json-c (rt-app's parser) allows them.
+//! phase runs its events in the order written) and keep repeated keys; C and
+//! C++ comments are allowed, as json-c (rt-app's parser) allows them. The
+//! relaxed form rt-app's `workgen` script accepts and rewrites before rt-app
+//! runs (rt-app's doc/tutorial.txt, "json file skeleton") is accepted too:
+//! repeated event keys (workgen numbers them in order), `suspend`, `resume`
+//! and `yield` without a value (workgen fills in the thread's name), and a
+//! comma before a closing brace or bracket.
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
@@ -31,36 +35,66 @@ impl JVal {
             JVal::Obj(_) => "an object",
         }
     }
-
-    /// The first key that appears twice in this object or any object
-    /// inside it, with its dotted path below `at`.
-    pub fn duplicate_key(&self, at: &str) -> Option<String> {
-        let join = |k: &str| if at.is_empty() { k.to_string() } else { format!("{at}.{k}") };
-        match self {
-            JVal::Obj(items) => {
-                for (i, (k, v)) in items.iter().enumerate() {
-                    if items[..i].iter().any(|(k2, _)| k2 == k) {
-                        return Some(join(k));
-                    }
-                    if let Some(d) = v.duplicate_key(&join(k)) {
-                        return Some(d);
-                    }
-                }
-                None
-            }
-            JVal::Arr(items) => items.iter().enumerate().find_map(|(i, v)| v.duplicate_key(&format!("{at}[{i}]"))),
-            _ => None,
-        }
-    }
 }
 
-/// Parses `text` (JSON with comments) into a [`JVal`].
+/// Parses `text` (JSON with comments, in workgen's relaxed form) into a [`JVal`].
 pub(crate) fn parse(text: &str) -> Result<JVal, String> {
-    let clean = strip_comments(text)?;
+    let clean = workgen_relax(&strip_comments(text)?);
     let mut de = serde_json::Deserializer::from_str(&clean);
     let v = JVal::deserialize(&mut de).map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
     Ok(v)
+}
+
+/// workgen's rewrites: `"suspend",` (a key alone) becomes `"suspend": "",`
+/// for the events that take an optional name, and a comma before `}` or `]`
+/// goes. Strings are left alone.
+fn workgen_relax(text: &str) -> String {
+    const BARE: [&str; 3] = ["suspend", "resume", "yield"];
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut i = 0;
+    // The last byte that is not whitespace, outside strings: `{`, `,` ...
+    let mut last = b'{';
+    while i < b.len() {
+        let c = b[i];
+        if c == b'"' {
+            // A whole string.
+            let start = i;
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(b.len());
+            let s = &text[start..i];
+            out.push_str(s);
+            // A key alone: after `{` or `,`, followed by `,` or `}`.
+            let next = text[i..].trim_start().as_bytes().first().copied();
+            let name = s.trim_matches('"');
+            if (last == b'{' || last == b',')
+                && matches!(next, Some(b',') | Some(b'}'))
+                && BARE.iter().any(|e| name.starts_with(e))
+            {
+                out.push_str(": \"\"");
+            }
+            last = b'"';
+            continue;
+        }
+        if c == b',' {
+            // Drop it when a closing brace or bracket comes next.
+            let next = text[i + 1..].trim_start().as_bytes().first().copied();
+            if matches!(next, Some(b'}') | Some(b']')) {
+                i += 1;
+                continue;
+            }
+        }
+        if !c.is_ascii_whitespace() {
+            last = c;
+        }
+        out.push(c as char);
+        i += 1;
+    }
+    out
 }
 
 /// Replaces `/* ... */` and `// ...` comments outside strings with spaces
@@ -171,11 +205,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_order_and_finds_duplicates() {
+    fn keeps_order_and_repeated_keys() {
         let v = parse(r#"{"b": 1, "a": {"run": 2, "sleep": 3, "run": 4}}"#).unwrap();
         let JVal::Obj(items) = &v else { panic!() };
         assert_eq!(items[0].0, "b");
-        assert_eq!(v.duplicate_key(""), Some("a.run".to_string()));
+        let JVal::Obj(a) = &items[1].1 else { panic!() };
+        assert_eq!(a.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["run", "sleep", "run"]);
+    }
+
+    #[test]
+    fn workgen_shorthands_are_expanded() {
+        let v = parse("{\"t\": {\"suspend\", \"run\": 5, \"resume\": \"u\", \"s\": [\"suspend\", 1,],},}").unwrap();
+        let JVal::Obj(top) = &v else { panic!() };
+        let JVal::Obj(t) = &top[0].1 else { panic!() };
+        assert_eq!(t[0], ("suspend".to_string(), JVal::Str(String::new())));
+        assert_eq!(t[2], ("resume".to_string(), JVal::Str("u".into())));
+        // In an array, a string stays a string.
+        assert_eq!(t[3].1, JVal::Arr(vec![JVal::Str("suspend".into()), JVal::Int(1)]));
     }
 
     #[test]

@@ -173,7 +173,7 @@ fn bad_files_fail_with_the_key_and_its_path() {
             r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"run": 1, "frobnicate": 2}}}}}"#,
             "rtapp.tasks.t.phases.p.frobnicate",
         ),
-        (r#"{"tasks": {"t": {"loop": 1, "run": 10, "run": 20}}}"#, "rtapp.tasks.t.run"),
+        (r#"{"tasks": {"t": {"loop": 1, "run": 10, "loop": 2}}}"#, "rtapp.tasks.t.loop"),
         (r#"{"tasks": {"t": {"loop": 1, "fork": "u"}}}"#, "rtapp.tasks.t.fork"),
         (r#"{"tasks": {"t": {"loop": 1, "util_min": 100, "run": 1}}}"#, "rtapp.tasks.t.util_min"),
         (r#"{"tasks": {"t": {"loop": 1, "policy": "SCHED_DEADLINE", "run": 1}}}"#, "rtapp.tasks.t.policy"),
@@ -247,4 +247,59 @@ fn a_thread_with_loop_zero_runs_no_phase() {
     let (_, exits) = run(r#"{"tasks": {"idle": {"loop": 0, "run": 50000}, "busy": {"loop": 1, "run": 1000}}}"#);
     assert!(exits[0] < 100_000, "loop 0 exited at {}", exits[0]);
     assert!((MS..MS + MS / 10).contains(&exits[1]), "busy exited at {}", exits[1]);
+}
+
+fn use_case() -> String {
+    r#"{
+        "global": {"duration": 1, "default_policy": "SCHED_OTHER", "frag": 1, "calibration": "CPU0"},
+        "tasks": {
+            "Tick": {"priority": -19, "loop": -1,
+                     "resume": "Out", "timer": {"ref": "tick", "period": 5000},},
+            "Out": {"priority": -19, "loop": -1,
+                    "suspend", "run": 300, "resume": "Track", "run": 3700,},
+            "Track": {"priority": -16, "loop": -1, "suspend", "run": 250, "resume": "Decoder"},
+            "Decoder": {"priority": -2, "loop": -1,
+                        "suspend", "run": 900,
+                        "lock": "m", "signal": "q", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m",
+                        "run": 120},
+            "Callback": {"priority": -2, "loop": -1,
+                         "lock": "m", "wait": {"ref": "q", "mutex": "m"}, "unlock": "m",
+                         "run": 250,
+                         "lock": "m", "signal": "q", "unlock": "m"},
+        },
+    }"#
+    .to_string()
+}
+
+#[test]
+fn a_use_case_in_workgen_form_runs() {
+    // The shape of rt-app's shipped Android use cases (doc/examples/mp3-short.json):
+    // a periodic tick resumes a chain of threads, keys repeat, suspend has no
+    // value, commas trail. Our own figures: a 5 ms tick, 4 ms of audio work,
+    // a decoder handing buffers to a callback thread through a condition.
+    let (end, exits) = run(&use_case());
+    assert_eq!(end, 1_000_000_000);
+    // Nothing exits before the duration: every thread loops.
+    assert!(exits.iter().all(|&e| e == Ns::MAX), "{exits:?}");
+    // The chain turns once per tick, down to the callback thread: about 200
+    // switches into each thread in 1 s.
+    let w = build_on(TWO_LLC, &use_case()).unwrap();
+    let mut cfg = sim_config(Features::mainline());
+    cfg.trace = true;
+    let mut sim = sim_with(TWO_LLC, &w, cfg);
+    sim.run(u64::MAX).unwrap();
+    for task in 0..5u32 {
+        let ins = sim
+            .trace
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter(|e| matches!(e.ev, crate::trace::Event::Switch { next: Some(t), .. } if t.0 == task))
+            .count();
+        assert!((190..=420).contains(&ins), "task {task}: {ins} switches in");
+    }
+    let w = build_on(TWO_LLC, r#"{"tasks": {"a": {"loop": 1, "suspend", "run": 1, "run": 2,}}}"#).unwrap();
+    let Program::Ops(o) = &w.tasks[0].program else { panic!() };
+    let runs = o.code().iter().filter(|op| matches!(op, Op::Compute(_))).count();
+    assert_eq!(runs, 2, "both runs kept, in order");
 }
