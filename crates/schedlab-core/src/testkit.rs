@@ -127,19 +127,7 @@ pub fn script_tasks(n: usize, actions: &[Action], repeat: u64) -> Vec<TaskSpec> 
 /// A workload named `"test"` of `tasks`, without channels or barriers, that
 /// runs until every task has exited.
 pub fn script_workload(tasks: Vec<TaskSpec>) -> Workload {
-    Workload {
-        name: "test".into(),
-        tasks,
-        chans: vec![],
-        barriers: vec![],
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    }
+    Workload { name: "test".into(), ..Workload::of(tasks, PrimaryMetric::CompletionTime) }
 }
 
 /// The fair class with `features`, seed 1, no trace, no invariant checks.

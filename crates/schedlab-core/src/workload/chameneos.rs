@@ -97,19 +97,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     }
     let mut chans = vec![ChanSpec { capacity: creatures }];
     chans.extend((0..creatures).map(|_| ChanSpec { capacity: 1 }));
-    Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans,
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    })
+    Ok(Workload { chans, ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

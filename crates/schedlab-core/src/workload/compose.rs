@@ -153,19 +153,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
              (rt-periodic, kworkers, irq)",
         ));
     };
-    let mut out = Workload {
-        name: String::new(),
-        tasks: Vec::new(),
-        chans: Vec::new(),
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: parts[main].warmup_ns,
-        primary: parts[main].primary,
-    };
+    let mut out = Workload { warmup_ns: parts[main].warmup_ns, ..Workload::of(Vec::new(), parts[main].primary) };
     let mut info = Vec::with_capacity(parts.len());
     let mut task_part = Vec::new();
     let mut names = Vec::with_capacity(parts.len());

@@ -182,17 +182,9 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     }
     let parties = tasks.len() as u32;
     Ok(Workload {
-        name: String::new(),
-        tasks,
         chans: vec![ChanSpec { capacity: buf.min(u32::MAX as u64) as u32 }; (groups * fds) as usize],
         barriers: vec![BarrierSpec { parties }],
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
+        ..Workload::of(tasks, PrimaryMetric::CompletionTime)
     })
 }
 

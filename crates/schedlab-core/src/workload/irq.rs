@@ -144,17 +144,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let softirq = p.dist_or("softirq", Some(preset.softirq))?;
     let cpus = p.cpus.unwrap_or_else(|| CpuMask::from_cpus([CpuId(0)]));
     Ok(Workload {
-        name: String::new(),
-        tasks: Vec::new(),
-        chans: Vec::new(),
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
         irqs: vec![IrqSpec { name: preset.name.to_string(), cpus, interval, hardirq, softirq }],
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
+        ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     })
 }
 

@@ -140,19 +140,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let per_server = (clients * conns).div_ceil(threads) * pipeline + 1;
     let mut chans = vec![ChanSpec { capacity: per_server }; threads as usize];
     chans.extend((0..clients).map(|_| ChanSpec { capacity: conns * pipeline + 1 }));
-    Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans,
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: Some(time),
-        warmup_ns: 0,
-        primary: PrimaryMetric::Throughput,
-    })
+    Ok(Workload { chans, duration_ns: Some(time), ..Workload::of(tasks, PrimaryMetric::Throughput) })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

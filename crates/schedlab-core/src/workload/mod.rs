@@ -261,6 +261,27 @@ pub struct BarrierSpec {
     pub parties: u32,
 }
 
+impl Workload {
+    /// A workload of `tasks` judged by `primary`, with no shared objects,
+    /// no interrupts, no duration (it ends when its tasks exit) and no
+    /// warm-up; builders set what they need on top (`..Workload::of(..)`).
+    pub fn of(tasks: Vec<TaskSpec>, primary: PrimaryMetric) -> Self {
+        Workload {
+            name: String::new(),
+            tasks,
+            chans: Vec::new(),
+            barriers: Vec::new(),
+            conds: 0,
+            sems: Vec::new(),
+            masks: Vec::new(),
+            irqs: Vec::new(),
+            duration_ns: None,
+            warmup_ns: 0,
+            primary,
+        }
+    }
+}
+
 /// The metric a workload is judged by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum PrimaryMetric {

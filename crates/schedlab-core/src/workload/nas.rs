@@ -272,16 +272,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         ));
     }
     Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans: Vec::new(),
         barriers: vec![BarrierSpec { parties: threads }],
-        conds: 0,
         sems,
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
+        ..Workload::of(tasks, PrimaryMetric::CompletionTime)
     })
 }

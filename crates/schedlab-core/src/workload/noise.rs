@@ -119,19 +119,7 @@ const KW_FOOTPRINT_KIB: u32 = 8;
 
 /// A workload of noise tasks only.
 fn noise_workload(tasks: Vec<TaskSpec>) -> Workload {
-    Workload {
-        name: String::new(),
-        tasks,
-        chans: Vec::new(),
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    }
+    Workload { ..Workload::of(tasks, PrimaryMetric::CompletionTime) }
 }
 
 /// Reads `period` and `runtime`, checking runtime < period.

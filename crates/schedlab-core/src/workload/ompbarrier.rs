@@ -73,17 +73,5 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
             forked_task(&format!("omp-{i}"), Program::Ops(b.build()), 16)
         })
         .collect();
-    Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans: Vec::new(),
-        barriers: vec![BarrierSpec { parties: threads }],
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::Throughput,
-    })
+    Ok(Workload { barriers: vec![BarrierSpec { parties: threads }], ..Workload::of(tasks, PrimaryMetric::Throughput) })
 }

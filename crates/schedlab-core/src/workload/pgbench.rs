@@ -131,17 +131,5 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         tasks.push(forked_task(&format!("pgbench-{c}"), Program::Ops(wrap(cl)), 64));
         tasks.push(forked_task("postgres", Program::Ops(wrap(be)), 512));
     }
-    Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans,
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: Some(time),
-        warmup_ns: 0,
-        primary: PrimaryMetric::Throughput,
-    })
+    Ok(Workload { chans, duration_ns: Some(time), ..Workload::of(tasks, PrimaryMetric::Throughput) })
 }

@@ -109,17 +109,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         tasks.push(forked_task(&format!("sched-pipe-{i}"), Program::Ops(b.build()), footprint_kib));
     }
     Ok(Workload {
-        name: String::new(),
-        tasks,
         // A pipe holds 16 pages; 4-byte writes never fill it here.
         chans: vec![ChanSpec { capacity: 16 * 1024 }; n as usize],
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::Throughput,
+        ..Workload::of(tasks, PrimaryMetric::Throughput)
     })
 }

@@ -204,19 +204,12 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         }
     }
     Ok(Workload {
-        name: String::new(),
-        tasks,
         // A worker is on its message thread's list at most once, so the list
         // never fills; its wake word holds the one pending wake timestamp.
         chans: (0..m).map(|_| ChanSpec { capacity: t }).chain((0..m * t).map(|_| ChanSpec { capacity: 1 })).collect(),
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
         duration_ns: Some(runtime_ns),
         warmup_ns,
-        primary: PrimaryMetric::Throughput,
+        ..Workload::of(tasks, PrimaryMetric::Throughput)
     })
 }
 

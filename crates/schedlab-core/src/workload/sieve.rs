@@ -64,19 +64,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
             forked_task("sieve", Program::Sieve(prog), footprint_kib)
         })
         .collect();
-    Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans: Vec::new(),
-        barriers: Vec::new(),
-        conds: 0,
-        sems: Vec::new(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    })
+    Ok(Workload { ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }
 
 /// One sieving thread: compute its share, mark it done, exit.

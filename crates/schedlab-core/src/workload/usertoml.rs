@@ -150,16 +150,10 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
     }
     let mut w = Workload {
         name: format!("program:{origin}"),
-        tasks: Vec::new(),
-        chans: Vec::new(),
-        barriers: Vec::new(),
         conds: n.conds.len() as u32,
         sems: n.sems.iter().map(|(_, c)| *c).collect(),
-        masks: Vec::new(),
-        irqs: Vec::new(),
         duration_ns,
-        warmup_ns: 0,
-        primary,
+        ..Workload::of(Vec::new(), primary)
     };
     w.chans.extend(n.pipes.iter().map(|(_, c)| ChanSpec { capacity: *c }));
     w.chans.extend(n.mutexes.iter().map(|_| ChanSpec { capacity: 1 }));

@@ -216,17 +216,5 @@ fn build(p: &mut Params, encoder: bool) -> Result<Workload> {
         let name = if encoder { format!("x264-frame-{t}") } else { format!("ffmpeg-frame-{t}") };
         tasks.push(forked_task(&name, Program::Ops(b.build()), 1024));
     }
-    Ok(Workload {
-        name: String::new(),
-        tasks,
-        chans: Vec::new(),
-        barriers: Vec::new(),
-        conds: 0,
-        sems,
-        masks: Vec::new(),
-        irqs: Vec::new(),
-        duration_ns: None,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
-    })
+    Ok(Workload { sems, ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }

@@ -115,16 +115,12 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
     b.check_timers()?;
     let mut w = Workload {
         name: format!("rtapp:{origin}"),
-        tasks: Vec::new(),
         chans: vec![ChanSpec { capacity: 1 }; b.mutexes.len()],
         barriers: b.barrier_users.iter().map(|&parties| BarrierSpec { parties }).collect(),
         conds: b.conds.len() as u32,
-        sems: Vec::new(),
         masks: b.masks.clone(),
-        irqs: Vec::new(),
         duration_ns: b.duration_ns,
-        warmup_ns: 0,
-        primary: PrimaryMetric::CompletionTime,
+        ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     };
     for d in defs {
         for _ in 0..d.instances {
