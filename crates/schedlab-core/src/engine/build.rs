@@ -68,6 +68,7 @@ impl Sim {
             }
             let prev = match ts.start {
                 StartKind::Fork { parent_cpu } | StartKind::Wake { prev_cpu: parent_cpu } => parent_cpu,
+                StartKind::Spawned => 0,
             };
             if prev as usize >= nr {
                 return Err(crate::SchedlabError::spec(
@@ -127,7 +128,10 @@ impl Sim {
         let mut queue = EventQueue::new();
         let mut workload_start = Vec::with_capacity(tasks.len());
         for (i, ts) in workload.tasks.iter().enumerate() {
-            queue.push(ts.start_ns, Ev::TaskStart(TaskId(i as u32)));
+            // A spawned task starts when its parent's program creates it.
+            if ts.start != StartKind::Spawned {
+                queue.push(ts.start_ns, Ev::TaskStart(TaskId(i as u32)));
+            }
             workload_start.push(ts.start);
         }
         if let Some(d) = workload.duration_ns {
@@ -153,7 +157,8 @@ impl Sim {
             normal_class: crate::class::SchedClass::normal(&cfg.class),
             rqs,
             llc,
-            alive: tasks.iter().filter(|t| !t.noise).count() as u32,
+            // Spawned tasks count once created.
+            alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,
             tasks,
             ses,
             chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),

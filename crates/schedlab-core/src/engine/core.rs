@@ -151,6 +151,8 @@ impl Sim {
     pub(super) fn task_start(&mut self, p: TaskId) -> crate::Result<()> {
         match self.workload_start[p.idx()] {
             StartKind::Fork { parent_cpu } => self.wake_up_new_task(p, CpuId(parent_cpu)),
+            // Created by Action::Spawn, never from the start queue.
+            StartKind::Spawned => Ok(()),
             StartKind::Wake { prev_cpu } => {
                 self.tasks[p.idx()].cpu = CpuId(prev_cpu);
                 self.tasks[p.idx()].state = TaskState::Blocked;

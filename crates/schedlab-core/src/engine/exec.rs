@@ -213,6 +213,25 @@ impl Sim {
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
             Action::SetAffinity { mask } => self.set_cpus_allowed(cpu, p, mask),
+            Action::Spawn { task } => {
+                // fork from `p` on `cpu`: the child exists from now, with
+                // the parent's wakee_flips (dup_task_struct), and is placed
+                // by wake_up_new_task. A task already created is left alone.
+                let c = &self.tasks[task.idx()];
+                if c.state != TaskState::New || self.workload_start[task.idx()] != crate::workload::StartKind::Spawned {
+                    return Ok(None);
+                }
+                let flips = self.tasks[p.idx()].wakee_flips;
+                let now = self.now;
+                let c = &mut self.tasks[task.idx()];
+                c.wakee_flips = flips;
+                c.wakee_flip_decay_ts = now;
+                if !c.noise {
+                    self.alive += 1;
+                }
+                self.wake_up_new_task(task, cpu)?;
+                Ok(None)
+            }
             Action::Yield => {
                 // do_sched_yield: yield_task of the class, then schedule().
                 self.class_yield_task(cpu, p);

@@ -87,6 +87,7 @@ impl IdOffset {
             Action::SemWait { sem, spin_ns } => Action::SemWait { sem: self.sem(sem), spin_ns },
             Action::SemPost { sem } => Action::SemPost { sem: self.sem(sem) },
             Action::SetAffinity { mask } => Action::SetAffinity { mask: mask + self.mask },
+            Action::Spawn { task } => Action::Spawn { task: self.task(task) },
             other => other,
         }
     }

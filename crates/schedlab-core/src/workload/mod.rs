@@ -143,6 +143,10 @@ pub enum StartKind {
         /// `task_cpu(p)` before the first wakeup.
         prev_cpu: u32,
     },
+    /// Created during the run by another task's [`Action::Spawn`] (a fork
+    /// or `pthread_create` at a point of its program), from the CPU that
+    /// task runs on; until then it does not exist (`start_ns` is unused).
+    Spawned,
 }
 
 /// One task of a workload.

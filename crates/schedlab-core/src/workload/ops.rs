@@ -107,6 +107,16 @@ pub enum Op {
     Yield,
     /// `sched_setaffinity` to `Workload::masks[i]` ([`Action::SetAffinity`]).
     SetAffinity(u32),
+    /// Fork the next of `count` pre-made tasks `first`, `first + 1`, ...
+    /// (each execution creates the next; past `count`, nothing).
+    Spawn {
+        /// The first task this op creates.
+        first: TaskId,
+        /// How many it may create.
+        count: u32,
+        /// Index of its counter (a loop slot).
+        slot: u16,
+    },
     /// Futex wait on the task's own word ([`Action::Wait`]).
     Wait,
     /// Futex wake of a task ([`Action::Wake`]).
@@ -169,7 +179,7 @@ impl Ops {
         let mut nr_timers = 0;
         for op in &code {
             match *op {
-                Op::LoopEnd { slot, .. } => nr_loops = nr_loops.max(slot as usize + 1),
+                Op::LoopEnd { slot, .. } | Op::Spawn { slot, .. } => nr_loops = nr_loops.max(slot as usize + 1),
                 Op::Timer { slot, .. } => nr_timers = nr_timers.max(slot as usize + 1),
                 _ => {}
             }
@@ -184,6 +194,16 @@ impl Ops {
             anchor: None,
             request_start: 0,
             woken_at: 0,
+        }
+    }
+
+    /// Points every [`Op::Spawn`] at its tasks: `first` holds a request
+    /// number until then, which `target` maps to the first task's id.
+    pub(crate) fn set_spawn_targets(&mut self, target: impl Fn(u32) -> u32) {
+        for op in self.code.iter_mut() {
+            if let Op::Spawn { first, .. } = op {
+                first.0 = target(first.0);
+            }
         }
     }
 
@@ -206,6 +226,7 @@ impl Ops {
                 Op::Signal { cond, .. } => *cond = off.cond(*cond),
                 Op::SemWait { sem, .. } | Op::SemPost(sem) => *sem = off.sem(*sem),
                 Op::SetAffinity(mask) => *mask += off.mask,
+                Op::Spawn { first, .. } => *first = off.task(*first),
                 Op::Wake { task, .. } => *task = off.task(*task),
                 Op::Barrier { id, .. } => *id = off.barrier(*id),
                 _ => {}
@@ -318,6 +339,14 @@ impl Ops {
                     self.pc += 1;
                     return Action::SetAffinity { mask };
                 }
+                Op::Spawn { first, count, slot } => {
+                    self.pc += 1;
+                    let n = &mut self.loops[slot as usize];
+                    if *n < count as u64 {
+                        *n += 1;
+                        return Action::Spawn { task: TaskId(first.0 + *n as u32 - 1) };
+                    }
+                }
                 Op::Wake { task, sync } => {
                     self.pc += 1;
                     return Action::Wake { task, sync };
@@ -380,6 +409,12 @@ impl OpsBuilder {
         self
     }
 
+    /// A new counter slot, for [`Op::Spawn`].
+    pub fn counter_slot(&mut self) -> u16 {
+        self.nr_loops += 1;
+        self.nr_loops - 1
+    }
+
     /// A new timer slot, for [`Op::Timer`].
     pub fn timer_slot(&mut self) -> u16 {
         self.nr_timers += 1;
@@ -427,6 +462,7 @@ impl OpsBuilder {
                     | Op::SemPost(_)
                     | Op::Yield
                     | Op::SetAffinity(_)
+                    | Op::Spawn { .. }
             ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
         })
     }

@@ -100,6 +100,13 @@ pub enum Action {
         /// The semaphore.
         sem: SemId,
     },
+    /// Fork `task` (a task of the workload whose start is
+    /// [`super::StartKind::Spawned`]): it is placed by the fork path from
+    /// this CPU and inherits this task's `wakee_flips`. Does not block.
+    Spawn {
+        /// The task created.
+        task: TaskId,
+    },
     /// `sched_setaffinity` on itself: the task may run only on
     /// `Workload::masks[mask]` (intersected with the machine and the run's
     /// cpuset; an empty result is refused as the kernel does, EINVAL, and

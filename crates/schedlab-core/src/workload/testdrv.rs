@@ -217,7 +217,9 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
                     state[task] = Some(Block::Barrier(id.0));
                 }
             }
-            Action::Yield | Action::SetAffinity { .. } => push(&mut queue, now, task, None, None),
+            Action::Yield | Action::SetAffinity { .. } | Action::Spawn { .. } => {
+                push(&mut queue, now, task, None, None)
+            }
             Action::SemWait { sem, .. } => {
                 let s = sem.0 as usize;
                 if sem_count[s] > 0 {

@@ -21,8 +21,10 @@
 //!
 //! | `yield` | `sched_yield` |
 //!
+//! | `fork` | create the named thread (pre-made, started from here by the fork path) |
+//!
 //! What would change scheduling but is not modelled is refused with the key
-//! and its path: `fork`, SCHED_DEADLINE, uclamp (`util_min`,
+//! and its path: a fork without bound, SCHED_DEADLINE, uclamp (`util_min`,
 //! `util_max`), task groups, memory binding, per-phase policy or affinity,
 //! priority-inheritance mutexes, timers shared between threads. rt-app's own
 //! logging keys are accepted: they change nothing a scheduler sees.
@@ -64,7 +66,8 @@ pub(crate) fn family_doc() -> super::FamilyDoc {
         summary: "an rt-app JSON file (-w file.json, or -w rtapp:file=PATH for any file name); completion time".into(),
         structure: "one task per thread instance running its phases in file order; events: run (work on the \
             calibration CPU), runtime (wall time), sleep, timer (relative|absolute), lock, unlock, wait, signal, \
-            broad, sync, suspend, resume, barrier, mem, iorun, yield. Refused (not modelled): fork, SCHED_DEADLINE, \
+            broad, sync, suspend, resume, barrier, mem, iorun, yield, fork (a countable number of times). Refused (not \
+            modelled): unbounded forks, SCHED_DEADLINE, \
             util_min/util_max, taskgroup, nodes_membind, per-phase policy/priority, timers shared between \
             threads, pi_enabled."
             .into(),
@@ -122,17 +125,52 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         duration_ns: b.duration_ns,
         ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     };
-    for d in defs {
+    // Threads created at start, in file order, then the forked ones: for
+    // each instance of a forking thread and each fork event, the threads it
+    // will create, named as rt-app names them (`<name>-<index>-<fork>`).
+    let mut starts = Vec::new();
+    for (di, d) in defs.iter().enumerate() {
         for _ in 0..d.instances {
-            // rt-app names each thread `<name>-<index>`, the index counting
-            // every thread created, in file order.
-            let mut t = forked_task(&format!("{}-{}", d.name, w.tasks.len()), Program::Ops(d.program.clone()), 0);
-            t.policy = d.policy;
-            t.rt_priority = d.rt_priority;
-            t.nice = d.nice;
-            t.allowed = d.allowed;
-            w.tasks.push(t);
+            starts.push((di, w.tasks.len()));
+            w.tasks.push(thread_task(d, format!("{}-{}", d.name, w.tasks.len()), d.program.clone()));
         }
+    }
+    for (di, first_task) in starts {
+        let d = &defs[di];
+        if d.forks.is_empty() {
+            continue;
+        }
+        let mut program = d.program.clone();
+        let mut firsts = Vec::new();
+        for &req in &d.forks {
+            let (template, path, n) = &b.forks[req];
+            let Some(t) = defs.iter().find(|x| &x.name == template) else {
+                return Err(err(origin, path, format!("the name of a thread in tasks, got '{template}'")));
+            };
+            if t.forever && b.duration_ns.is_none() {
+                return Err(err(
+                    origin,
+                    &format!("tasks.{template}.loop"),
+                    "a finite loop count, or a global.duration: a forked thread that loops forever never ends".into(),
+                ));
+            }
+            if !t.forks.is_empty() || t.uses_barrier {
+                return Err(err(
+                    origin,
+                    path,
+                    format!("a thread without fork or barrier events to fork ('{template}' has some: not modelled)"),
+                ));
+            }
+            firsts.push(w.tasks.len() as u32);
+            for k in 0..*n {
+                let name = format!("{}-{}-{:04}", t.name, w.tasks.len(), k);
+                let mut child = thread_task(t, name, t.program.clone());
+                child.start = super::StartKind::Spawned;
+                w.tasks.push(child);
+            }
+        }
+        program.set_spawn_targets(|req| firsts[d.forks.iter().position(|&r| r as u32 == req).unwrap_or(0)]);
+        w.tasks[first_task].program = Program::Ops(program);
     }
     if w.tasks.is_empty() {
         return Err(err(origin, "tasks", "at least one thread with instance >= 1".into()));
@@ -151,6 +189,16 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
     Ok(w)
 }
 
+/// A task running thread `d`'s program.
+fn thread_task(d: &ThreadDef, name: String, program: super::ops::Ops) -> super::TaskSpec {
+    let mut t = forked_task(&name, Program::Ops(program), 0);
+    t.policy = d.policy;
+    t.rt_priority = d.rt_priority;
+    t.nice = d.nice;
+    t.allowed = d.allowed;
+    t
+}
+
 fn err(origin: &str, path: &str, expected: String) -> SchedlabError {
     let key = if path.is_empty() { "rtapp".to_string() } else { format!("rtapp.{path}") };
     SchedlabError::spec(origin, key, format!("expected {expected}"))
@@ -161,6 +209,12 @@ struct ThreadDef {
     name: String,
     instances: u32,
     program: super::ops::Ops,
+    /// Fork requests its program makes (indexes into `Builder::forks`).
+    forks: Vec<usize>,
+    /// Whether it uses a barrier (rt-app: no barrier with fork).
+    uses_barrier: bool,
+    /// Whether it loops forever (`loop` -1).
+    forever: bool,
     policy: SchedPolicy,
     rt_priority: u32,
     nice: i32,
@@ -187,6 +241,12 @@ struct Builder<'a> {
     forever: Vec<String>,
     /// CPU masks of phases (`SetAffinity` indexes).
     masks: Vec<CpuMask>,
+    /// Fork events: (template name, path of the event, threads it creates
+    /// per instance of the forking thread).
+    forks: Vec<(String, String, u64)>,
+    /// How many times the events being compiled run per instance (the
+    /// enclosing loops' product); `None` = without bound.
+    mult: Option<u64>,
 }
 
 /// The first key other than an event's that appears twice in an object (a
@@ -243,6 +303,8 @@ impl<'a> Builder<'a> {
             timer_users: Vec::new(),
             forever: Vec::new(),
             masks: Vec::new(),
+            forks: Vec::new(),
+            mult: Some(1),
         }
     }
 
@@ -397,7 +459,10 @@ impl<'a> Builder<'a> {
         }
         // Affinity changes between phases only when some phase sets cpus.
         let per_phase_cpus = phases.iter().any(|(_, p)| p.iter().any(|(k, _)| k == "cpus"));
+        let thread_mult = if thread_loop < 0 { None } else { Some(thread_loop as u64) };
+        let forks_before = self.forks.len();
         if phases.is_empty() {
+            self.mult = thread_mult;
             self.events(&at, name, &inline, &mut ops, &mut timers, instances)?;
         } else {
             for (pn, p) in &phases {
@@ -432,11 +497,12 @@ impl<'a> Builder<'a> {
                     let m = phase_cpus.or(allowed).unwrap_or_else(|| self.machine().all_cpus());
                     ops.push(Op::SetAffinity(index_of_mask(&mut self.masks, m)));
                 }
+                self.mult = thread_mult.map(|m| m.saturating_mul(phase_loop));
                 self.events(&path, name, &events, &mut ops, &mut timers, instances)?;
                 ops.end_loop();
             }
         }
-        if thread_loop != 0 && !ops.takes_time_since(body) {
+        if thread_loop < 0 && !ops.takes_time_since(body) {
             return Err(
                 self.e(&at, "events that run, sleep or wait: these take no time, and looping them would spin in place")
             );
@@ -445,7 +511,19 @@ impl<'a> Builder<'a> {
         if thread_loop < 0 && instances > 0 {
             self.forever.push(name.to_string());
         }
-        Ok(ThreadDef { name: name.to_string(), instances, program: ops.build(), policy, rt_priority, nice, allowed })
+        let uses_barrier = ops.ops().iter().any(|op| matches!(op, Op::Barrier { .. }));
+        Ok(ThreadDef {
+            name: name.to_string(),
+            instances,
+            program: ops.build(),
+            forks: (forks_before..self.forks.len()).collect(),
+            uses_barrier,
+            forever: thread_loop < 0,
+            policy,
+            rt_priority,
+            nice,
+            allowed,
+        })
     }
 
     /// rt-app's `priority`: the RT priority of a FIFO/RR thread (default 10),
@@ -630,11 +708,20 @@ impl<'a> Builder<'a> {
                     ops.push(Op::Yield);
                 }
                 "fork" => {
-                    return Err(self.e(
-                        &path,
-                        "no fork: threads created during the run are not modelled yet (give the forked thread an \
-                         instance count instead)",
-                    ))
+                    // rt-app stops a thread that forks more than 1024 times
+                    // (FORKS_LIMIT) with a failure.
+                    let n = self.mult.ok_or_else(|| {
+                        self.e(&path, "a fork in a thread with a finite loop count: this one forks without bound")
+                    })?;
+                    if n > 1024 {
+                        return Err(self.e(&path, format!("at most 1024 forks (rt-app's FORKS_LIMIT), got {n}")));
+                    }
+                    let template = self.string(&path, v)?.to_string();
+                    let req = self.forks.len() as u32;
+                    self.forks.push((template, path.clone(), n));
+                    let slot = ops.counter_slot();
+                    // `first` is the request's index until the tasks are laid out.
+                    ops.push(Op::Spawn { first: crate::ids::TaskId(req), count: n as u32, slot });
                 }
                 _ => unreachable!("every EVENTS entry is handled"),
             }

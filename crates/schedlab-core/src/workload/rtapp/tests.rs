@@ -175,6 +175,10 @@ fn bad_files_fail_with_the_key_and_its_path() {
         ),
         (r#"{"tasks": {"t": {"loop": 1, "run": 10, "loop": 2}}}"#, "rtapp.tasks.t.loop"),
         (r#"{"tasks": {"t": {"loop": 1, "fork": "u"}}}"#, "rtapp.tasks.t.fork"),
+        (
+            r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 10, "fork": "u"}, "u": {"instance": 0, "loop": 1, "run": 5}}}"#,
+            "rtapp.tasks.t.fork",
+        ),
         (r#"{"tasks": {"t": {"loop": 1, "util_min": 100, "run": 1}}}"#, "rtapp.tasks.t.util_min"),
         (r#"{"tasks": {"t": {"loop": 1, "policy": "SCHED_DEADLINE", "run": 1}}}"#, "rtapp.tasks.t.policy"),
         (r#"{"tasks": {"t": {"run": 10}}}"#, "rtapp.tasks.t.loop"),
@@ -182,7 +186,7 @@ fn bad_files_fail_with_the_key_and_its_path() {
         (r#"{"tasks": {"t": {"loop": 1, "run": -3}}}"#, "rtapp.tasks.t.run"),
         (r#"{"tasks": {"t": {"instance": 2, "loop": 1, "timer": {"ref": "tick", "period": 100}}}}"#, "rtapp.tasks.t"),
         (r#"{"global": {"verbose": true}, "tasks": {"t": {"loop": 1, "run": 1}}}"#, "rtapp.global.verbose"),
-        (r#"{"tasks": {"t": {"loop": 3, "signal": "c"}}}"#, "rtapp.tasks.t"),
+        (r#"{"global": {"duration": 1}, "tasks": {"t": {"signal": "c"}}}"#, "rtapp.tasks.t"),
         (
             r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"policy": "SCHED_FIFO", "run": 1}}}}}"#,
             "rtapp.tasks.t.phases.p.policy",
@@ -302,4 +306,25 @@ fn a_use_case_in_workgen_form_runs() {
     let Program::Ops(o) = &w.tasks[0].program else { panic!() };
     let runs = o.code().iter().filter(|op| matches!(op, Op::Compute(_))).count();
     assert_eq!(runs, 2, "both runs kept, in order");
+}
+
+#[test]
+fn fork_creates_the_template_thread_each_time_it_runs() {
+    // A parent that forks a 1 ms worker every 2 ms, 3 times; the template
+    // (instance 0) exists only through the forks, named as rt-app names them.
+    let json = r#"{"tasks": {
+        "parent": {"loop": 3, "fork": "worker", "sleep": 2000},
+        "worker": {"instance": 0, "loop": 1, "run": 1000}
+    }}"#;
+    let w = build_on(TWO_LLC, json).unwrap();
+    let names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["parent-0", "worker-1-0000", "worker-2-0001", "worker-3-0002"]);
+    assert!(w.tasks[1..].iter().all(|t| t.start == crate::workload::StartKind::Spawned));
+    let (end, exits) = run(json);
+    // Forked at ~0, 2 and 4 ms, each runs 1 ms; the parent ends at ~6 ms.
+    for (k, e) in exits[1..].iter().enumerate() {
+        let want = 2 * MS * k as Ns + MS;
+        assert!((want..want + MS / 5).contains(e), "worker {k} exited at {e}, want ~{want}");
+    }
+    assert!((6 * MS..6 * MS + MS / 5).contains(&end), "ended at {end}");
 }
