@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._compare import MatrixInterrupted, Progress, run_matrix
-from ._resolve import resolve_machine, resolve_workload
+from ._resolve import resolve_machine, resolve_workloads
 
 #: Smallest spread (percent of the baseline mean) a comparison uses. A
 #: simulation whose workload draws nothing from its seed (a fixed amount of
@@ -49,8 +49,8 @@ class Row:
     """One published configuration."""
 
     label: str
-    #: Workload spec as a function of the scale factor.
-    workload: Callable[[float], str]
+    #: Workload spec (or specs, run together) as a function of the scale factor.
+    workload: Callable[[float], str | Sequence[str]]
     #: Published figure per policy (same order as the case's policies); None = not published.
     published: dict[str, float]
 
@@ -197,7 +197,51 @@ NI_RETRY_SCHBENCH = Case(
     ),
 )
 
-CASES: dict[str, Case] = {c.name: c for c in (ROY_SATURATION, NI_RETRY_SCHBENCH)}
+# ---- lawall-nas (SEEDS.md idea 1) -----------------------------------------
+_LAWALL_POLICIES = ("v5.9", "v5.9+wa_idle_prev")
+
+
+def _lu_c(kworkers: bool) -> Callable[[float], str | Sequence[str]]:
+    # NAS lu class C, OpenMP, one thread per hardware thread (160), 250 time
+    # steps at scale 1. The passive row adds the per-CPU kworkers that passive
+    # intel_cpufreq wakes every 4 ms (one frequency request per tick).
+    def spec(s: float) -> str | Sequence[str]:
+        nas = f"nas:kernel=lu,class=C,iterations={_scaled(250, s, 3)}"
+        return [nas, "kworkers:period=4ms"] if kworkers else nas
+
+    return spec
+
+
+LAWALL_NAS = Case(
+    name="lawall-nas",
+    title="Idle prev CPU in wake_affine_idle under NAS lu.C with per-CPU kworkers (Xeon E7-8870 v4)",
+    seed_idea="1",
+    machine="xeon-e7-8870v4",
+    policies=_LAWALL_POLICIES,
+    metrics=("completion_time_s",),
+    rows=(
+        Row(
+            "lu.C active (intel_pstate)",
+            _lu_c(False),
+            dict(zip(_LAWALL_POLICIES, (29.11, 25.25), strict=True)),
+        ),
+        Row(
+            "lu.C passive (intel_cpufreq, kworkers every 4 ms)",
+            _lu_c(True),
+            dict(zip(_LAWALL_POLICIES, (35.87, 23.72), strict=True)),
+        ),
+    ),
+    default_runs=3,
+    notes=(
+        "Neither intel_pstate (active) nor intel_cpufreq (passive) is modelled: both rows run at the "
+        "preset's nominal 2.1 GHz, and the passive row differs by its kworkers (one per CPU, 5 us every "
+        "4 ms). NPB's lu is modelled as its loops, libgomp barriers (spin, then futex) and the busy-wait "
+        "flags of its wavefront; its time steps are scaled with --scale. Published figures are mean "
+        "seconds of several runs (sd 4-6 s)."
+    ),
+)
+
+CASES: dict[str, Case] = {c.name: c for c in (ROY_SATURATION, NI_RETRY_SCHBENCH, LAWALL_NAS)}
 
 
 @dataclass
@@ -316,7 +360,7 @@ def run_case(
         try:
             results = run_matrix(
                 machine,
-                resolve_workload(row.workload(scale)),
+                resolve_workloads(row.workload(scale)),
                 list(case.policies),
                 seeds,
                 jobs=jobs,

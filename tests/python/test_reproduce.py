@@ -1,4 +1,4 @@
-"""Reproduction cases: the verdict rule, and both cases at a small scale."""
+"""Reproduction cases: the verdict rule, and every case at a small scale."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_cases_are_listed() -> None:
     res = CliRunner().invoke(app, ["reproduce", "--list", "--json"])
     assert res.exit_code == 0, res.output
     names = [c["name"] for c in json.loads(res.output)]
-    assert names == ["roy-saturation", "ni-retry-schbench"]
+    assert names == ["roy-saturation", "ni-retry-schbench", "lawall-nas"]
 
 
 def test_unknown_case_exits_2() -> None:
@@ -39,7 +39,7 @@ def test_unknown_case_exits_2() -> None:
     assert res.exit_code == 2
 
 
-@pytest.mark.parametrize("case", ["roy-saturation", "ni-retry-schbench"])
+@pytest.mark.parametrize("case", ["roy-saturation", "ni-retry-schbench", "lawall-nas"])
 def test_case_runs_at_small_scale(case: str) -> None:
     judged = reproduce.run_case(reproduce.CASES[case], runs=2, scale=0.02, jobs=1)
     c = reproduce.CASES[case]
