@@ -21,11 +21,24 @@ const WORKLOAD_SPECS: &[&str] = &[
     "kworkers:period=4ms",
     "irq:preset=pingflood,cpus=0-1",
     "rt-periodic",
+    "pipe:loops=100,tasks=3",
+    "barrier:iterations=10,threads=4,wait_policy=passive",
+    "nas:kernel=lu,class=A,iterations=2,threads=4",
+    "chameneos:creatures=3,meetings=10",
+    "kv-cache:threads=2,clients=2,conns=2,pipeline=3,time=10ms",
+    "pgbench:clients=2,time=10ms,script=select-only",
+    "db-query:workers=2,chunks=8",
+    "video-enc:frames=4,threads=2,rows=8,lag=2",
+    "video-dec:frames=4,threads=3,rows=8",
 ];
 const WORKLOAD_FILES: &[&str] = &[
     include_str!("../../../tests/python/fixtures/hackbench-small.toml"),
     "[[workload]]\nfamily = \"sieve\"\nthreads = 2\n\n[[workload]]\nfamily = \"irq\"\npreset = \"pingflood\"\n",
     "{\"family\": \"hackbench\", \"groups\": 1, \"loops\": 10}",
+    // rt-app, in workgen's relaxed form.
+    "{\"global\": {\"duration\": 1}, \"tasks\": {\"a\": {\"instance\": 2, \"cpus\": [0, 1], \"phases\": {\"p\": {\"loop\": 3, \"run\": 100, \"timer\": {\"ref\": \"unique\", \"period\": 1000}, \"lock\": \"m\", \"signal\": \"c\", \"unlock\": \"m\", \"barrier\": \"b\"}, \"q\": {\"cpus\": [1], \"suspend\", \"runtime\": 50,}}}, \"b\": {\"loop\": 2, \"resume\": \"a\", \"fork\": \"t\", \"yield\": \"\", \"barrier\": \"b\", \"mem\": 4096, \"iorun\": 100}, \"t\": {\"instance\": 0, \"loop\": 1, \"run\": 10}}}",
+    // A user program.
+    "pipes = { q = 4 }\nmutexes = [\"m\"]\nconds = [\"c\"]\nbarriers = [\"b\"]\nsemaphores = { s = 1 }\n[[task]]\nname = \"a\"\ncount = 2\nloop = 3\nops = [ { compute = \"exp:10us\" }, { send = \"q\", sync = true }, { lock = \"m\" }, { unlock = \"m\" }, { semwait = \"s\", spin = \"1us\" }, { sempost = \"s\" }, { loop = 2, do = [ { sleep = \"5us\" } ] }, { cpus = \"0-1\" }, { yield = true } ]\n[[task]]\nname = \"b\"\nops = [ { recv = \"q\" }, { recv = \"q\" }, { timer = \"1ms\", mode = \"absolute\" }, { request = \"start\" }, { request = \"done\" } ]\n",
 ];
 const POLICIES: &[&str] =
     &["eevdf", "eevdf+prefer_prev_idle_core", "eevdf-SIS_UTIL", "v6.12", "pinned", "cosmos", "bmq"];
@@ -160,6 +173,8 @@ fn seeds_are_valid_inputs() {
     for s in WORKLOAD_SPECS {
         build_workloads(s, "spec", "workload", &m).unwrap_or_else(|e| panic!("{s}: {e}"));
     }
+    build_workloads(WORKLOAD_FILES[3], "json", "w.json", &m).unwrap_or_else(|e| panic!("rt-app seed: {e}"));
+    build_workloads(WORKLOAD_FILES[4], "toml", "w.toml", &m).unwrap_or_else(|e| panic!("program seed: {e}"));
     for p in POLICIES {
         parse_policy(p).unwrap_or_else(|e| panic!("{p}: {e}"));
     }
@@ -168,5 +183,32 @@ fn seeds_are_valid_inputs() {
     }
     for t in preset_texts() {
         parse_machine(t, "toml", "preset").unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Edited workload files that still build must run (for a short while)
+    /// without a panic: an error is fine, a crash is not.
+    #[test]
+    fn edited_workloads_that_build_also_run(text in prop_oneof![edited(WORKLOAD_FILES), edited(WORKLOAD_SPECS)]) {
+        use schedlab_core::api::{run, RunOptions, RunSpec};
+        for format in ["json", "toml", "spec"] {
+            if build_workloads(&text, format, "w", &machine()).is_err() {
+                continue;
+            }
+            let spec = RunSpec {
+                machine: schedlab_core::testkit::inline_source(SMT_2LLC),
+                workload: text.clone(),
+                workload_format: format.into(),
+                workload_origin: "w".into(),
+                extra_workloads: Vec::new(),
+                policy: "eevdf".into(),
+                seed: 1,
+                options: RunOptions { max_time_ns: 20_000_000, ..RunOptions::default() },
+            };
+            let _ = run(&spec);
+        }
     }
 }
