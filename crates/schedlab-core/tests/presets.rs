@@ -157,3 +157,15 @@ fn print_all() {
         println!("{}", render_text(&m, &d));
     }
 }
+
+#[test]
+fn has_smt_matches_a_scan_of_the_cores_on_every_preset() {
+    let dir = format!("{}/../../python/schedlab/presets/machines", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let m = schedlab_core::topology::parse_machine(&text, "toml", "p").unwrap();
+        let scanned = m.core_cpus.iter().any(|c| c.weight() > 1);
+        assert_eq!(m.has_smt(), scanned, "{}", path.display());
+    }
+}

@@ -221,7 +221,7 @@ impl Sim {
         if sched_feat!(self.features, wake_cap) {
             return true;
         }
-        if self.domains.sd_asym_cpucapacity.iter().any(|s| s.is_some()) {
+        if self.domains.asym_cpucap_active {
             return self.util_fits_cpu(util, cpu);
         }
         true

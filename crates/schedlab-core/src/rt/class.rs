@@ -156,7 +156,7 @@ impl Sim {
     pub(crate) fn select_task_rq_rt(&mut self, p: TaskId, prev: CpuId, _wake_flags: u32, this_cpu: CpuId) -> CpuId {
         let prio = self.tasks[p.idx()].prio;
         let mut cursor = self.rt.cursor[this_cpu.idx()];
-        let asym = self.domains.sd_asym_cpucapacity.iter().any(|s| s.is_some());
+        let asym = self.domains.asym_cpucap_active;
         let fits = |_: TaskId, c: CpuId| self.rt_fits(c);
         let mut env = self.rt_env();
         if asym {

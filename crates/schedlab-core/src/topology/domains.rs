@@ -155,6 +155,9 @@ pub struct Domains {
     /// Per CPU, its lowest domain with `SD_ASYM_CPUCAPACITY_FULL`
     /// (`sd_asym_cpucapacity`, as `update_top_cache_domain` sets it).
     pub sd_asym_cpucapacity: Vec<Option<SdId>>,
+    /// Some CPU has an `sd_asym_cpucapacity` (`sched_asym_cpucap_active()`,
+    /// a static key in the kernel): computed once, read on every wakeup.
+    pub asym_cpucap_active: bool,
     /// Per CPU, its lowest domain with `SD_NUMA` (`sd_numa`).
     pub sd_numa: Vec<Option<SdId>>,
     /// Number of levels that survived degeneration (the length of the longest chain).
@@ -467,6 +470,7 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
         cpu_sd: vec![Vec::new(); n],
         sd_llc: vec![None; n],
         sd_asym_cpucapacity: vec![None; n],
+        asym_cpucap_active: false,
         sd_numa: vec![None; n],
         nr_levels: 0,
     };
@@ -518,6 +522,7 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
         d.nr_levels = d.nr_levels.max(ids.len() as u32);
         d.cpu_sd[cpu] = ids;
     }
+    d.asym_cpucap_active = d.sd_asym_cpucapacity.iter().any(|s| s.is_some());
     validate(&d)?;
     Ok(d)
 }
