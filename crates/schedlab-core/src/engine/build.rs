@@ -138,12 +138,14 @@ impl Sim {
             queue.push(d, Ev::Stop);
         }
         let tick_ns = NSEC_PER_SEC / machine.hz.max(1) as Ns;
+        let (sg_refs, sg_cpus) = crate::fair::lb_stats::group_refs(&domains, &machine);
         let mut sim = Sim {
             core_pressure: vec![0; machine.nr_cores as usize],
             llc_pressure: vec![0; machine.nr_llcs as usize],
             nohz_idle: all,
             rd_overloaded: false,
-            sg_refs: crate::fair::lb_stats::group_refs(&domains, &machine),
+            sg_refs,
+            sg_cpus,
             eas: crate::fair::eas::EasState::new(&machine, &domains),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),

@@ -206,6 +206,8 @@ pub struct Sim {
     pub(crate) nohz_idle: CpuMask,
     /// Static group descriptions per domain (`fair::lb_stats::group_refs`).
     pub(crate) sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
+    /// The CPUs of every group of `sg_refs`, each group's a run of this list.
+    pub(crate) sg_cpus: Vec<CpuId>,
     /// `rd->overloaded`: some CPU has more than one runnable task.
     pub(crate) rd_overloaded: bool,
     /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).

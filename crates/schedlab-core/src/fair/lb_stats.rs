@@ -75,6 +75,12 @@ pub struct GroupRef {
     pub flags: u32,
     /// `sg->cores`: cores in the group.
     pub cores: u32,
+    /// Where the group's CPUs start in `Sim::sg_cpus` (ascending ids, the
+    /// order the span iterates): the statistics loop walks this list, not a
+    /// machine-wide mask (16 words for a 2-CPU SMT group at 1024 CPUs).
+    pub cpus_at: u32,
+    /// Number of CPUs in the group.
+    pub nr_cpus: u32,
 }
 
 /// `struct sd_lb_stats`.
@@ -199,46 +205,22 @@ impl Sim {
         let balancing_at_rd = sd.parent.is_none();
         let mut sgs = SgLbStats::default();
         let all_considered = g.span.is_subset(&env.cpus);
-        for i in g.span.and(&env.cpus).iter() {
-            let rq = &self.rqs[i.idx()];
-            sgs.group_capacity += self.capacity_of(i);
-            let load = rq.cpu_load();
-            sgs.group_load += load;
-            sgs.group_util += self.cpu_util_cfs(i);
-            sgs.group_runnable += rq.cpu_runnable();
-            sgs.sum_h_nr_running += rq.cfs.h_nr_runnable;
-            let nr_running = rq.nr_running;
-            sgs.sum_nr_running += nr_running;
-            if nr_running == 0 && rq.idle_cpu() {
-                sgs.idle_cpus += 1;
-                continue;
+        if all_considered {
+            // Every CPU of the group: its precomputed list, in span order.
+            let at = g.cpus_at as usize;
+            for &i in &self.sg_cpus[at..at + g.nr_cpus as usize] {
+                self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
-            if balancing_at_rd && nr_running > 1 {
-                *sg_overloaded = true;
-            }
-            if local_group {
-                continue;
-            }
-            if sd.has(SD_ASYM_CPUCAPACITY) {
-                let misfit = self.misfit_task_load(i);
-                if sgs.group_misfit_task_load < misfit {
-                    sgs.group_misfit_task_load = misfit;
-                    *sg_overloaded = true;
-                }
-            } else if env.idle != CpuIdleType::NotIdle
-                && rq.cfs.h_nr_runnable == 1
-                && self.check_cpu_capacity(i, sd)
-                && sgs.group_misfit_task_load < load
-            {
-                // sched_reduced_capacity: a lone task on a CPU that lost capacity.
-                sgs.group_misfit_task_load = load;
+        } else {
+            for i in g.span.and(&env.cpus).iter() {
+                self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
         }
         if !all_considered {
             // Some CPUs were excluded (pinned tasks): the capacity is still the whole group's.
             sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
         }
-        sgs.group_weight = g.span.weight();
+        sgs.group_weight = g.nr_cpus;
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
             && env.idle != CpuIdleType::NotIdle
@@ -253,6 +235,54 @@ impl Sim {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
         }
         sgs
+    }
+
+    /// One CPU's part of `update_sg_lb_stats`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sg_lb_stats_cpu(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        i: CpuId,
+        local_group: bool,
+        balancing_at_rd: bool,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        let rq = &self.rqs[i.idx()];
+        sgs.group_capacity += self.capacity_of(i);
+        let load = rq.cpu_load();
+        sgs.group_load += load;
+        sgs.group_util += self.cpu_util_cfs(i);
+        sgs.group_runnable += rq.cpu_runnable();
+        sgs.sum_h_nr_running += rq.cfs.h_nr_runnable;
+        let nr_running = rq.nr_running;
+        sgs.sum_nr_running += nr_running;
+        if nr_running == 0 && rq.idle_cpu() {
+            sgs.idle_cpus += 1;
+            return;
+        }
+        if balancing_at_rd && nr_running > 1 {
+            *sg_overloaded = true;
+        }
+        if local_group {
+            return;
+        }
+        if sd.has(SD_ASYM_CPUCAPACITY) {
+            let misfit = self.misfit_task_load(i);
+            if sgs.group_misfit_task_load < misfit {
+                sgs.group_misfit_task_load = misfit;
+                *sg_overloaded = true;
+            }
+        } else if env.idle != CpuIdleType::NotIdle
+            && rq.cfs.h_nr_runnable == 1
+            && self.check_cpu_capacity(i, sd)
+            && sgs.group_misfit_task_load < load
+        {
+            // sched_reduced_capacity: a lone task on a CPU that lost capacity.
+            sgs.group_misfit_task_load = load;
+        }
     }
 
     /// `update_sd_pick_busiest`: whether `sg` is busier than the current busiest.
@@ -371,8 +401,12 @@ impl Sim {
 /// The groups of every domain as [`GroupRef`]s, in `SchedDomain::groups`
 /// order, indexed by `SdId`: the static part of `struct sched_group`
 /// (`sg->flags` is the child domain's flags, `sg->cores` its core count).
-pub fn group_refs(domains: &crate::topology::Domains, machine: &crate::topology::Machine) -> Vec<Vec<GroupRef>> {
-    domains
+pub fn group_refs(
+    domains: &crate::topology::Domains,
+    machine: &crate::topology::Machine,
+) -> (Vec<Vec<GroupRef>>, Vec<CpuId>) {
+    let mut cpus = Vec::new();
+    let refs = domains
         .sds
         .iter()
         .map(|sd| {
@@ -382,9 +416,13 @@ pub fn group_refs(domains: &crate::topology::Domains, machine: &crate::topology:
                 .enumerate()
                 .map(|(index, &span)| {
                     let cores = span.iter().filter(|&c| machine.smt_mask(c).and(&span).first() == Some(c)).count();
-                    GroupRef { index, span, flags, cores: cores as u32 }
+                    let cpus_at = cpus.len() as u32;
+                    cpus.extend(span.iter());
+                    let nr_cpus = cpus.len() as u32 - cpus_at;
+                    GroupRef { index, span, flags, cores: cores as u32, cpus_at, nr_cpus }
                 })
                 .collect()
         })
-        .collect()
+        .collect();
+    (refs, cpus)
 }
