@@ -146,6 +146,12 @@ impl Sim {
             rd_overloaded: false,
             sg_refs,
             sg_cpus,
+            smt_siblings: (0..nr)
+                .map(|c| {
+                    let cpu = CpuId(c as u32);
+                    machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect()
+                })
+                .collect(),
             eas: crate::fair::eas::EasState::new(&machine, &domains),
             nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),

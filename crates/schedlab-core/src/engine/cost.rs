@@ -26,7 +26,7 @@ impl Sim {
 
     /// Whether another hardware thread of `cpu`'s core is running a task.
     pub fn sibling_busy(&self, cpu: CpuId) -> bool {
-        self.machine.smt_mask(cpu).iter().any(|s| s != cpu && self.rqs[s.idx()].curr.is_some())
+        self.smt_siblings[cpu.idx()].iter().any(|s| self.rqs[s.idx()].curr.is_some())
     }
 
     /// `arch_scale_freq_capacity(cpu)`: current frequency over the maximum, out of 1024.

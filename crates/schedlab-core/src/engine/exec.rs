@@ -48,9 +48,9 @@ impl Sim {
 
     /// The SMT siblings of `cpu` changed speed because `cpu` went busy or idle.
     pub fn smt_speed_changed(&mut self, cpu: CpuId) {
-        let sibs = *self.machine.smt_mask(cpu);
-        for s in sibs.iter() {
-            if s != cpu && self.rqs[s.idx()].seg_active {
+        for k in 0..self.smt_siblings[cpu.idx()].len() {
+            let s = self.smt_siblings[cpu.idx()][k];
+            if self.rqs[s.idx()].seg_active {
                 self.restart_segment(s);
             }
         }

@@ -208,6 +208,10 @@ pub struct Sim {
     pub(crate) sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
     /// The CPUs of every group of `sg_refs`, each group's a run of this list.
     pub(crate) sg_cpus: Vec<CpuId>,
+    /// Per CPU, its SMT siblings other than itself (a short list where the
+    /// machine's sibling mask is 16 words at 1024 CPUs): read on every
+    /// segment change and idle entry.
+    pub(crate) smt_siblings: Vec<Vec<CpuId>>,
     /// `rd->overloaded`: some CPU has more than one runnable task.
     pub(crate) rd_overloaded: bool,
     /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).

@@ -100,7 +100,7 @@ impl Sim {
         if !self.machine.has_smt() {
             return;
         }
-        let all_idle = self.machine.smt_mask(cpu).iter().all(|s| s == cpu || self.rqs[s.idx()].idle_cpu());
+        let all_idle = self.smt_siblings[cpu.idx()].iter().all(|s| self.rqs[s.idx()].idle_cpu());
         if all_idle {
             let llc = self.llc_of(cpu);
             self.llc[llc].has_idle_cores = true;
