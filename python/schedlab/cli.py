@@ -792,9 +792,18 @@ def reproduce_cmd(
             help="Published changes below this percent count as 'no change'.",
         ),
     ] = reproduce.DEFAULT_NO_CHANGE_PCT,
+    no_verdict: Annotated[
+        bool,
+        typer.Option(
+            "--no-verdict",
+            help=f"Figures only, no verdict: allows fewer than {reproduce.MIN_VERDICT_RUNS} runs "
+            "(a verdict needs a run-to-run spread).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Run a published experiment of SEEDS.md: published vs simulated figures, with a verdict."""
+    """Run a published experiment of SEEDS.md: published vs simulated figures, with a verdict
+    (at least 3 seeds per policy; --no-verdict for figures from fewer)."""
     if list_cases or case is None:
         if json_out:
             _echo_json(
@@ -820,6 +829,13 @@ def reproduce_cmd(
     chosen = reproduce.CASES.get(case)
     if chosen is None:
         _fail(f"unknown case '{case}'; valid: {', '.join(reproduce.CASES)}", 2)
+    n_runs = runs or chosen.default_runs
+    if not no_verdict and n_runs < reproduce.MIN_VERDICT_RUNS:
+        _fail(
+            f"--runs {n_runs}: a verdict needs at least {reproduce.MIN_VERDICT_RUNS} runs per "
+            "policy (one seed has no spread); add --no-verdict for figures only",
+            2,
+        )
     err = _err()
     interrupted: reproduce.CaseInterrupted | None = None
     with _progress(err) as bar:
@@ -834,6 +850,7 @@ def reproduce_cmd(
                 no_change_pct=no_change_pct,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
                 stop=lambda: _stop_signal is not None,
+                verdict=not no_verdict,
             )
         except reproduce.CaseInterrupted as e:
             interrupted, judged = e, e.judged

@@ -38,6 +38,11 @@ from ._resolve import resolve_machine, resolve_workloads
 #: themselves report "no change".
 DEFAULT_RESOLUTION_PCT = 1.0
 
+#: Fewest seeds per policy a verdict rests on: with fewer, the run-to-run
+#: spread is not measured (one seed has none), and the verdict would rest on
+#: the resolution floor alone. Fewer runs give figures without a verdict.
+MIN_VERDICT_RUNS = 3
+
 #: Below this published relative change (percent) a row counts as "no change".
 #: SEEDS.md's no-change cases move by under 1% (prime sieve: -0.6%); 3% leaves
 #: room for the authors' own noise without calling a real change "none".
@@ -214,7 +219,7 @@ def _lu_c(kworkers: bool) -> Callable[[float], str | Sequence[str]]:
 
 LAWALL_NAS = Case(
     name="lawall-nas",
-    title="Idle prev CPU in wake_affine_idle under NAS lu.C with per-CPU kworkers (Xeon E7-8870 v4)",
+    title="Idle prev CPU in wake_affine_idle: NAS lu.C with per-CPU kworkers (Xeon E7-8870 v4)",
     seed_idea="1",
     machine="xeon-e7-8870v4",
     policies=_LAWALL_POLICIES,
@@ -233,11 +238,11 @@ LAWALL_NAS = Case(
     ),
     default_runs=3,
     notes=(
-        "Neither intel_pstate (active) nor intel_cpufreq (passive) is modelled: both rows run at the "
-        "preset's nominal 2.1 GHz, and the passive row differs by its kworkers (one per CPU, 5 us every "
-        "4 ms). NPB's lu is modelled as its loops, libgomp barriers (spin, then futex) and the busy-wait "
-        "flags of its wavefront; its time steps are scaled with --scale. Published figures are mean "
-        "seconds of several runs (sd 4-6 s)."
+        "Neither intel_pstate (active) nor intel_cpufreq (passive) is modelled: both rows run at "
+        "the preset's nominal 2.1 GHz, and the passive row differs by its kworkers (one per CPU, "
+        "5 us every 4 ms). NPB's lu is modelled as its loops, libgomp barriers (spin, then futex) "
+        "and the busy-wait flags of its wavefront; its time steps are scaled with --scale. "
+        "Published figures are mean seconds of several runs (sd 4-6 s)."
     ),
 )
 
@@ -339,15 +344,23 @@ def run_case(
     no_change_pct: float = DEFAULT_NO_CHANGE_PCT,
     progress: Progress | None = None,
     stop: Callable[[], bool] | None = None,
+    verdict: bool = True,
 ) -> list[Judged]:
-    """Simulate every row of ``case`` and judge each policy against the first.
-    When ``stop()`` turns true (or an in-process run is interrupted) raises
-    `CaseInterrupted` with the verdicts of the rows that finished."""
+    """Simulate every row of ``case`` and judge each policy against the first
+    (with ``verdict`` false: figures only, "no verdict", allowed with fewer
+    than `MIN_VERDICT_RUNS` seeds). When ``stop()`` turns true (or an
+    in-process run is interrupted) raises `CaseInterrupted` with the verdicts
+    of the rows that finished."""
     if scale <= 0:
         raise ValueError("scale must be positive")
     n = runs or case.default_runs
     if n < 1:
         raise ValueError("runs must be at least 1")
+    if verdict and n < MIN_VERDICT_RUNS:
+        raise ValueError(
+            f"a verdict needs at least {MIN_VERDICT_RUNS} runs per policy (got {n}): one seed "
+            "has no spread to judge a difference against; use --no-verdict for figures only"
+        )
     seeds = list(range(n))
     machine = resolve_machine(case.machine)
     out: list[Judged] = []
@@ -395,9 +408,11 @@ def run_case(
                         )
                     )
                     continue
-                verdict, pub_pct, sim_pct, mag = judge(
+                verdict_text, pub_pct, sim_pct, mag = judge(
                     published.get(base), published.get(policy), values[0], values[pi], no_change_pct
                 )
+                if not verdict:
+                    verdict_text, mag = f"no verdict ({n} runs)", None
                 out.append(
                     Judged(
                         row.label,
@@ -408,7 +423,7 @@ def run_case(
                         mean,
                         _sd(values[pi]),
                         sim_pct,
-                        verdict,
+                        verdict_text,
                         mag,
                     )
                 )

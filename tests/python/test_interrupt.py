@@ -127,7 +127,7 @@ def test_run_case_stop_keeps_finished_rows() -> None:
         return calls >= 2
 
     with pytest.raises(reproduce.CaseInterrupted) as info:
-        reproduce.run_case(case, runs=1, scale=0.02, jobs=1, stop=stop)
+        reproduce.run_case(case, runs=1, scale=0.02, jobs=1, stop=stop, verdict=False)
     e = info.value
     assert (e.rows_done, e.rows_total) == (1, len(case.rows))
     assert len(e.judged) == len(case.metrics) * len(case.policies)
@@ -139,7 +139,18 @@ def test_sigint_keeps_finished_reproduce_rows(tmp_path: Path) -> None:
     # At scale 0.5 the case's 8 rows take tens of seconds; the first (the
     # fewest threads) a small part of that.
     proc = _start(
-        ["reproduce", "ni-retry-schbench", "--runs", "1", "--scale", "0.5", "-j", "1", "--json"],
+        [
+            "reproduce",
+            "ni-retry-schbench",
+            "--runs",
+            "1",
+            "--no-verdict",
+            "--scale",
+            "0.5",
+            "-j",
+            "1",
+            "--json",
+        ],
         tmp_path,
     )
     time.sleep(6)

@@ -41,8 +41,21 @@ def test_unknown_case_exits_2() -> None:
 
 @pytest.mark.parametrize("case", ["roy-saturation", "ni-retry-schbench", "lawall-nas"])
 def test_case_runs_at_small_scale(case: str) -> None:
-    judged = reproduce.run_case(reproduce.CASES[case], runs=2, scale=0.02, jobs=1)
+    judged = reproduce.run_case(reproduce.CASES[case], runs=3, scale=0.02, jobs=1)
     c = reproduce.CASES[case]
     assert len(judged) == len(c.rows) * len(c.metrics) * len(c.policies)
     assert all(j.sim_mean > 0 for j in judged)
     assert {j.verdict for j in judged if j.policy == c.policies[0]} == {"baseline"}
+
+
+def test_a_verdict_needs_three_runs_and_no_verdict_allows_fewer() -> None:
+    res = CliRunner().invoke(app, ["reproduce", "roy-saturation", "--runs", "1", "--scale", "0.01"])
+    assert res.exit_code == 2
+    assert "at least 3 runs" in res.output
+    with pytest.raises(ValueError, match="at least 3 runs"):
+        reproduce.run_case(reproduce.CASES["roy-saturation"], runs=2, scale=0.01, jobs=1)
+    judged = reproduce.run_case(
+        reproduce.CASES["roy-saturation"], runs=1, scale=0.01, jobs=1, verdict=False
+    )
+    verdicts = {j.verdict for j in judged if j.policy != "eevdf"}
+    assert verdicts == {"no verdict (1 runs)"}
