@@ -59,3 +59,12 @@ def test_a_verdict_needs_three_runs_and_no_verdict_allows_fewer() -> None:
     )
     verdicts = {j.verdict for j in judged if j.policy != "eevdf"}
     assert verdicts == {"no verdict (1 runs)"}
+
+
+def test_rows_that_cannot_move_are_structural_not_reproduced() -> None:
+    case = reproduce.CASES["roy-saturation"]
+    judged = reproduce.run_case(case, runs=3, scale=0.01, jobs=1)
+    sieve = [j for j in judged if j.row.startswith("prime sieve") and j.policy != "eevdf"]
+    assert sieve
+    assert {j.verdict for j in sieve} == {"structural (cannot move: not counted)"}
+    assert all(j.sim_change_pct == 0 or abs(j.sim_change_pct) < 1e-9 for j in sieve)
