@@ -78,6 +78,10 @@ class Case:
     default_runs: int
     #: Which metric each row's ``published`` dict refers to, per metric name.
     published_by_metric: dict[str, tuple[dict[str, float], ...]] = field(default_factory=dict)
+    #: The smallest step a metric can show, in its unit, where it is coarse
+    #: (schbench's latencies are whole microseconds): a difference below it,
+    #: simulated or published, is "unresolved", not a change or its absence.
+    resolution: dict[str, float] = field(default_factory=dict)
     notes: str = ""
 
 
@@ -196,6 +200,9 @@ NI_RETRY_SCHBENCH = Case(
         ),
     },
     default_runs=3,
+    # schbench records latencies in whole microseconds (tvdelta of two
+    # gettimeofday stamps), and so does the simulated metric.
+    resolution={"app_wakeup_latency_p99_us": 1.0},
     notes=(
         "The publication does not name its machine; intel-4n-192 (4 nodes x 24 cores x 2 threads, "
         "one LLC per node) is a large multi-LLC, multi-node machine where newly-idle balance has "
@@ -418,6 +425,18 @@ def run_case(
                 verdict_text, pub_pct, sim_pct, mag = judge(
                     published.get(base), published.get(policy), values[0], values[pi], no_change_pct
                 )
+                res = case.resolution.get(metric)
+                pb, pn = published.get(base), published.get(policy)
+                sim_diff = abs(statistics.fmean(values[pi]) - statistics.fmean(values[0]))
+                if (
+                    res is not None
+                    and pb is not None
+                    and pn is not None
+                    and (abs(pn - pb) < res or sim_diff < res)
+                ):
+                    which = "published" if abs(pn - pb) < res else "simulated"
+                    verdict_text = f"unresolved ({which} difference below the {res:g} step)"
+                    mag = None
                 if not verdict:
                     verdict_text, mag = f"no verdict ({n} runs)", None
                 elif row.structural is not None:

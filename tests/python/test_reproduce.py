@@ -68,3 +68,35 @@ def test_rows_that_cannot_move_are_structural_not_reproduced() -> None:
     assert sieve
     assert {j.verdict for j in sieve} == {"structural (cannot move: not counted)"}
     assert all(j.sim_change_pct == 0 or abs(j.sim_change_pct) < 1e-9 for j in sieve)
+
+
+def test_differences_below_a_metrics_step_are_unresolved() -> None:
+    # Published 10 -> 10.5 with a 1-unit step: nothing to resolve it with.
+    case = reproduce.Case(
+        name="t",
+        title="t",
+        seed_idea="-",
+        machine="laptop-4c8t",
+        policies=("eevdf", "v6.12"),
+        metrics=("completion_time_s",),
+        rows=(
+            reproduce.Row("r", lambda s: "sieve:threads=2,work=10ms", {"eevdf": 10, "v6.12": 10.5}),
+        ),
+        default_runs=3,
+        resolution={"completion_time_s": 1.0},
+    )
+    judged = reproduce.run_case(case, jobs=1)
+    assert judged[1].verdict == "unresolved (published difference below the 1 step)"
+    # A published change far above the step, and simulated times that move
+    # by far less than it: unresolved on the simulated side.
+    case2 = reproduce.Case(
+        **{
+            **case.__dict__,
+            "rows": (
+                reproduce.Row(
+                    "r", lambda s: "sieve:threads=2,work=10ms", {"eevdf": 10, "v6.12": 20}
+                ),
+            ),
+        }
+    )
+    assert reproduce.run_case(case2, jobs=1)[1].verdict.startswith("unresolved (simulated")
