@@ -212,26 +212,8 @@ impl Sim {
                 Ok(None)
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
-            Action::SetAffinity { mask } => self.set_cpus_allowed(cpu, p, mask),
-            Action::Spawn { task } => {
-                // fork from `p` on `cpu`: the child exists from now, with
-                // the parent's wakee_flips (dup_task_struct), and is placed
-                // by wake_up_new_task. A task already created is left alone.
-                let c = &self.tasks[task.idx()];
-                if c.state != TaskState::New || self.workload_start[task.idx()] != crate::workload::StartKind::Spawned {
-                    return Ok(None);
-                }
-                let flips = self.tasks[p.idx()].wakee_flips;
-                let now = self.now;
-                let c = &mut self.tasks[task.idx()];
-                c.wakee_flips = flips;
-                c.wakee_flip_decay_ts = now;
-                if !c.noise {
-                    self.alive += 1;
-                }
-                self.wake_up_new_task(task, cpu)?;
-                Ok(None)
-            }
+            Action::SetAffinity { mask } => self.set_cpus_allowed_ptr(cpu, p, mask),
+            Action::Spawn { task } => self.kernel_clone(cpu, p, task),
             Action::Yield => {
                 // do_sched_yield: yield_task of the class, then schedule().
                 self.class_yield_task(cpu, p);
@@ -285,7 +267,7 @@ impl Sim {
     /// allowed, `affine_move_task` moves `p` at once to
     /// `cpumask_any_and_distribute(mask)`, the next allowed CPU after the last
     /// one this chose.
-    fn set_cpus_allowed(&mut self, cpu: CpuId, p: TaskId, mask: u32) -> crate::Result<Option<Stepped>> {
+    fn set_cpus_allowed_ptr(&mut self, cpu: CpuId, p: TaskId, mask: u32) -> crate::Result<Option<Stepped>> {
         let m = self.affinity_masks[mask as usize];
         if m.is_empty() || m == self.tasks[p.idx()].allowed {
             // EINVAL (no CPU left), or nothing changes.
@@ -308,6 +290,26 @@ impl Sim {
         self.distribute_prev = dst.0;
         self.active_move_running_task(cpu, dst)?;
         Ok(Some(Stepped::Moved))
+    }
+
+    /// `kernel_clone` from `parent` on `cpu`: the pre-made `child` exists
+    /// from now, with the parent's wakee_flips (`dup_task_struct`), and is
+    /// placed by `wake_up_new_task`. A child already created is left alone.
+    fn kernel_clone(&mut self, cpu: CpuId, parent: TaskId, child: TaskId) -> crate::Result<Option<Stepped>> {
+        let c = &self.tasks[child.idx()];
+        if c.state != TaskState::New || self.workload_start[child.idx()] != crate::workload::StartKind::Spawned {
+            return Ok(None);
+        }
+        let flips = self.tasks[parent.idx()].wakee_flips;
+        let now = self.now;
+        let c = &mut self.tasks[child.idx()];
+        c.wakee_flips = flips;
+        c.wakee_flip_decay_ts = now;
+        if !c.noise {
+            self.alive += 1;
+        }
+        self.wake_up_new_task(child, cpu)?;
+        Ok(None)
     }
 
     /// Let `w`, waiting on a barrier or a semaphore, go on: a spinner stops

@@ -14,6 +14,7 @@ use crate::engine::Sim;
 use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity};
 use crate::ids::{CpuId, TaskId};
 use crate::pelt;
+use crate::sched_feat;
 
 impl Sim {
     /// `update_load_avg(cfs_rq, se)`: bring the fair runqueue's averages, and
@@ -188,7 +189,20 @@ impl Sim {
         let now = self.rq_clock_task(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         cfs.update_curr(&mut self.ses, now);
-        cfs.yield_entity(&mut self.ses, p);
+        // clear_buddies(cfs_rq, se)
+        if cfs.next == Some(p) {
+            cfs.next = None;
+        }
+        if cfs.last == Some(p) {
+            cfs.last = None;
+        }
+        if !sched_feat!(cfs.features, EEVDF) {
+            cfs.skip = Some(p);
+        } else if cfs.entity_eligible(&self.ses, p) {
+            let se = &mut self.ses[p.idx()];
+            se.vruntime = se.deadline;
+            se.deadline += super::weight::calc_delta_fair(se.slice, se);
+        }
     }
 
     /// `task_tick_fair`: PELT, the overutilized check; reschedule when the

@@ -334,27 +334,6 @@ impl CfsRq {
         avg as i128 >= vruntime.wrapping_sub(self.zero_vruntime) as i64 as i128 * load as i128
     }
 
-    /// The per-entity part of `yield_task_fair` for curr `id` (runtime
-    /// already charged): clear its buddies; EEVDF: if eligible, forfeit the
-    /// rest of the request; CFS: mark it the skip buddy.
-    pub fn yield_entity(&mut self, ses: &mut [SchedEntity], id: TaskId) {
-        if self.next == Some(id) {
-            self.next = None;
-        }
-        if self.last == Some(id) {
-            self.last = None;
-        }
-        if !sched_feat!(self.features, EEVDF) {
-            self.skip = Some(id);
-            return;
-        }
-        if self.entity_eligible(ses, id) {
-            let se = &mut ses[id.idx()];
-            se.vruntime = se.deadline;
-            se.deadline += super::weight::calc_delta_fair(se.slice, se);
-        }
-    }
-
     /// `entity_eligible`: the entity is owed service (lag >= 0).
     pub fn entity_eligible(&self, ses: &[SchedEntity], id: TaskId) -> bool {
         self.vruntime_eligible(ses, ses[id.idx()].vruntime)

@@ -40,6 +40,18 @@ pub use dist::Dist;
 pub use program::{Action, BarrierId, ChanId, CondId, MarkKind, ProgCtx, SemId};
 pub use spec::{build_workload, workload_families, FamilyDoc, ParamDoc};
 
+/// The index of `x` in `list`, added at the end if absent: named
+/// resources (mutexes, conditions, barriers) and CPU masks by first use.
+pub(crate) fn intern<T: PartialEq>(list: &mut Vec<T>, x: T) -> u32 {
+    match list.iter().position(|y| *y == x) {
+        Some(i) => i as u32,
+        None => {
+            list.push(x);
+            list.len() as u32 - 1
+        }
+    }
+}
+
 /// A task program. One variant per program kind; stepping is a `match`.
 #[derive(Clone, Debug)]
 pub enum Program {

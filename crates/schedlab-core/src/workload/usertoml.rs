@@ -201,12 +201,7 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
                 }
             }
             "cpus" => {
-                let s = v.as_str().ok_or_else(|| err(origin, &path, "a CPU list such as \"0-3,8\""))?;
-                let m = CpuMask::parse_list(s).map_err(|e| err(origin, &path, format!("a CPU list: {e}")))?;
-                if m.is_empty() || m.iter().any(|c| c.idx() >= machine.nr_cpus()) {
-                    return Err(err(origin, &path, format!("CPUs of the machine (0-{})", machine.nr_cpus() - 1)));
-                }
-                allowed = Some(m);
+                allowed = Some(cpu_list(origin, &path, v, machine.nr_cpus())?);
             }
             "start" => {
                 let s = v.as_str().ok_or_else(|| err(origin, &path, "a duration such as 10ms"))?;
@@ -257,6 +252,16 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
         w.tasks.push(spec);
     }
     Ok(())
+}
+
+/// A CPU list (`"0-3,8"`) of CPUs of a machine of `nr` CPUs, at `path`.
+fn cpu_list(origin: &str, path: &str, v: &Value, nr: usize) -> Result<CpuMask> {
+    let text = v.as_str().ok_or_else(|| err(origin, path, "a CPU list such as \"0-3,8\""))?;
+    let m = CpuMask::parse_list(text).map_err(|e| err(origin, path, format!("a CPU list: {e}")))?;
+    if m.is_empty() || m.iter().any(|c| c.idx() >= nr) {
+        return Err(err(origin, path, format!("CPUs of the machine (0-{})", nr - 1)));
+    }
+    Ok(m)
 }
 
 fn find(names: &[String], name: &str) -> Option<u32> {
@@ -421,19 +426,8 @@ fn compile(
                 b.push(Op::Yield);
             }
             "cpus" => {
-                let text = s(v)?;
-                let m = CpuMask::parse_list(&text).map_err(|e| err(origin, &kp, format!("a CPU list: {e}")))?;
-                if m.is_empty() || m.iter().any(|c| c.idx() >= n.nr_cpus) {
-                    return Err(err(origin, &kp, format!("CPUs of the machine (0-{})", n.nr_cpus - 1)));
-                }
-                let i = match n.masks.iter().position(|x| *x == m) {
-                    Some(i) => i,
-                    None => {
-                        n.masks.push(m);
-                        n.masks.len() - 1
-                    }
-                };
-                b.push(Op::SetAffinity(i as u32));
+                let m = cpu_list(origin, &kp, v, n.nr_cpus)?;
+                b.push(Op::SetAffinity(super::intern(&mut n.masks, m)));
             }
             "unpark" => {
                 let name = s(v)?;

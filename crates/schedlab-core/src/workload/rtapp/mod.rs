@@ -29,10 +29,13 @@
 //! priority-inheritance mutexes, timers shared between threads. rt-app's own
 //! logging keys are accepted: they change nothing a scheduler sees.
 
+mod events;
 pub(crate) mod json;
 
+use events::EVENTS;
+
 use super::ops::{Op, OpsBuilder};
-use super::{forked_task, BarrierSpec, ChanSpec, Dist, PrimaryMetric, Program, SchedPolicy, Workload};
+use super::{forked_task, intern, BarrierSpec, ChanSpec, PrimaryMetric, Program, SchedPolicy, Workload};
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
 use crate::ids::{CpuId, Ns};
@@ -154,7 +157,8 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
                     "a finite loop count, or a global.duration: a forked thread that loops forever never ends".into(),
                 ));
             }
-            if !t.forks.is_empty() || t.uses_barrier {
+            let uses_barrier = t.program.code().iter().any(|op| matches!(op, Op::Barrier { .. }));
+            if !t.forks.is_empty() || uses_barrier {
                 return Err(err(
                     origin,
                     path,
@@ -176,10 +180,10 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         return Err(err(origin, "tasks", "at least one thread with instance >= 1".into()));
     }
     if w.duration_ns.is_none() {
-        if let Some(d) = b.forever.first() {
+        if let Some(d) = defs.iter().find(|d| d.forever && d.instances > 0) {
             return Err(err(
                 origin,
-                &format!("tasks.{d}.loop"),
+                &format!("tasks.{}.loop", d.name),
                 "a finite loop count, or a global.duration: this thread loops forever (-1, the default) and \
                  the run would never end"
                     .into(),
@@ -211,8 +215,6 @@ struct ThreadDef {
     program: super::ops::Ops,
     /// Fork requests its program makes (indexes into `Builder::forks`).
     forks: Vec<usize>,
-    /// Whether it uses a barrier (rt-app: no barrier with fork).
-    uses_barrier: bool,
     /// Whether it loops forever (`loop` -1).
     forever: bool,
     policy: SchedPolicy,
@@ -237,8 +239,6 @@ struct Builder<'a> {
     barrier_users: Vec<u32>,
     /// Per timer name: the threads using it and their instance counts.
     timer_users: Vec<(String, Vec<(String, u32)>)>,
-    /// Threads that loop forever.
-    forever: Vec<String>,
     /// CPU masks of phases (`SetAffinity` indexes).
     masks: Vec<CpuMask>,
     /// Fork events: (template name, path of the event, threads it creates
@@ -266,26 +266,6 @@ fn repeated_setting(v: &JVal, at: &str) -> Option<String> {
     None
 }
 
-fn index_of_mask(masks: &mut Vec<CpuMask>, m: CpuMask) -> u32 {
-    match masks.iter().position(|x| *x == m) {
-        Some(i) => i as u32,
-        None => {
-            masks.push(m);
-            masks.len() as u32 - 1
-        }
-    }
-}
-
-fn index_of(names: &mut Vec<String>, name: &str) -> u32 {
-    match names.iter().position(|n| n == name) {
-        Some(i) => i as u32,
-        None => {
-            names.push(name.to_string());
-            names.len() as u32 - 1
-        }
-    }
-}
-
 impl<'a> Builder<'a> {
     fn new(origin: &'a str, machine: &'a Machine) -> Self {
         Builder {
@@ -301,7 +281,6 @@ impl<'a> Builder<'a> {
             barriers: Vec::new(),
             barrier_users: Vec::new(),
             timer_users: Vec::new(),
-            forever: Vec::new(),
             masks: Vec::new(),
             forks: Vec::new(),
             mult: Some(1),
@@ -495,7 +474,7 @@ impl<'a> Builder<'a> {
                     // set_thread_affinity at each phase loop: the phase's
                     // cpus, else the thread's, else every CPU.
                     let m = phase_cpus.or(allowed).unwrap_or_else(|| self.machine().all_cpus());
-                    ops.push(Op::SetAffinity(index_of_mask(&mut self.masks, m)));
+                    ops.push(Op::SetAffinity(intern(&mut self.masks, m)));
                 }
                 self.mult = thread_mult.map(|m| m.saturating_mul(phase_loop));
                 self.events(&path, name, &events, &mut ops, &mut timers, instances)?;
@@ -508,16 +487,11 @@ impl<'a> Builder<'a> {
             );
         }
         ops.end_loop();
-        if thread_loop < 0 && instances > 0 {
-            self.forever.push(name.to_string());
-        }
-        let uses_barrier = ops.ops().iter().any(|op| matches!(op, Op::Barrier { .. }));
         Ok(ThreadDef {
             name: name.to_string(),
             instances,
             program: ops.build(),
             forks: (forks_before..self.forks.len()).collect(),
-            uses_barrier,
             forever: thread_loop < 0,
             policy,
             rt_priority,
@@ -590,206 +564,6 @@ impl<'a> Builder<'a> {
             other => Err(self.e(path, format!("a string, got {}", other.kind()))),
         }
     }
-
-    /// The `ref` and `mutex` strings of a `wait`/`sync` object.
-    fn cond_and_mutex(&mut self, path: &str, v: &JVal) -> Result<(u32, u32)> {
-        let JVal::Obj(items) = v else { return Err(self.e(path, "an object {\"ref\": cond, \"mutex\": mutex}")) };
-        let (mut r, mut m) = (None, None);
-        for (k, x) in items {
-            match k.as_str() {
-                "ref" => r = Some(self.string(&format!("{path}.ref"), x)?.to_string()),
-                "mutex" => m = Some(self.string(&format!("{path}.mutex"), x)?.to_string()),
-                _ => return Err(self.e(&format!("{path}.{k}"), "only ref and mutex")),
-            }
-        }
-        match (r, m) {
-            (Some(r), Some(m)) => Ok((index_of(&mut self.conds, &r), index_of(&mut self.mutexes, &m))),
-            _ => Err(self.e(path, "both ref and mutex")),
-        }
-    }
-
-    /// The events of one phase, in file order.
-    #[allow(clippy::too_many_arguments)]
-    fn events(
-        &mut self,
-        at: &str,
-        thread: &str,
-        events: &[(String, JVal)],
-        ops: &mut OpsBuilder,
-        timers: &mut Vec<(String, u16)>,
-        instances: u32,
-    ) -> Result<()> {
-        use super::{BarrierId, ChanId, CondId};
-        for (k, v) in events {
-            let path = format!("{at}.{k}");
-            // rt-app matches events by prefix (run0, sleep1 ...), `runtime`
-            // before `run`, as its parser table does.
-            let kind = EVENTS.iter().find(|e| k.starts_with(*e)).copied().ok_or_else(|| {
-                self.e(&path, format!("an rt-app event ({}) or a thread/phase key", EVENTS.join(", ")))
-            })?;
-            let us = |b: &Self| b.count(&path, v, 0, u64::MAX / NS_PER_US).map(|n| n * NS_PER_US);
-            match kind {
-                "runtime" => {
-                    ops.push(Op::RunFor(us(self)?));
-                }
-                "run" => {
-                    let ns = us(self)?;
-                    ops.push(Op::Compute(Dist::Fixed(ns * self.calib_capacity / 1024)));
-                }
-                "sleep" => {
-                    ops.push(Op::Sleep(Dist::Fixed(us(self)?)));
-                }
-                "mem" => {
-                    let bytes = self.count(&path, v, 0, u64::MAX / 1000)?;
-                    ops.push(Op::Compute(Dist::Fixed(bytes * 1000 / MEM_BYTES_PER_US)));
-                }
-                "iorun" => {
-                    let bytes = self.count(&path, v, 0, u64::MAX / 2)?;
-                    ops.push(Op::Compute(Dist::Fixed(bytes.div_ceil(self.mem_buffer) * IO_WRITE_NS)));
-                }
-                "lock" | "unlock" => {
-                    let name = self.string(&path, v)?;
-                    let m = ChanId(index_of(&mut self.mutexes, name));
-                    ops.push(if kind == "lock" { Op::Lock(m) } else { Op::Unlock(m) });
-                }
-                "signal" | "broad" => {
-                    let name = self.string(&path, v)?;
-                    let c = CondId(index_of(&mut self.conds, name));
-                    ops.push(Op::Signal { cond: c, all: kind == "broad" });
-                }
-                "wait" => {
-                    let (c, m) = self.cond_and_mutex(&path, v)?;
-                    ops.push(Op::CondWait { cond: CondId(c), mutex: Some(ChanId(m)) });
-                }
-                "sync" => {
-                    let (c, m) = self.cond_and_mutex(&path, v)?;
-                    ops.push(Op::Signal { cond: CondId(c), all: false });
-                    ops.push(Op::CondWait { cond: CondId(c), mutex: Some(ChanId(m)) });
-                }
-                "suspend" | "resume" => {
-                    // An empty name is the thread's own (workgen fills it in).
-                    let s = self.string(&path, v)?;
-                    let r = if s.is_empty() { thread } else { s };
-                    let (c, m) = (CondId(index_of(&mut self.conds, r)), ChanId(index_of(&mut self.mutexes, r)));
-                    ops.push(Op::Lock(m));
-                    ops.push(if kind == "suspend" {
-                        Op::CondWait { cond: c, mutex: Some(m) }
-                    } else {
-                        Op::Signal { cond: c, all: true }
-                    });
-                    ops.push(Op::Unlock(m));
-                }
-                "barrier" => {
-                    let name = self.string(&path, v)?;
-                    let b = index_of(&mut self.barriers, name) as usize;
-                    if self.barrier_users.len() <= b {
-                        self.barrier_users.resize(b + 1, 0);
-                    }
-                    // Each thread counts once however often it names the barrier.
-                    if !ops_names_barrier(ops, b) {
-                        self.barrier_users[b] += instances;
-                    }
-                    ops.push(Op::Barrier { id: BarrierId(b as u32), spin: 0 });
-                }
-                "timer" => {
-                    let (name, period, absolute) = self.timer(&path, v)?;
-                    let slot = match timers.iter().find(|(n, _)| *n == name) {
-                        Some(&(_, s)) => s,
-                        None => {
-                            let s = ops.timer_slot();
-                            timers.push((name.clone(), s));
-                            self.use_timer(&name, thread, instances);
-                            s
-                        }
-                    };
-                    ops.push(Op::Timer { slot, period, absolute });
-                }
-                "yield" => {
-                    ops.push(Op::Yield);
-                }
-                "fork" => {
-                    // rt-app stops a thread that forks more than 1024 times
-                    // (FORKS_LIMIT) with a failure.
-                    let n = self.mult.ok_or_else(|| {
-                        self.e(&path, "a fork in a thread with a finite loop count: this one forks without bound")
-                    })?;
-                    if n > 1024 {
-                        return Err(self.e(&path, format!("at most 1024 forks (rt-app's FORKS_LIMIT), got {n}")));
-                    }
-                    let template = self.string(&path, v)?.to_string();
-                    let req = self.forks.len() as u32;
-                    self.forks.push((template, path.clone(), n));
-                    let slot = ops.counter_slot();
-                    // `first` is the request's index until the tasks are laid out.
-                    ops.push(Op::Spawn { first: crate::ids::TaskId(req), count: n as u32, slot });
-                }
-                _ => unreachable!("every EVENTS entry is handled"),
-            }
-        }
-        Ok(())
-    }
-
-    fn timer(&self, path: &str, v: &JVal) -> Result<(String, Ns, bool)> {
-        let JVal::Obj(items) = v else {
-            return Err(self.e(path, "an object {\"ref\": name, \"period\": us, \"mode\": relative|absolute}"));
-        };
-        let (mut name, mut period, mut absolute) = (None, None, false);
-        for (k, x) in items {
-            let kp = format!("{path}.{k}");
-            match k.as_str() {
-                "ref" => name = Some(self.string(&kp, x)?.to_string()),
-                "period" => period = Some(self.count(&kp, x, 1, u64::MAX / NS_PER_US)? * NS_PER_US),
-                "mode" => {
-                    absolute = match self.string(&kp, x)? {
-                        "relative" => false,
-                        "absolute" => true,
-                        other => return Err(self.e(&kp, format!("relative or absolute, got '{other}'"))),
-                    }
-                }
-                _ => return Err(self.e(&kp, "only ref, period and mode")),
-            }
-        }
-        match (name, period) {
-            (Some(n), Some(p)) => Ok((n, p, absolute)),
-            _ => Err(self.e(path, "both ref and period")),
-        }
-    }
-
-    fn use_timer(&mut self, name: &str, thread: &str, instances: u32) {
-        match self.timer_users.iter_mut().find(|(n, _)| n == name) {
-            Some((_, users)) => users.push((thread.to_string(), instances)),
-            None => self.timer_users.push((name.to_string(), vec![(thread.to_string(), instances)])),
-        }
-    }
-
-    /// rt-app shares a timer whose name does not start with `unique` among
-    /// every thread that names it, each use advancing the one timer; that
-    /// sharing is not modelled (each thread here has its own).
-    fn check_timers(&self) -> Result<()> {
-        for (name, users) in &self.timer_users {
-            let threads: u32 = users.iter().map(|(_, n)| *n).sum();
-            if !name.starts_with("unique") && threads > 1 {
-                return Err(self.e(
-                    &format!("tasks.{}", users[0].0),
-                    format!(
-                        "timers of one thread each: timer '{name}' is shared by {threads} threads in rt-app, which \
-                         is not modelled; name it 'unique...' for one timer per thread"
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// rt-app's events, in the order its parser matches their prefixes.
-const EVENTS: [&str; 17] = [
-    "runtime", "run", "sleep", "mem", "iorun", "lock", "unlock", "signal", "broad", "wait", "sync", "barrier", "timer",
-    "resume", "suspend", "yield", "fork",
-];
-
-fn ops_names_barrier(ops: &OpsBuilder, b: usize) -> bool {
-    ops.ops().iter().any(|op| matches!(op, Op::Barrier { id, .. } if id.0 as usize == b))
 }
 
 fn show(v: &JVal) -> String {

@@ -6,6 +6,7 @@ use crate::features::Features;
 use crate::testkit::{machine_from_toml, sim_config, sim_with, HIKEY, TWO_LLC};
 use crate::workload::build_workload;
 use crate::workload::ops::Op;
+use crate::workload::Dist;
 
 const MS: Ns = 1_000_000;
 
