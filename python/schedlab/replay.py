@@ -31,19 +31,17 @@ from pathlib import Path
 
 from ._native import SpecError
 
+# ftrace / trace-cmd lines as schedlab.trace reads them.
+from .trace import _FIELD
+from .trace import _LINE as _FTRACE
+
 __all__ = ["program_from_trace"]
 
-# ftrace / trace-cmd: `comm-pid [cpu] flags ts: event: fields`.
-_FTRACE = re.compile(
-    r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
-    r"(?:[\w.]{4,5}\s+)?(?P<ts>\d+\.\d+):\s+(?P<event>[\w:]+):\s?(?P<fields>.*)$"
-)
 # perf script: `comm pid [cpu] ts: sched:event: fields`.
 _PERF = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<ts>\d+\.\d+):\s+"
     r"(?P<event>[\w:]+):\s?(?P<fields>.*)$"
 )
-_FIELD = re.compile(r"(\w+)=(\S*)")
 
 
 @dataclass
@@ -93,7 +91,6 @@ def program_from_trace(path: str | Path, comm: str | None = None) -> str:
         ) from None
     tasks: dict[int, _Task] = {}
     t0: int | None = None
-    has_waking = False
 
     def tracked(pid: int, name: str) -> _Task | None:
         if pid == 0:
