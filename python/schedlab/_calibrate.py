@@ -145,5 +145,5 @@ def calibrate(out: Path, chunks: int = 400) -> dict[str, Any]:
         },
     )
     (out / "machine.toml").write_text(machine)
-    _native.topo_show(machine, "toml", str(out / "machine.toml"), False)  # it must still load
+    _native.topo_show(machine, "toml", str(out / "machine.toml"))  # it must still load
     return figures

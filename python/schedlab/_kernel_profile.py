@@ -11,7 +11,6 @@ released did not have, so its policy is ``v6.12+NI_RANDOM``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 
@@ -69,7 +68,7 @@ def policy_for_kernel(release: str, sched_features: Sequence[str]) -> tuple[str,
     not model (its features unknown to schedlab)."""
     rel = _release(release)
     base = _base_profile(rel)
-    shown = json.loads(_native.policy_show(base))
+    shown = _native.policy_show(base)
     state = {f["name"]: bool(f["on"]) for f in shown["features"]}
     want = dict(state)
     for name, first, last in _VERSIONED:

@@ -1,11 +1,10 @@
-"""One run: call the core, wrap its JSON answer in a typed result."""
+"""One run: call the core, wrap its answer in a typed result."""
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import _native
@@ -13,9 +12,6 @@ from ._resolve import MachineArg, Source, WorkloadsArg, resolve_machine, resolve
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: The core's `Better` variants, as the lowercase words Python uses.
-BETTER_WORDS = {"Lower": "lower", "Higher": "higher", "Neither": "neither"}
 
 
 @dataclass
@@ -45,31 +41,24 @@ class RunResult:
     trace: str | None = field(default=None, repr=False)
 
     @classmethod
-    def from_json(cls, text: str, trace: str | None = None) -> RunResult:
-        """Builds a result from the JSON the native module returns."""
-        doc = json.loads(text)
-        metrics: dict[str, float] = {}
-        units: dict[str, str] = {}
-        better: dict[str, str] = {}
-        for m in doc["metrics"]:
-            # An absent metric (no wakeups to place, ...) is NaN, null in JSON.
-            metrics[m["name"]] = math.nan if m["value"] is None else float(m["value"])
-            units[m["name"]] = str(m["unit"])
-            better[m["name"]] = BETTER_WORDS.get(str(m["better"]), str(m["better"]).lower())
+    def from_native(cls, out: _native.RunOutput) -> RunResult:
+        """Builds a result from the `RunOutput` the native module returns.
+        An absent metric (no wakeups to place, ...) is ``math.nan`` itself, so
+        that two results with the same metrics compare equal."""
         return cls(
-            machine=str(doc["machine"]),
-            workload=str(doc["workload"]),
-            policy=str(doc["policy"]),
-            seed=int(doc["seed"]),
-            primary=str(doc["primary"]),
-            metrics=metrics,
-            units=units,
-            better=better,
-            events_processed=int(doc["events_processed"]),
-            events_handled=int(doc.get("events_handled", doc["events_processed"])),
-            sim_time_ns=int(doc["sim_time_ns"]),
-            workloads=[str(w) for w in doc.get("workloads", [doc["workload"]])],
-            trace=trace,
+            machine=out.machine,
+            workload=out.workload,
+            policy=out.policy,
+            seed=out.seed,
+            primary=out.primary,
+            metrics={m.name: math.nan if math.isnan(m.value) else m.value for m in out.metrics},
+            units={m.name: m.unit for m in out.metrics},
+            better={m.name: m.better for m in out.metrics},
+            events_processed=out.events_processed,
+            events_handled=out.events_handled,
+            sim_time_ns=out.sim_time_ns,
+            workloads=list(out.workloads),
+            trace=out.trace,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,7 +78,7 @@ class RunResult:
 
         if self.trace is None:
             raise _native.SpecError("events(): this run kept no trace; run it with trace=True")
-        frames = _trace.parse(self.trace.splitlines())
+        frames = _trace.from_text(self.trace)
         return frames.df_all() if event is None else frames.df_event(event)
 
     def to_pandas(self) -> pd.DataFrame:
@@ -157,7 +146,7 @@ def run_sources(
         # keyword, passed only when needed: engines faked in tests omit it).
         more["workload_origin"] = first.origin
     if trace_file is not None:
-        text = _native.run_to_file(
+        out = _native.run_to_file(
             machine.text,
             machine.format,
             machine.origin,
@@ -171,8 +160,8 @@ def run_sources(
             max_time_ns,
             **more,
         )
-        return RunResult.from_json(text, None)
-    text, trace_text = _native.run(
+        return RunResult.from_native(out)
+    out = _native.run(
         machine.text,
         machine.format,
         machine.origin,
@@ -185,7 +174,7 @@ def run_sources(
         max_time_ns,
         **more,
     )
-    return RunResult.from_json(text, trace_text)
+    return RunResult.from_native(out)
 
 
 def run(

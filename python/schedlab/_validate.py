@@ -146,14 +146,12 @@ def run_case(
         info = record(list(case.argv), out)
         text = (out / "trace.txt").read_text(errors="replace")
         machine_text = (out / "machine.toml").read_text()
-        doc = json.loads(
-            _native.analyze_trace(
-                text,
-                str(out / "trace.txt"),
-                (machine_text, "toml", str(out / "machine.toml")),
-                [case.comm],
-                [],
-            )
+        doc = _native.analyze_trace(
+            text,
+            str(out / "trace.txt"),
+            (machine_text, "toml", str(out / "machine.toml")),
+            [case.comm],
+            [],
         )
         if not doc.get("selected_tasks"):
             raise _native.SimulationError(

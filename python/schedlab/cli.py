@@ -43,7 +43,7 @@ from ._compare import (
 )
 from ._native import RunInterrupted, SchedlabError, SimulationError, UnknownNameError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
-from ._result import BETTER_WORDS, U64_MAX, RunResult, check_u64, run_sources
+from ._result import U64_MAX, RunResult, check_u64, run_sources
 
 # typer 0.29 vendors click as `typer._click`; its exceptions are not click's.
 class _OneLineErrors(typer.core.TyperGroup):
@@ -420,7 +420,7 @@ def run_cmd(
         from . import plot as _plot
         from . import trace as _trace
 
-        frames = _trace.read(trace) if streamed else _trace.parse((result.trace or "").splitlines())  # type: ignore[arg-type]
+        frames = _trace.read(trace) if streamed else _trace.from_text(result.trace or "")  # type: ignore[arg-type]
         title = f"{result.machine} · {result.policy} · seed {result.seed}"
         _plot.cpu_timeline(frames, plot, title=title)
     if json_out:
@@ -1133,11 +1133,11 @@ def bench_cmd(
     machine = resolve_machine(BENCH_MACHINE)
     workload = resolve_workload(BENCH_WORKLOAD)
     t0 = time.perf_counter()
-    text, _ = _native.run(
+    out = _native.run(
         machine.text, machine.format, machine.origin, workload.text, workload.format, "eevdf", 0
     )
     wall_s = time.perf_counter() - t0
-    result = RunResult.from_json(text)
+    result = RunResult.from_native(out)
     doc = _bench_row(result, wall_s)
     if json_out:
         _echo_json(doc)
@@ -1179,9 +1179,9 @@ def _bench_scale(json_out: bool) -> None:
         t0 = time.perf_counter()
         machine = bs.machine_toml(cpus)
         origin = f"bench --scale {cpus}"
-        text, _ = _native.run(machine, "toml", origin, bs.workload(cpus), "spec", "eevdf", 0)
+        out = _native.run(machine, "toml", origin, bs.workload(cpus), "spec", "eevdf", 0)
         wall_s = time.perf_counter() - t0
-        rows.append({"cpus": cpus, **_bench_row(RunResult.from_json(text), wall_s)})
+        rows.append({"cpus": cpus, **_bench_row(RunResult.from_native(out), wall_s)})
     if json_out:
         _echo_json(rows)
         return
@@ -1269,10 +1269,7 @@ def analyze_cmd(
     text = trace.read_text(encoding="utf-8", errors="replace")
     src = resolve_machine(machine) if machine is not None else None
     mtuple = (src.text, src.format, src.origin) if src is not None else None
-    doc = json.loads(_native.analyze_trace(text, str(trace), mtuple, list(comm or []), list(pid or [])))
-    for m in doc.get("metrics", []):
-        # One vocabulary with run and compare: lower, higher, neither.
-        m["better"] = BETTER_WORDS.get(str(m.get("better")), str(m.get("better")).lower())
+    doc = _native.analyze_trace(text, str(trace), mtuple, list(comm or []), list(pid or []))
     _report_trace_problems(trace, doc, strict)
     if json_out:
         _echo_json(doc)
@@ -1300,9 +1297,7 @@ def topo_list_cmd(json_out: JsonOpt = False) -> None:
     entries = []
     for preset in list_machines():
         try:
-            shown = json.loads(
-                _native.topo_show(preset.text, "toml", f"preset {preset.name}", True)
-            )
+            shown = _native.topo_doc(preset.text, "toml", f"preset {preset.name}")
             cpus: int | None = int(shown["machine"]["nr_cpus"])
         except (SchedlabError, KeyError, TypeError, ValueError):
             cpus = None  # the core cannot build it (yet): still list it
@@ -1326,7 +1321,10 @@ def topo_show_cmd(
 ) -> None:
     """Show a machine's CPUs and sched domains."""
     src = resolve_machine(machine)
-    typer.echo(_native.topo_show(src.text, src.format, src.origin, json_out).rstrip("\n"))
+    if json_out:
+        _echo_json(_native.topo_doc(src.text, src.format, src.origin))
+        return
+    typer.echo(_native.topo_show(src.text, src.format, src.origin).rstrip("\n"))
 
 
 @topo_app.command("import")
@@ -1364,7 +1362,7 @@ def topo_import_cmd(
 def policy_list_cmd(json_out: JsonOpt = False) -> None:
     """List policies, kernel profiles and sched features with their defaults and the metric
     that shows each feature acting."""
-    entries = json.loads(_native.policy_list())
+    entries = _native.policy_list()
     if json_out:
         _echo_json(entries)
         return
@@ -1392,7 +1390,7 @@ def policy_show_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Show what a policy string expands to: class, cpuset and features."""
-    doc = json.loads(_native.policy_show(policy))
+    doc = _native.policy_show(policy)
     if json_out:
         _echo_json(doc)
         return
@@ -1428,7 +1426,7 @@ def policy_show_cmd(
 @_cli_errors
 def workload_list_cmd(json_out: JsonOpt = False) -> None:
     """List workload families and their parameters (unit, default, meaning)."""
-    families = json.loads(_native.workload_list())
+    families = _native.workload_list()
     if json_out:
         _echo_json(families)
         return
@@ -1454,7 +1452,7 @@ def workload_show_cmd(
     """Show one workload family: what it models, its structure (tasks, how they block
     and wake), the source it was modelled on, and its parameters with units and
     defaults."""
-    families = json.loads(_native.workload_list())
+    families = _native.workload_list()
     fam = next((f for f in families if f["name"] == name), None)
     if fam is None:
         valid = ", ".join(f["name"] for f in families)

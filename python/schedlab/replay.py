@@ -29,19 +29,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import trace as _trace
 from ._native import SpecError
 
-# ftrace / trace-cmd lines as schedlab.trace reads them.
-from .trace import _FIELD
-from .trace import _LINE as _FTRACE
-
 __all__ = ["program_from_trace"]
-
-# perf script: `comm pid [cpu] ts: sched:event: fields`.
-_PERF = re.compile(
-    r"^\s*(?P<comm>.+?)\s+(?P<pid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<ts>\d+\.\d+):\s+"
-    r"(?P<event>[\w:]+):\s?(?P<fields>.*)$"
-)
 
 
 @dataclass
@@ -67,14 +58,20 @@ class _Task:
 
 
 def _events(path: Path) -> Iterator[tuple[int, int, str, dict[str, str]]]:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            m = _FTRACE.match(line) or _PERF.match(line)
-            if m is None:
-                continue
-            fields = dict(_FIELD.findall(m["fields"]))
-            ts_ns = round(float(m["ts"]) * 1e9)
-            yield ts_ns, int(m["pid"]), m["event"].split(":")[-1], fields
+    """(time ns, running pid, event, fields as written) of each event line of
+    the trace, in file order, as `schedlab.trace` reads them (ftrace,
+    trace-cmd report, perf script)."""
+    frames = _trace.read(path)
+    rows: list[tuple[int, int, int, str, dict[str, str]]] = []
+    for name in frames.events:
+        cols = frames.arrow(name).to_pydict()
+        keys = [k for k in cols if not k.startswith("__") and k != "Time"]
+        for i, line in enumerate(cols["__line"]):
+            fields = {k: str(cols[k][i]) for k in keys if cols[k][i] is not None}
+            rows.append((line, round(cols["Time"][i] * 1e9), cols["__pid"][i], name, fields))
+    rows.sort(key=lambda r: r[0])
+    for _, ts, pid, event, fields in rows:
+        yield ts, pid, event, fields
 
 
 def program_from_trace(path: str | Path, comm: str | None = None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,20 +14,24 @@ from schedlab import SchedlabError, SimulationError, SpecError, UnknownNameError
 from schedlab._resolve import list_machines, preset_names, resolve_machine, resolve_workload
 from schedlab._result import RunResult
 
-SERDE_RESULT = {
-    "machine": "tiny-2c4t",
-    "workload": "hackbench:groups=1,fds=2,loops=10",
-    "policy": "eevdf",
-    "seed": 3,
-    "primary": "completion_time_s",
-    "metrics": [
-        {"name": "completion_time_s", "unit": "s", "value": 0.25, "better": "Lower"},
-        {"name": "requests_per_s", "unit": "1/s", "value": 4.0, "better": "Higher"},
-        {"name": "migrations", "unit": "count", "value": 7.0, "better": "Neither"},
+# The attributes of the native `RunOutput` (a stand-in: no engine needed).
+NATIVE_RESULT = SimpleNamespace(
+    machine="tiny-2c4t",
+    workload="hackbench:groups=1,fds=2,loops=10",
+    workloads=["hackbench:groups=1,fds=2,loops=10"],
+    policy="eevdf",
+    seed=3,
+    primary="completion_time_s",
+    metrics=[
+        SimpleNamespace(name="completion_time_s", unit="s", value=0.25, better="lower"),
+        SimpleNamespace(name="requests_per_s", unit="1/s", value=4.0, better="higher"),
+        SimpleNamespace(name="migrations", unit="count", value=7.0, better="neither"),
     ],
-    "events_processed": 1234,
-    "sim_time_ns": 250_000_000,
-}
+    events_processed=1234,
+    events_handled=1200,
+    sim_time_ns=250_000_000,
+    trace="trace text",
+)
 
 
 def test_exception_hierarchy_matches_core_variants() -> None:
@@ -43,8 +48,8 @@ def test_exception_hierarchy_matches_core_variants() -> None:
     }
 
 
-def test_run_result_from_serde_json() -> None:
-    r = RunResult.from_json(json.dumps(SERDE_RESULT), "trace text")
+def test_run_result_from_native() -> None:
+    r = RunResult.from_native(NATIVE_RESULT)  # type: ignore[arg-type]
     assert r.metrics == {"completion_time_s": 0.25, "requests_per_s": 4.0, "migrations": 7.0}
     assert r.better == {
         "completion_time_s": "lower",

@@ -64,4 +64,4 @@ def test_costs_are_written_with_how_they_were_measured() -> None:
     )
     assert out.count("ipi_ns =") == 1 and "ipi_ns = 25000" in out and "# measured: x" in out
     assert "context_switch_ns = 3000" in out and "l2_kib = 512" in out
-    _native.topo_show(out, "toml", "test", False)  # still a valid machine
+    _native.topo_show(out, "toml", "test")  # still a valid machine

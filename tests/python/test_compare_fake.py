@@ -1,11 +1,12 @@
 """compare -> summarize -> the CLI table, with the native run replaced by a
-fake that answers in the core's serde shape (no engine needed)."""
+fake that answers with the native `RunOutput`'s attributes (no engine needed)."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -28,26 +29,29 @@ def fake_run(
     trace: bool = False,
     check_invariants: bool = False,
     max_time_ns: int = 0,
-) -> tuple[str, str | None]:
+) -> SimpleNamespace:
     # The second policy is 10% faster; seeds add a spread.
     ct = (1.0 if policy == "eevdf" else 0.9) + 0.01 * seed
-    doc = {
-        "machine": "fake",
-        "workload": workload,
-        "policy": policy,
-        "seed": seed,
-        "primary": "completion_time_s",
-        "metrics": [
-            {"name": "completion_time_s", "unit": "s", "value": ct, "better": "Lower"},
-            {"name": "wakeup_latency_p99_us", "unit": "us", "value": 50.0, "better": "Lower"},
-            {"name": "migrations", "unit": "count", "value": float(seed), "better": "Neither"},
-            {"name": "wasted_idle_pct", "unit": "pct", "value": 0.0, "better": "Lower"},
-            {"name": "context_switches", "unit": "count", "value": 3.0, "better": "Neither"},
+    metric = SimpleNamespace
+    return SimpleNamespace(
+        machine="fake",
+        workload=workload,
+        workloads=[workload],
+        policy=policy,
+        seed=seed,
+        primary="completion_time_s",
+        metrics=[
+            metric(name="completion_time_s", unit="s", value=ct, better="lower"),
+            metric(name="wakeup_latency_p99_us", unit="us", value=50.0, better="lower"),
+            metric(name="migrations", unit="count", value=float(seed), better="neither"),
+            metric(name="wasted_idle_pct", unit="pct", value=0.0, better="lower"),
+            metric(name="context_switches", unit="count", value=3.0, better="neither"),
         ],
-        "events_processed": 10,
-        "sim_time_ns": 1000,
-    }
-    return json.dumps(doc), ("fake trace\n" if trace else None)
+        events_processed=10,
+        events_handled=10,
+        sim_time_ns=1000,
+        trace="fake trace\n" if trace else None,
+    )
 
 
 def fake_run_to_file(
@@ -62,11 +66,12 @@ def fake_run_to_file(
     trace_format: str,
     check_invariants: bool = False,
     max_time_ns: int = 0,
-) -> str:
+) -> SimpleNamespace:
     # As the native writer: the trace goes to the file while the run goes.
     Path(trace_path).write_text(f"fake {trace_format} trace\n")
-    text, _ = fake_run(machine_text, machine_format, machine_origin, workload, workload_format, policy, seed)
-    return text
+    return fake_run(
+        machine_text, machine_format, machine_origin, workload, workload_format, policy, seed
+    )
 
 
 @pytest.fixture

@@ -116,8 +116,10 @@ pub struct RunSpec {
     pub options: RunOptions,
 }
 
-/// Whether a lower or a higher value of a metric is better.
+/// Whether a lower or a higher value of a metric is better (serialised as
+/// the word Python and the CLI use: `lower`, `higher`, `neither`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Better {
     /// Lower is better.
     Lower,

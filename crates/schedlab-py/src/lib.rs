@@ -2,16 +2,21 @@
 //!
 //! Thin by design (house rule 9): each function converts its arguments, calls
 //! `schedlab_core::api` with the GIL released, and converts the answer back.
-//! Results cross the boundary as JSON text so that the types stay defined
-//! once, in Rust; the Python package wraps them in typed classes.
+//! Answers cross the boundary as Python objects, never as JSON text: a run
+//! as a `RunOutput` with its `Metric`s (classes defined here from the core's
+//! types), trace tables as Arrow record batches, and the core's documents
+//! (policies, workload families, analyses, topologies) as dicts and lists.
 
 // pyo3 0.22's #[pyfunction] expansion converts PyErr into PyErr, which
 // recent clippy flags in our code; the conversion is the macro's, not ours.
 #![allow(clippy::useless_conversion)]
 
 mod errors;
+mod frames;
+mod results;
 
 use pyo3::prelude::*;
+use results::{Metric, RunOutput};
 use schedlab_core::api::{self, MachineSource, RunOptions, RunSpec, WorkloadSource};
 
 /// The `RunSpec` the run functions' arguments describe.
@@ -38,8 +43,8 @@ fn run_spec(
     }
 }
 
-/// Runs one simulation. Returns the result as JSON and, when `trace` is set,
-/// the ftrace-format trace text.
+/// Runs one simulation. Returns its `RunOutput`, holding the ftrace-format
+/// trace text when `trace` is set.
 ///
 /// `extra_workloads` are further workloads run at the same time, each as
 /// `(text, format, origin)` (see `RunSpec::extra_workloads`); `governor`
@@ -66,7 +71,7 @@ fn run(
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
     workload_origin: String,
-) -> PyResult<(String, Option<String>)> {
+) -> PyResult<RunOutput> {
     let spec = run_spec(
         MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
         (workload, workload_format, workload_origin),
@@ -75,7 +80,7 @@ fn run(
         seed,
         RunOptions { trace, check_invariants, max_time_ns, governor },
     );
-    let mut result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
+    let result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
         let err = errors::to_py(f.error);
         // A failed run's trace so far rides on the exception as `partial_trace`.
         if let Some(text) = f.partial_trace {
@@ -83,15 +88,12 @@ fn run(
         }
         err
     })?;
-    let trace_text = result.trace.take();
-    let json = serde_json::to_string(&result)
-        .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the result: {e}")))?;
-    Ok((json, trace_text))
+    Ok(RunOutput::from(result))
 }
 
 /// Runs one simulation writing its trace to `trace_path` while it goes, as
 /// ftrace text (`trace_format="ftrace"`) or a Perfetto protobuf trace
-/// (`"perfetto"`). Returns the result as JSON. A run that fails or is
+/// (`"perfetto"`). Returns its `RunOutput`. A run that fails or is
 /// interrupted raises, and the file holds the trace so far, marked incomplete.
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
@@ -114,7 +116,7 @@ fn run_to_file(
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
     workload_origin: String,
-) -> PyResult<String> {
+) -> PyResult<RunOutput> {
     let format = match trace_format.as_str() {
         "ftrace" => schedlab_core::trace::TraceFormat::Ftrace,
         "perfetto" => schedlab_core::trace::TraceFormat::Perfetto,
@@ -132,8 +134,7 @@ fn run_to_file(
     );
     let file = schedlab_core::trace::TraceFile { path: trace_path.into(), format };
     let result = py.allow_threads(|| api::run_to_trace_file(&spec, &file)).map_err(|f| errors::to_py(f.error))?;
-    serde_json::to_string(&result)
-        .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the result: {e}")))
+    Ok(RunOutput::from(result))
 }
 
 /// Asks runs in progress in this process to stop (they raise
@@ -155,12 +156,27 @@ fn clear_stop() {
     api::clear_stop();
 }
 
-/// The machine's CPUs and sched domains, as text or (`json = True`) JSON.
+/// A JSON document the core rendered, as Python dicts and lists (keys in
+/// the document's order).
+fn document(py: Python<'_>, json: &str) -> PyResult<PyObject> {
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| errors::SimulationError::new_err(format!("the core's document does not read back: {e}")))?;
+    Ok(pythonize::pythonize(py, &value)?.unbind())
+}
+
+/// The machine's CPUs and sched domains, as the text `topo show` prints.
 #[pyfunction]
-#[pyo3(signature = (text, format, origin, json=false))]
-fn topo_show(py: Python<'_>, text: String, format: String, origin: String, json: bool) -> PyResult<String> {
+fn topo_show(py: Python<'_>, text: String, format: String, origin: String) -> PyResult<String> {
     let source = MachineSource { text, format, origin };
-    py.allow_threads(|| api::topo_show(&source, json)).map_err(errors::to_py)
+    py.allow_threads(|| api::topo_show(&source, false)).map_err(errors::to_py)
+}
+
+/// The machine's CPUs and sched domains as a dict (`topo show --json`).
+#[pyfunction]
+fn topo_doc(py: Python<'_>, text: String, format: String, origin: String) -> PyResult<PyObject> {
+    let source = MachineSource { text, format, origin };
+    let json = py.allow_threads(|| api::topo_show(&source, true)).map_err(errors::to_py)?;
+    document(py, &json)
 }
 
 /// A machine TOML imported from the sysfs tree under `root` (`/sys` or a copy).
@@ -169,26 +185,27 @@ fn topo_import(py: Python<'_>, root: String) -> PyResult<String> {
     py.allow_threads(|| api::topo_import(&root)).map_err(errors::to_py)
 }
 
-/// Policies, kernel profiles and features, as a JSON array.
+/// Policies, kernel profiles and features: a list of dicts (`name`,
+/// `kind`, `default_on`, `summary`, `shown_by`).
 #[pyfunction]
-fn policy_list() -> PyResult<String> {
-    serde_json::to_string(&api::policy_list())
-        .map_err(|e| errors::SimulationError::new_err(format!("cannot serialise the policy list: {e}")))
+fn policy_list(py: Python<'_>) -> PyResult<PyObject> {
+    Ok(pythonize::pythonize(py, &api::policy_list())?.unbind())
 }
 
-/// What a policy string expands to, as JSON.
+/// What a policy string expands to, as a dict.
 #[pyfunction]
-fn policy_show(policy: String) -> PyResult<String> {
-    api::policy_show(&policy).map_err(errors::to_py)
+fn policy_show(py: Python<'_>, policy: String) -> PyResult<PyObject> {
+    let json = api::policy_show(&policy).map_err(errors::to_py)?;
+    document(py, &json)
 }
 
-/// Workload families and their parameters, as a JSON array.
+/// Workload families and their parameters, as a list of dicts.
 #[pyfunction]
-fn workload_list() -> String {
-    api::workload_list()
+fn workload_list(py: Python<'_>) -> PyResult<PyObject> {
+    Ok(pythonize::pythonize(py, &schedlab_core::workload::spec::workload_families())?.unbind())
 }
 
-/// Metrics of an ftrace text (real or simulated), as JSON; with `machine`
+/// Metrics of an ftrace text (real or simulated), as a dict; with `machine`
 /// (`(text, format, origin)`) topology-aware, and with `comms`/`pids` the
 /// scheduler metrics restricted to those tasks.
 #[pyfunction]
@@ -200,10 +217,12 @@ fn analyze_trace(
     machine: Option<(String, String, String)>,
     comms: Vec<String>,
     pids: Vec<u32>,
-) -> PyResult<String> {
+) -> PyResult<PyObject> {
     let machine = machine.map(|(text, format, origin)| MachineSource { text, format, origin });
     let filter = api::TaskFilter { comms, pids };
-    py.allow_threads(|| api::analyze_trace_on(&text, &origin, machine.as_ref(), &filter)).map_err(errors::to_py)
+    let json =
+        py.allow_threads(|| api::analyze_trace_on(&text, &origin, machine.as_ref(), &filter)).map_err(errors::to_py)?;
+    document(py, &json)
 }
 
 /// Runs a native workload program (`schedlab-wl`'s families, in this
@@ -225,6 +244,10 @@ fn wl_stop() {
 #[pymodule]
 fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(py, m)?;
+    m.add_class::<RunOutput>()?;
+    m.add_class::<Metric>()?;
+    m.add_function(wrap_pyfunction!(frames::trace_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(topo_doc, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(run_to_file, m)?)?;
     m.add_function(wrap_pyfunction!(wl_main, m)?)?;

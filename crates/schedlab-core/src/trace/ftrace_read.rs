@@ -76,12 +76,17 @@ struct Reader {
 }
 
 /// The fixed part of an event line.
-struct Head<'a> {
+pub(crate) struct Head<'a> {
+    /// The task column before `[cpu]`, trimmed: `comm-pid`, `comm-pid
+    /// (tgid)` (trace-cmd, `-o record-tgid`) or `comm pid` (perf script).
+    pub(crate) task: &'a str,
     /// As read (saturating): checked against [`MAX_CPUS`] by the caller.
-    cpu: u64,
-    time: Ns,
-    event: &'a str,
-    payload: &'a str,
+    pub(crate) cpu: u64,
+    pub(crate) time: Ns,
+    /// The event name without a subsystem prefix (`sched_switch`).
+    pub(crate) event: &'a str,
+    /// The fields after the event name, trimmed.
+    pub(crate) payload: &'a str,
 }
 
 /// `secs.frac` (any number of fraction digits up to 9) to ns.
@@ -109,7 +114,7 @@ fn token(s: &str) -> (&str, &str) {
 }
 
 /// Find `[cpu]` after a non-empty task column, then flags, time and event.
-fn split_head(line: &str) -> Option<Head<'_>> {
+pub(crate) fn split_head(line: &str) -> Option<Head<'_>> {
     let bytes = line.as_bytes();
     let mut from = 0;
     while let Some(off) = line[from..].find('[') {
@@ -149,7 +154,7 @@ fn split_head(line: &str) -> Option<Head<'_>> {
         };
         // perf names events `sched:sched_switch`.
         let event = name.rsplit(':').next().unwrap_or(name);
-        return Some(Head { cpu, time, event, payload: r.trim() });
+        return Some(Head { task: line[..p].trim(), cpu, time, event, payload: r.trim() });
     }
     None
 }

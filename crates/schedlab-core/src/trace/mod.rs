@@ -2,6 +2,7 @@
 
 pub mod event;
 pub mod file;
+pub mod frames;
 pub mod ftrace;
 pub mod ftrace_read;
 pub mod perfetto;
@@ -9,5 +10,6 @@ pub mod perfetto_proto;
 
 pub use event::{BalanceKind, Event, MigrateReason, PlacePath, PrevState, TimedEvent};
 pub use file::{TraceFile, TraceFormat};
+pub use frames::{frames_of, EventFrame, FrameColumn, TraceFrames, FIXED_COLUMNS};
 pub use ftrace::{write_ftrace, FtraceWriter};
 pub use ftrace_read::{read_ftrace, ParsedTrace};
