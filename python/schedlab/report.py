@@ -241,7 +241,7 @@ def write_report(
     )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
+<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}h1,h2,td{{overflow-wrap:anywhere}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}figure{{margin:1.5em 0}}</style></head>
 <body><h1>{esc(title)}</h1>
 <p>Policies: {esc(", ".join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>
