@@ -41,7 +41,7 @@ from ._compare import (
     run_matrix,
     summarize,
 )
-from ._native import RunInterrupted, SchedlabError, SimulationError, UnknownNameError
+from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
 from ._result import U64_MAX, RunResult, check_u64, run_sources
 
@@ -1095,14 +1095,26 @@ def report_cmd(
         list[str] | None,
         typer.Option("--metric", help="Metric to draw (repeatable; default: the primary and the usual secondaries)."),
     ] = None,
+    trace: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trace",
+            help="An ftrace text trace (a run's --trace, or a real one) whose per-CPU timeline the "
+            "report shows (repeatable).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Write an HTML page and a markdown summary of a comparison: per-metric bars with error
-    bars per policy, where wakeups were placed, migrations by distance, and the table."""
+    bars per policy, the wakeup latency distribution, where wakeups were placed, a heat map of
+    migrations by distance, per-CPU timelines of --trace files, and the table."""
     from . import report as _report
 
+    for t in trace or []:
+        if not t.is_file():
+            raise SpecError(f"{t}: --trace: expected a trace file, got nothing there")
     runs, meta = _report.load(results)
-    figures = _report.write_report(runs, meta, out, metric or None)
+    figures = _report.write_report(runs, meta, out, metric or None, traces=list(trace or []))
     if json_out:
         _echo_json({"out": str(out), "figures": [p.name for p in figures]})
         return

@@ -7,10 +7,13 @@ PNG per figure drawn with matplotlib:
 
 * per metric, each policy's mean with its standard deviation as an error
   bar, every seed's value as a dot beside it;
+* the wakeup latency distribution per policy, drawn as a CDF from each
+  run's ``wakeup_latency_dist.pQ`` quantiles (mean over seeds per quantile);
 * where the wakeups were placed (the ``place_*`` paths) per policy, as
   shares of all placements;
 * migrations by topological distance (SMT, cluster, LLC, package, node) per
-  policy.
+  policy, as a heat map of the mean per run;
+* with ``--trace``, each trace's per-CPU timeline (which task ran where).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ._compare import default_metrics
 from ._native import SpecError
 
 PLACE_PREFIX = "place_"
+LATENCY_PREFIX = "wakeup_latency_dist.p"
 MIGRATION_KINDS = (
     "migrations_smt",
     "migrations_cluster",
@@ -49,7 +53,9 @@ def load(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
         if runs.empty:
             raise SpecError(f"{path}: a sweep dataset with no runs yet")
         if runs["machine"].nunique() > 1 or runs["workload"].nunique() > 1:
-            runs = runs.assign(policy=runs["policy"] + " · " + runs["machine"] + " · " + runs["workload"])
+            runs = runs.assign(
+                policy=runs["policy"] + " · " + runs["machine"] + " · " + runs["workload"]
+            )
         meta = {
             "machine": ", ".join(dict.fromkeys(runs["machine"].astype(str))),
             "workload": ", ".join(dict.fromkeys(runs["workload"].astype(str))),
@@ -117,9 +123,8 @@ def _metric_figure(runs: pd.DataFrame, metric: str, unit: str, better: str, out:
     plt.close(fig)
 
 
-def _stacked_figure(
-    runs: pd.DataFrame, cols: list[str], title: str, out: Path, share: bool
-) -> bool:
+def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) -> bool:
+    """Per policy, the mean of each of ``cols`` as a share of their sum."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -130,9 +135,8 @@ def _stacked_figure(
         return False
     policies = _policies(runs)
     means = runs.groupby("policy", sort=False)[cols].mean().reindex(policies)
-    if share:
-        totals = means.sum(axis=1).replace(0, math.nan)
-        means = means.div(totals, axis=0) * 100
+    totals = means.sum(axis=1).replace(0, math.nan)
+    means = means.div(totals, axis=0) * 100
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(policies) + 2.4, 3.6))
     bottom = [0.0] * len(policies)
     cmap = plt.get_cmap("tab20")
@@ -142,9 +146,80 @@ def _stacked_figure(
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_xticks(range(len(policies)))
     ax.set_xticklabels(policies, rotation=20, ha="right", fontsize="small")
-    ax.set_ylabel("% of placements" if share else "per run")
+    ax.set_ylabel("% of placements")
     ax.set_title(title, fontsize="medium")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", frameon=False)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def _latency_figure(runs: pd.DataFrame, out: Path) -> bool:
+    """The wakeup latency CDF of each policy: quantile against latency (log
+    axis), the mean over seeds of each quantile. False when no run has one."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = [c for c in runs.columns if c.startswith(LATENCY_PREFIX)]
+    cols = [c for c in cols if runs[c].astype(float).notna().any()]
+    if not cols:
+        return False
+    quantiles = [float(c[len(LATENCY_PREFIX) :]) for c in cols]
+    means = runs.groupby("policy", sort=False)[cols].mean().reindex(_policies(runs))
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    for policy, row in means.iterrows():
+        pts = sorted(
+            (float(v), q) for v, q in zip(row, quantiles, strict=True) if not math.isnan(v)
+        )
+        if pts:
+            # A latency of 0 has no place on a log axis: drawn at the axis' floor.
+            xs = [max(v, 0.01) for v, _ in pts]
+            ax.step(xs, [q / 100 for _, q in pts], where="post", marker=".", label=str(policy))
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("wakeup latency (us)")
+    ax.set_ylabel("fraction of wakeups at or below")
+    ax.set_title("wakeup latency distribution (mean over seeds per quantile)", fontsize="medium")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) -> bool:
+    """Policies x ``cols`` as a heat map of the mean per run, each cell
+    written out. False when every mean is 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = [c for c in cols if c in runs]
+    policies = _policies(runs)
+    if not cols:
+        return False
+    means = runs.groupby("policy", sort=False)[cols].mean().reindex(policies).fillna(0.0)
+    if float(means.to_numpy().sum()) <= 0:
+        return False
+    fig, ax = plt.subplots(figsize=(2.5 + 1.3 * len(cols), 1.4 + 0.45 * len(policies)))
+    im = ax.imshow(means.to_numpy(), cmap="Blues", aspect="auto")
+    peak = float(means.to_numpy().max())
+    for i in range(len(policies)):
+        for j in range(len(cols)):
+            v = float(means.iat[i, j])
+            colour = "white" if v > 0.6 * peak else "black"
+            ax.text(j, i, f"{v:.4g}", ha="center", va="center", fontsize="small", color=colour)
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([c.removeprefix("migrations_") for c in cols], fontsize="small")
+    ax.set_yticks(range(len(policies)))
+    ax.set_yticklabels(policies, fontsize="small")
+    ax.set_title(title, fontsize="medium")
+    fig.colorbar(im, ax=ax, label="per run")
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)
@@ -183,9 +258,14 @@ def _fmt(v: Any) -> str:
 
 
 def write_report(
-    runs: pd.DataFrame, meta: dict[str, Any], out: Path, metrics: list[str] | None = None
+    runs: pd.DataFrame,
+    meta: dict[str, Any],
+    out: Path,
+    metrics: list[str] | None = None,
+    traces: list[Path] | None = None,
 ) -> list[Path]:
-    """Write the report into `out`; returns the figure files written."""
+    """Write the report into `out`; returns the figure files written. Each
+    of ``traces`` (ftrace text, real or simulated) adds its per-CPU timeline."""
     out.mkdir(parents=True, exist_ok=True)
     numeric = [c for c in runs.columns if pd.api.types.is_numeric_dtype(runs[c])]
     if metrics is None:
@@ -208,17 +288,23 @@ def write_report(
         f = out / f"metric-{m}.png"
         _metric_figure(runs, m, meta["units"].get(m, ""), meta["better"].get(m, ""), f)
         figures.append((f, f"{m}: mean and standard deviation per policy, each seed a dot"))
+    f = out / "wakeup-latency.png"
+    if _latency_figure(runs, f):
+        figures.append((f, "wakeup latency: CDF per policy, from each run's quantiles"))
     place_cols = [c for c in runs.columns if c.startswith(PLACE_PREFIX)]
     f = out / "placement.png"
-    if _stacked_figure(
-        runs, place_cols, "where wakeups were placed (select_task_rq paths)", f, share=True
-    ):
+    if _stacked_figure(runs, place_cols, "where wakeups were placed (select_task_rq paths)", f):
         figures.append((f, "placement paths: share of all placements per policy"))
     f = out / "migrations.png"
-    if _stacked_figure(
-        runs, list(MIGRATION_KINDS), "migrations by distance, per run", f, share=False
-    ):
-        figures.append((f, "migrations by topological distance, mean per run"))
+    if _heatmap_figure(runs, list(MIGRATION_KINDS), "migrations by distance, mean per run", f):
+        figures.append((f, "migrations by topological distance: heat map of the mean per run"))
+    for i, trace in enumerate(traces or []):
+        from . import plot as _plot
+        from . import trace as _trace
+
+        f = out / f"timeline-{i}.png"
+        _plot.cpu_timeline(_trace.read(trace), f, title=f"which task ran where: {trace.name}")
+        figures.append((f, f"per-CPU timeline of {trace}"))
     summary = _summary(runs, metrics)
     title = f"schedlab report: {meta.get('machine', '')} · {meta.get('workload', '')}"
     seeds = sorted({int(s) for s in runs["seed"]}) if "seed" in runs else []
@@ -236,12 +322,14 @@ def write_report(
         "<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>" for row in table_rows
     )
     figs_html = "\n".join(
-        f'<figure><img src="{esc(p.name)}" alt="{esc(cap)}"><figcaption>{esc(cap)}</figcaption></figure>'
+        f'<figure><img src="{esc(p.name)}" alt="{esc(cap)}">'
+        f"<figcaption>{esc(cap)}</figcaption></figure>"
         for p, cap in figures
     )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}h1,h2,td{{overflow-wrap:anywhere}}table{{border-collapse:collapse}}
+<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}
+h1,h2,td{{overflow-wrap:anywhere}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}figure{{margin:1.5em 0}}</style></head>
 <body><h1>{esc(title)}</h1>
 <p>Policies: {esc(", ".join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>

@@ -52,10 +52,22 @@ def _check(out: Path) -> list[str]:
 
 def test_report_from_compare_json(tmp_path: Path) -> None:
     out = tmp_path / "rep"
-    res = runner.invoke(app, ["report", str(_compare(tmp_path, "json")), "-o", str(out)])
+    trace = tmp_path / "run.txt"
+    res = runner.invoke(
+        app, ["run", "-m", "laptop-4c8t", "-w", "hackbench:groups=1,loops=5", "--trace", str(trace)]
+    )
+    assert res.exit_code == 0, res.output
+    cmp = _compare(tmp_path, "json")
+    res = runner.invoke(app, ["report", str(cmp), "-o", str(out), "--trace", str(trace)])
     assert res.exit_code == 0, res.output
     pngs = _check(out)
-    assert "metric-completion_time_s.png" in pngs and "placement.png" in pngs
+    assert {
+        "metric-completion_time_s.png",
+        "wakeup-latency.png",
+        "placement.png",
+        "migrations.png",
+        "timeline-0.png",
+    } <= set(pngs)
     page = (out / "index.html").read_text()
     assert "eevdf-WA_IDLE" in page and "completion_time_s" in page
 
@@ -78,6 +90,8 @@ def test_report_errors_are_one_line(tmp_path: Path) -> None:
     assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1
     res = runner.invoke(app, ["report", str(_compare(tmp_path, "json")), "--metric", "nope"])
     assert res.exit_code == 2 and "nope" in res.output
+    res = runner.invoke(app, ["report", str(bad), "--trace", str(tmp_path / "none.txt")])
+    assert res.exit_code == 2 and "none.txt" in res.output
 
 
 def test_report_from_a_sweep_dataset(tmp_path: Path) -> None:

@@ -117,6 +117,24 @@ pub const PART_METRICS: [&str; 6] = [
     "app_wakeup_latency_p99_us",
 ];
 
+/// The quantiles of `wakeup_latency_dist.pQ` (name suffix, percentile):
+/// dense in the tail, where placement policies differ, and log-spaced
+/// towards it, so that the points trace the CDF on a log latency axis.
+pub const WAKEUP_LATENCY_QUANTILES: [(&str, f64); 12] = [
+    ("1", 1.0),
+    ("5", 5.0),
+    ("10", 10.0),
+    ("25", 25.0),
+    ("50", 50.0),
+    ("75", 75.0),
+    ("90", 90.0),
+    ("95", 95.0),
+    ("99", 99.0),
+    ("99.9", 99.9),
+    ("99.99", 99.99),
+    ("100", 100.0),
+];
+
 impl TaskRec {
     const NEW: TaskRec = TaskRec {
         state: TaskState::Unknown,
@@ -598,7 +616,9 @@ impl Collector {
         }
     }
 
-    /// Close the run at `end_ns` and return every metric in registry order.
+    /// Close the run at `end_ns` and return every metric: the registry's in
+    /// its order, then the per-domain energy ones, each further part's, and
+    /// the wakeup latency quantiles.
     pub fn finish(&mut self, end_ns: Ns) -> Vec<MetricValue> {
         self.advance_to(end_ns.max(self.last_t));
         self.occ.resolve_unknown_as_idle();
@@ -634,7 +654,22 @@ impl Collector {
                 });
             }
         }
+        out.extend(self.wakeup_latency_dist());
         out
+    }
+
+    /// The wakeup latency distribution as a ladder of quantiles,
+    /// `wakeup_latency_dist.pQ` for each of [`WAKEUP_LATENCY_QUANTILES`], in
+    /// us: enough points to draw its CDF (`schedlab report` does) from a
+    /// run's metrics alone. Absent (NaN) when nothing was woken.
+    fn wakeup_latency_dist(&self) -> impl Iterator<Item = MetricValue> + '_ {
+        let woken = self.wakeup_lat.count() > 0;
+        WAKEUP_LATENCY_QUANTILES.iter().map(move |&(name, q)| MetricValue {
+            name: format!("wakeup_latency_dist.p{name}"),
+            unit: "us".into(),
+            value: if woken { self.wakeup_lat.percentile(q) / 1000.0 } else { f64::NAN },
+            better: crate::api::Better::Lower,
+        })
     }
 
     /// Value of one of [`PART_METRICS`] for measured part `k` (`None` for another name).

@@ -61,11 +61,12 @@ fn every_registry_metric_has_a_value_in_order() {
     // Without an energy model the energy metrics are left out.
     let m = run(c.clone(), &two_task_script(), 50_000);
     let energy = crate::metrics::energy::ENERGY_METRICS;
-    assert_eq!(m.len(), METRICS.len() - energy.len());
+    let ladder = super::WAKEUP_LATENCY_QUANTILES.len();
+    assert_eq!(m.len(), METRICS.len() - energy.len() + ladder);
     assert!(m.iter().all(|v| !energy.contains(&v.name.as_str())));
     // With one, every registry metric comes first, in order, then the
     // per-domain and per-CPU ones (energy_j.fd0, freq_residency.fd0.KHZ,
-    // energy_j.cpuN).
+    // energy_j.cpuN), then the wakeup latency quantiles.
     c.energy = Some(crate::metrics::energy::EnergyCtx {
         cpu_domain: vec![0, 0],
         domain_opps: vec![vec![crate::topology::Opp { freq_khz: 1_000_000, power_mw: 100 }]],
@@ -73,7 +74,9 @@ fn every_registry_metric_has_a_value_in_order() {
         domain_start_khz: vec![1_000_000],
     });
     let m = run(c, &two_task_script(), 50_000);
-    assert_eq!(m.len(), METRICS.len() + 4);
+    assert_eq!(m.len(), METRICS.len() + 4 + ladder);
+    assert_eq!(m[METRICS.len() + 4].name, "wakeup_latency_dist.p1");
+    assert_eq!(m.last().unwrap().name, "wakeup_latency_dist.p100");
     assert_eq!(m[METRICS.len() + 3].name, "energy_j.cpu1");
     assert_eq!(m[METRICS.len()].name, "energy_j.fd0");
     assert_eq!(m[METRICS.len() + 1].name, "freq_residency.fd0.1000000");
@@ -83,6 +86,36 @@ fn every_registry_metric_has_a_value_in_order() {
         // description says when.
         assert!(v.value.is_finite() || d.description.contains("Absent"), "{} = {}", v.name, v.value);
     }
+}
+
+#[test]
+fn wakeup_latency_quantiles_trace_the_distribution() {
+    // One wakeup of 5 us: every quantile is it.
+    let m = run(ctx(2, 2), &two_task_script(), 50_000);
+    for (q, _) in super::WAKEUP_LATENCY_QUANTILES {
+        assert_eq!(get(&m, &format!("wakeup_latency_dist.p{q}")), 5.0, "p{q}");
+    }
+    // No wakeup at all: absent, not 0.
+    let forks_only: Vec<(Ns, Event)> = two_task_script().into_iter().take(3).collect();
+    let m = run(ctx(2, 2), &forks_only, 50_000);
+    assert!(get(&m, "wakeup_latency_dist.p50").is_nan());
+    // A spread of latencies: the ladder rises with the quantile and ends at the worst.
+    let mut script = Vec::new();
+    for (i, lat) in [1_000u64, 2_000, 4_000, 8_000, 100_000].into_iter().enumerate() {
+        let t = i as u64 * 1_000_000;
+        script.push((t, Event::Waking { task: A, cpu: CpuId(1) }));
+        script.push((t, wakeup(A, 0, false)));
+        script.push((t + lat, sw(0, None, PrevState::Sleeping, Some(A))));
+        script.push((t + lat + 100, sw(0, Some(A), PrevState::Sleeping, None)));
+    }
+    let m = run(ctx(2, 2), &script, 6_000_000);
+    let ladder: Vec<f64> =
+        super::WAKEUP_LATENCY_QUANTILES.iter().map(|(q, _)| get(&m, &format!("wakeup_latency_dist.p{q}"))).collect();
+    assert!(ladder.windows(2).all(|w| w[0] <= w[1]), "{ladder:?}");
+    // Within the histogram's 0.4% bucket midpoint error; the maximum is exact.
+    let near = |v: f64, want: f64| (v - want).abs() <= want * 0.004;
+    assert!(near(ladder[0], 1.0) && near(get(&m, "wakeup_latency_dist.p50"), 4.0), "{ladder:?}");
+    assert_eq!(*ladder.last().unwrap(), 100.0);
 }
 
 #[test]
