@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -24,7 +25,7 @@ MachineArg = str | os.PathLike[str] | dict[str, Any]
 WorkloadArg = str | os.PathLike[str] | dict[str, Any]
 #: One workload, or a list of them run together on one machine (the first
 #: non-noise one is the main workload; see ``schedlab workload list``).
-WorkloadsArg = WorkloadArg | list[WorkloadArg] | tuple[WorkloadArg, ...]
+WorkloadsArg = WorkloadArg | Sequence[WorkloadArg]
 
 _FILE_SUFFIXES = (".toml", ".json")
 
@@ -127,7 +128,7 @@ def resolve_machine(arg: MachineArg) -> Source:
 
 def resolve_workloads(arg: WorkloadsArg) -> tuple[Source, ...]:
     """The workload texts for one workload or a list of them (composed in order)."""
-    items = list(arg) if isinstance(arg, (list, tuple)) else [arg]
+    items = [arg] if isinstance(arg, str | os.PathLike | dict) else list(arg)
     if not items:
         raise SpecError("workload: expected at least one workload, got an empty list")
     return tuple(resolve_workload(a) for a in items)
@@ -169,9 +170,7 @@ def _replay_source(arg: str) -> Source:
 
 def _rtapp_source(arg: str) -> Source:
     """``rtapp:file=PATH``: an rt-app JSON file, whatever its name ends with."""
-    keys = dict(
-        kv.split("=", 1) if "=" in kv else (kv, "") for kv in arg[len("rtapp:") :].split(",") if kv
-    )
+    keys = dict(kv.partition("=")[::2] for kv in arg[len("rtapp:") :].split(",") if kv)
     if set(keys) != {"file"} or not keys["file"]:
         raise SpecError(
             f"workload: workload.rtapp: expected rtapp:file=PATH (one key, file), got '{arg}'"

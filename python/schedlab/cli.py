@@ -918,7 +918,7 @@ def _show_reproduce(
 def demo_cmd(json_out: JsonOpt = False) -> None:
     """A short comparison on a built-in scenario, to see what schedlab does."""
     _do_compare(
-        DEMO_MACHINE, DEMO_WORKLOAD, list(DEMO_POLICIES), DEMO_RUNS, 0, None, None, json_out, None
+        DEMO_MACHINE, [DEMO_WORKLOAD], list(DEMO_POLICIES), DEMO_RUNS, 0, None, None, json_out, None
     )
     if not json_out:
         _out().print(
@@ -959,7 +959,8 @@ def record_cmd(
     if json_out:
         _echo_json(info)
         return
-    lost = [o for o in info["overruns"] if o != "0"]  # type: ignore[union-attr]
+    overruns = info["overruns"]
+    lost = [o for o in overruns if o != "0"] if isinstance(overruns, list) else []
     _out().print(
         f"recorded {' '.join(argv)} (exit {info['exit_status']}) into {out}/trace.txt, machine.toml, kernel.json"
         + (f"; WARNING: {len(lost)} CPUs lost events (raise --buffer-kb)" if lost else "")
