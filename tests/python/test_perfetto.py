@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from schedlab import _native
+from schedlab._resolve import resolve_machine
 from schedlab.cli import app
 
 pb = pytest.importorskip(
@@ -67,12 +69,26 @@ def test_every_event_kind_and_every_cpu_decode(tmp_path: Path) -> None:
         "irq_handler_exit",
         "softirq_entry",
         "softirq_exit",
+        "cpu_idle",
         "process_tree",
         "track_descriptor",
         "track_event:place",
         "track_event:balance",
     ):
         assert kinds[k] > 0, (k, kinds)
+    # Idle entries name a state of the machine's list; exits are PWR_EVENT_EXIT.
+    idle = [
+        e.cpu_idle.state
+        for p in trace.packet
+        if p.HasField("ftrace_events")
+        for e in p.ftrace_events.event
+        if e.HasField("cpu_idle")
+    ]
+    laptop = resolve_machine("laptop-4c8t")
+    doc = _native.topo_doc(laptop.text, laptop.format, laptop.origin)
+    nr_states = len(doc["core_types"][0]["idle_states"])
+    assert set(idle) - {2**32 - 1} <= set(range(nr_states)), set(idle)
+    assert 2**32 - 1 in idle
     tree = next(p.process_tree for p in trace.packet if p.HasField("process_tree"))
     names = {t.name for t in tree.threads}
     assert "hackbench" in names and "ksoftirqd/0" in names
@@ -98,6 +114,15 @@ def test_every_event_kind_and_every_cpu_decode(tmp_path: Path) -> None:
         "cpu",
         "scanned",
     }
+
+
+def test_frequency_counters_decode(tmp_path: Path) -> None:
+    out = tmp_path / "freq.pftrace"
+    args = ["run", "-m", "hikey960", "-w", "hackbench:groups=1,fds=4,loops=20"]
+    res = runner.invoke(app, [*args, "--governor", "schedutil", "--trace", str(out)])
+    assert res.exit_code == 0, res.output
+    kinds, _ = _kinds(_decode(out))
+    assert kinds["cpu_frequency"] > 0 and kinds["cpu_idle"] > 0, kinds
 
 
 def test_the_same_run_gives_the_same_bytes(tmp_path: Path) -> None:

@@ -419,6 +419,11 @@ impl Sim {
             self.leave_cpu(pp, cpu);
             self.emit(Event::Switch { cpu, prev, prev_state, next });
         } else {
+            if next.is_some() {
+                // The idle loop is left (and traced as left) before the switch.
+                self.put_prev_task_idle(cpu);
+                self.exit_idle(cpu);
+            }
             self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
         }
         self.rqs[cpu.idx()].curr = next;
@@ -427,10 +432,6 @@ impl Sim {
         self.rqs[cpu.idx()].run_gen += 1;
         match next {
             Some(n) => {
-                if prev.is_none() {
-                    self.put_prev_task_idle(cpu);
-                    self.exit_idle(cpu);
-                }
                 let (refill, kib) = self.refill_work_ns(n, cpu);
                 self.arrive_on_cpu(n, cpu, kib);
                 let t = &mut self.tasks[n.idx()];

@@ -243,6 +243,15 @@ impl Sim {
         }
     }
 
+    /// Emit an event only the trace shows (the metrics ignore it): nothing
+    /// to do when no trace is kept, so it costs the untraced hot path nothing.
+    #[inline]
+    pub(crate) fn emit_trace_only(&mut self, ev: Event) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(TimedEvent { time: self.now, ev });
+        }
+    }
+
     /// Hand the kept events to the trace sink once there are at least `min`.
     pub(crate) fn drain_trace(&mut self, min: usize) -> Result<()> {
         let (Some(sink), Some(events)) = (self.trace_sink.as_mut(), self.trace.as_mut()) else { return Ok(()) };

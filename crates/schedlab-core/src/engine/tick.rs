@@ -3,6 +3,7 @@
 
 use super::{Ev, Sim};
 use crate::ids::CpuId;
+use crate::trace::Event;
 
 impl Sim {
     /// The next tick boundary after now: ticks of all CPUs are aligned, as
@@ -42,6 +43,9 @@ impl Sim {
     pub(super) fn enter_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let state = self.idle_select(cpu);
+        if !self.machine.core_type(cpu).idle_states.is_empty() {
+            self.emit_trace_only(Event::CpuIdle { cpu, state: Some(state) });
+        }
         let rq = &mut self.rqs[cpu.idx()];
         rq.idle_since = now;
         rq.idle_state = Some(state);
@@ -65,6 +69,15 @@ impl Sim {
             Some(s) => self.machine.core_type(cpu).idle_states.get(s as usize).map_or(0, |st| st.exit_latency_ns),
             None => 0,
         };
+        // A state entered (and traced) is left; CPUs idle from the start entered none.
+        if self.rqs[cpu.idx()].idle_state.is_some() && !self.machine.core_type(cpu).idle_states.is_empty() {
+            // DEVIATION(kernel): the kernel traces the exit once the state's
+            // exit latency has passed; here it is traced when the wakeup
+            // reaches the CPU, and the latency delays the task's first run
+            // (`ready_at`) instead. The same ordering puts the wakee's
+            // sched_switch an exit latency early (README, "Not yet").
+            self.emit_trace_only(Event::CpuIdle { cpu, state: None });
+        }
         let t = self.next_tick_time();
         let rq = &mut self.rqs[cpu.idx()];
         rq.idle_state = None;

@@ -356,6 +356,8 @@ impl Collector {
                 }
             }
             Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
+            // Idle time is measured from the switches; the states are for the trace.
+            Event::CpuIdle { .. } => {}
             Event::Waking { task, cpu } => {
                 self.ensure_task(task);
                 let rec = &mut self.tasks[task.idx()];

@@ -221,6 +221,15 @@ pub enum Event {
         /// The new frequency, kHz (`state=`).
         khz: u32,
     },
+    /// `cpu_idle`: the CPU entered idle state `state` (an index into its
+    /// core type's idle states), or left idle (`None`, the kernel's
+    /// `PWR_EVENT_EXIT`, written as 4294967295).
+    CpuIdle {
+        /// CPU.
+        cpu: CpuId,
+        /// The state entered, or `None` on exit.
+        state: Option<u8>,
+    },
     /// `sched_process_exit`.
     Exit {
         /// Task.

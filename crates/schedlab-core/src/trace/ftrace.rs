@@ -78,6 +78,12 @@ const COMM_MAX: usize = 15;
 /// every line says what a `sched_switch` line says: irqs off, preempt depth 2.
 const FLAGS: &str = "d..2.";
 
+/// `cpu_idle`'s `state`: the state's index, or `PWR_EVENT_EXIT` (`(u32)-1`,
+/// `include/trace/events/power.h`) when the CPU leaves idle.
+pub fn cpu_idle_state(state: Option<u8>) -> u32 {
+    state.map_or(u32::MAX, u32::from)
+}
+
 /// `sched_switch` state letter of a previous task.
 pub fn prev_state_str(s: PrevState) -> &'static str {
     match s {
@@ -341,6 +347,11 @@ impl FtraceWriter {
                 self.ensure(cpu, None);
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 write!(out, "cpu_frequency: state={khz} cpu_id={}", cpu.0)?;
+            }
+            Event::CpuIdle { cpu, state } => {
+                self.ensure(cpu, None);
+                self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
+                write!(out, "cpu_idle: state={} cpu_id={}", cpu_idle_state(state), cpu.0)?;
             }
             Event::Exit { task } => {
                 self.ensure(CpuId(0), Some(task));

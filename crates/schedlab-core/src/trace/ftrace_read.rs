@@ -388,6 +388,11 @@ impl Reader {
                 Event::Irq { cpu: self.cpu(h.cpu), irq, entry: h.event == "irq_handler_entry" }
             }
             "cpu_frequency" => Event::CpuFrequency { cpu: self.cpu(num(p, "cpu_id")?), khz: num(p, "state")? },
+            "cpu_idle" => {
+                // A state index past u8 is no state schedlab models: read as an exit.
+                let state: u32 = num(p, "state")?;
+                Event::CpuIdle { cpu: self.cpu(num(p, "cpu_id")?), state: u8::try_from(state).ok() }
+            }
             "softirq_entry" | "softirq_exit" => {
                 Event::Softirq { cpu: self.cpu(h.cpu), entry: h.event == "softirq_entry" }
             }
@@ -546,6 +551,7 @@ mod tests {
             ev(5_000, sw(0, None, Runnable, Some(a))),
             ev(6_000, Event::Mark { task: a, kind: MarkKind::RequestDone, value: 17 }),
             ev(7_000, sw(1, Some(b), Sleeping, None)),
+            ev(7_000, Event::CpuIdle { cpu: CpuId(1), state: Some(2) }),
             ev(8_000, Event::Waking { task: b, cpu: CpuId(0) }),
             ev(
                 8_000,

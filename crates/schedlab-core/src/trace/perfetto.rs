@@ -328,6 +328,12 @@ impl<W: Write> PerfettoWriter<W> {
                 let ev = K::CpuFrequency(pb::CpuState { state: Some(khz), cpu_id: Some(cpu.0) });
                 self.ftrace(cpu, time, self.curr[cpu.idx()], ev)?;
             }
+            Event::CpuIdle { cpu, state } => {
+                self.ensure(cpu, None);
+                let state = crate::trace::ftrace::cpu_idle_state(state);
+                let ev = K::CpuIdle(pb::CpuState { state: Some(state), cpu_id: Some(cpu.0) });
+                self.ftrace(cpu, time, self.curr[cpu.idx()], ev)?;
+            }
             Event::Place { task, prev, waker_cpu, cpu, path, scanned, capacity } => {
                 self.ensure(waker_cpu, Some(task));
                 let args = vec![
