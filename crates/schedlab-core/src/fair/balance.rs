@@ -141,6 +141,10 @@ impl Sim {
 
     /// `task_hot(p, env)`: `p` probably still has cache state on its CPU.
     pub fn task_hot(&self, p: TaskId, env: &LbEnv) -> bool {
+        // A SCHED_IDLE task's cache is worth nothing to keep.
+        if self.tasks[p.idx()].policy == crate::workload::SchedPolicy::Idle {
+            return false;
+        }
         let sd = self.domains.sd(env.sd);
         if sd.has(SD_SHARE_CPUCAPACITY) {
             return false; // SMT siblings share caches

@@ -458,15 +458,15 @@ impl CfsRq {
     /// `sched_nr_latency` queued, curr the last buddy. NEXT_BUDDY marks every
     /// woken (not forked) task at that load. A fork goes through here too
     /// (`wake_up_new_task` -> `check_preempt_curr(WF_FORK)`); START_DEBIT
-    /// usually keeps it from preempting.
-    // XXX: SCHED_IDLE / SCHED_BATCH rules are not modelled: entities carry
-    // no policy.
+    /// usually keeps it from preempting. A SCHED_IDLE curr is preempted by
+    /// any other wakee; a SCHED_BATCH or SCHED_IDLE wakee preempts nothing
+    /// (their preemption is the tick's).
     pub(super) fn check_preempt_wakeup(
         &mut self,
         ses: &mut [SchedEntity],
         woken: TaskId,
         now: Ns,
-        fork: bool,
+        (fork, pol): (bool, super::eevdf::WakeupPolicies),
         f: &Features,
     ) -> bool {
         let Some(c) = self.curr else { return true };
@@ -479,19 +479,23 @@ impl CfsRq {
             self.next = Some(woken);
             next_buddy_marked = true;
         }
-        if !sched_feat!(f, WAKEUP_PREEMPTION) {
-            return false;
-        }
-        self.update_curr_cfs(ses, now);
-        if self.wakeup_preempt_entity(&ses[c.idx()], &ses[woken.idx()]) != 1 {
-            return false;
-        }
-        if !next_buddy_marked && ses[woken.idx()].on_rq {
-            self.next = Some(woken);
-        }
-        if ses[c.idx()].on_rq && sched_feat!(f, LAST_BUDDY) && scale {
+        let preempt = if pol.curr_idle && !pol.woken_idle {
+            true
+        } else if pol.woken_idle || pol.woken_batch || !sched_feat!(f, WAKEUP_PREEMPTION) {
+            false
+        } else {
+            self.update_curr_cfs(ses, now);
+            if self.wakeup_preempt_entity(&ses[c.idx()], &ses[woken.idx()]) != 1 {
+                return false;
+            }
+            if !next_buddy_marked && ses[woken.idx()].on_rq {
+                self.next = Some(woken);
+            }
+            true
+        };
+        if preempt && ses[c.idx()].on_rq && sched_feat!(f, LAST_BUDDY) && scale {
             self.last = Some(c);
         }
-        true
+        preempt
     }
 }

@@ -131,7 +131,7 @@ fn wake_behind(behind: u64, nice: i32, f: &Features) -> (bool, CfsRq, Vec<SchedE
     let (mut cfs, mut ses) = running_curr(&[0, nice], 20 * MS, f);
     wake(&mut cfs, &mut ses, t(1), 20 * MS - behind, 20 * MS, f);
     assert_eq!(ses[1].vruntime, 20 * MS - behind, "within the sleeper credit: not moved");
-    let preempt = cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, false, f);
+    let preempt = cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, (false, Default::default()), f);
     (preempt, cfs, ses)
 }
 
@@ -184,7 +184,7 @@ fn start_debit_places_a_new_task_one_vslice_later() {
     // The new task does not preempt curr: it is ahead of it.
     let (mut cfs, mut ses) = running_curr(&[0, 0], 20 * MS, &f);
     cfs.enqueue_entity(&mut ses, t(1), 20 * MS, EnqueueFlags::INITIAL, &f);
-    assert!(!cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, true, &f));
+    assert!(!cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, (true, Default::default()), &f));
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn crowded_wakeup(others: u32, behind: u64, fork: bool, f: &Features) -> (bool, 
         queue_raw(&mut cfs, &mut ses, t(2 + i), 40 * MS, 0);
     }
     wake(&mut cfs, &mut ses, t(1), 20 * MS - behind, 20 * MS, f);
-    let preempt = cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, fork, f);
+    let preempt = cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, (fork, Default::default()), f);
     (preempt, cfs)
 }
 
@@ -392,7 +392,7 @@ proptest::proptest! {
                 }
                 _ => {
                     let other_curr = cfs.curr.is_some_and(|c| c != id);
-                    if cfs.wakeup_preempt_fair(&mut ses, id, now, false, &f) && other_curr && ses[i].on_rq {
+                    if cfs.wakeup_preempt_fair(&mut ses, id, now, (false, Default::default()), &f) && other_curr && ses[i].on_rq {
                         proptest::prop_assert!(cfs.next == Some(id));
                     }
                 }
@@ -418,7 +418,7 @@ fn last_buddy_survives_until_the_switch_picks() {
     // curr ran 20 ms since its pick, far beyond its 0.75 ms slice of 8;
     // a wakeup 2 ms behind preempts it with 8 queued: both buddies set.
     wake(&mut cfs, &mut ses, t(1), 18 * MS, 20 * MS, &f);
-    assert!(cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, false, &f));
+    assert!(cfs.wakeup_preempt_fair(&mut ses, t(1), 20 * MS, (false, Default::default()), &f));
     assert_eq!((cfs.next, cfs.last), (Some(t(1)), Some(t(0))));
     // The switch's update_curr must not drop the last buddy.
     cfs.put_prev_entity(&mut ses, 20 * MS + 10_000);

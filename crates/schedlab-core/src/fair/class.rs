@@ -11,10 +11,12 @@
 //! [`Sim::update_load_avg`] and the util_est helpers from here.
 
 use crate::engine::Sim;
-use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity};
+use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity, WakeupPolicies};
+use crate::fair::weight::{WEIGHT_IDLEPRIO, WMULT_IDLEPRIO};
 use crate::ids::{CpuId, TaskId};
 use crate::pelt;
 use crate::sched_feat;
+use crate::workload::SchedPolicy;
 
 impl Sim {
     /// `update_load_avg(cfs_rq, se)`: bring the fair runqueue's averages, and
@@ -87,7 +89,11 @@ impl Sim {
     pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.enqueue_pelt_fair(cpu, p, flags);
         let now = self.rq_clock_task(cpu);
-        self.rqs[cpu.idx()].cfs.enqueue_entity(&mut self.ses, p, now, flags, &self.features);
+        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        cfs.enqueue_entity(&mut self.ses, p, now, flags, &self.features);
+        if self.tasks[p.idx()].policy == SchedPolicy::Idle {
+            cfs.h_nr_idle += 1;
+        }
     }
 
     /// The part of `enqueue_task_fair` that runs after the core counted the
@@ -103,7 +109,14 @@ impl Sim {
     pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
         self.dequeue_pelt_fair(cpu, p, flags);
         let now = self.rq_clock_task(cpu);
-        self.rqs[cpu.idx()].cfs.dequeue_entity(&mut self.ses, p, now, flags, &self.features)
+        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        let done = cfs.dequeue_entity(&mut self.ses, p, now, flags, &self.features);
+        // A delayed entity stays counted until its dequeue completes, as
+        // dequeue_entities returns before `h_nr_idle -= ...` for it.
+        if done && self.tasks[p.idx()].policy == SchedPolicy::Idle {
+            cfs.h_nr_idle -= 1;
+        }
+        done
     }
 
     /// `ttwu_runnable` for a delayed fair entity: requeue it in place.
@@ -125,6 +138,11 @@ impl Sim {
     pub(crate) fn task_fork_fair(&mut self, p: TaskId) {
         let nice = self.tasks[p.idx()].nice;
         self.ses[p.idx()] = SchedEntity::new(nice, self.base_slice_ns);
+        if self.tasks[p.idx()].policy == SchedPolicy::Idle {
+            // set_load_weight: SCHED_IDLE has the idle weight whatever its nice.
+            let se = &mut self.ses[p.idx()];
+            (se.weight, se.inv_weight) = (WEIGHT_IDLEPRIO, WMULT_IDLEPRIO);
+        }
         let w = self.ses[p.idx()].weight;
         self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
     }
@@ -167,8 +185,15 @@ impl Sim {
     pub(crate) fn wakeup_preempt_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
         let now = self.rq_clock_task(cpu);
         let fork = self.tasks[p.idx()].avg.last_update_time != 0 && !self.tasks[p.idx()].has_run;
+        let woken = self.tasks[p.idx()].policy;
+        let curr = self.rqs[cpu.idx()].curr.map(|c| self.tasks[c.idx()].policy);
+        let pol = WakeupPolicies {
+            curr_idle: curr == Some(SchedPolicy::Idle),
+            woken_idle: woken == SchedPolicy::Idle,
+            woken_batch: woken == SchedPolicy::Batch,
+        };
         let rq = &mut self.rqs[cpu.idx()];
-        rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, fork, &self.features)
+        rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, (fork, pol), &self.features)
     }
 
     /// `update_curr_fair`; returns whether the slice ran out.

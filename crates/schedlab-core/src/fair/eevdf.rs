@@ -257,6 +257,9 @@ pub struct CfsRq {
     pub nr_queued: u32,
     /// Runnable tasks (delayed ones excluded).
     pub h_nr_runnable: u32,
+    /// Queued SCHED_IDLE tasks (`h_nr_idle`), delayed ones included as
+    /// `nr_running` counts them: `sched_idle_rq` compares the two.
+    pub h_nr_idle: u32,
     /// Next buddy: preferred at the next pick while eligible (EEVDF), or
     /// while within `wakeup_gran` of the leftmost (CFS).
     pub next: Option<TaskId>,
@@ -289,6 +292,7 @@ impl CfsRq {
             sum_weight: 0,
             nr_queued: 0,
             h_nr_runnable: 0,
+            h_nr_idle: 0,
             next: None,
             last: None,
             min_vruntime: super::cfs::INIT_MIN_VRUNTIME,
@@ -702,12 +706,12 @@ impl CfsRq {
         ses: &mut [SchedEntity],
         woken: TaskId,
         now: Ns,
-        fork: bool,
+        (fork, pol): (bool, WakeupPolicies),
         f: &Features,
     ) -> bool {
         self.features = *f;
         if !sched_feat!(f, EEVDF) {
-            return self.check_preempt_wakeup(ses, woken, now, fork, f);
+            return self.check_preempt_wakeup(ses, woken, now, (fork, pol), f);
         }
         let Some(c) = self.curr else { return true };
         if c == woken {
@@ -717,6 +721,19 @@ impl CfsRq {
             self.next = Some(woken);
         }
         if !sched_feat!(f, WAKEUP_PREEMPTION) {
+            return false;
+        }
+        // An idle entity is preempted by a non-idle one, never the other
+        // way; a SCHED_BATCH wakee preempts nothing else (v6.11+, 2024's
+        // "sched/fair: Make SCHED_IDLE entity be preempted in strict
+        // hierarchy"; two SCHED_IDLE tasks compare as normal ones).
+        //
+        // DEVIATION(kernel): v6.6-v6.10 let no SCHED_IDLE wakee preempt even
+        // another SCHED_IDLE task; the v6.6 profile follows v6.11 here.
+        if pol.curr_idle && !pol.woken_idle {
+            return true;
+        }
+        if pol.curr_idle != pol.woken_idle || pol.woken_batch {
             return false;
         }
         let upd = self.update_curr(ses, now);
@@ -732,6 +749,18 @@ impl CfsRq {
         }
         upd.resched
     }
+}
+
+/// The scheduling policies a wakeup preemption looks at (`se_is_idle`,
+/// `p->policy == SCHED_BATCH`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeupPolicies {
+    /// The running task has SCHED_IDLE.
+    pub curr_idle: bool,
+    /// The woken task has SCHED_IDLE.
+    pub woken_idle: bool,
+    /// The woken task has SCHED_BATCH.
+    pub woken_batch: bool,
 }
 
 /// `entity_before`: earlier virtual deadline.

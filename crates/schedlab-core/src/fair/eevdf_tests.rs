@@ -112,7 +112,7 @@ fn positive_lag_wakeup_preempts_curr_that_used_its_slice() {
     let (mut cfs, mut ses) = wakeup_setup(&f, 3_000_000); // > 2.8 ms slice
     assert!(!protect_slice(&ses[0]));
     assert!(cfs.entity_eligible(&ses, TaskId(2)));
-    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 3_000_000, false, &f));
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 3_000_000, (false, Default::default()), &f));
 }
 
 #[test]
@@ -123,17 +123,38 @@ fn run_to_parity_protects_curr_until_its_slice_ends() {
     assert!(cfs.entity_eligible(&ses, TaskId(0)));
     assert!(entity_before(&ses[2], &ses[0]));
     assert!(protect_slice(&ses[0]));
-    assert!(!cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, false, &f));
+    assert!(!cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, (false, Default::default()), &f));
     // Without RUN_TO_PARITY only the 0.7 ms minimum quantum is protected.
     let mut no = f;
     no.set(crate::features::Feat::RUN_TO_PARITY, false);
     let (mut cfs, mut ses) = wakeup_setup(&no, 1_000_000);
-    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, false, &no));
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, (false, Default::default()), &no));
     // PREEMPT_SHORT: a shorter-slice wakee breaks the protection.
     let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
     ses[2].slice = 300_000;
     ses[2].custom_slice = true;
-    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, false, &f));
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, (false, Default::default()), &f));
+}
+
+#[test]
+fn sched_idle_curr_gives_way_and_batch_or_idle_wakees_do_not_preempt() {
+    use crate::fair::eevdf::WakeupPolicies;
+    let f = Features::mainline();
+    let pol = |curr_idle, woken_idle, woken_batch| WakeupPolicies { curr_idle, woken_idle, woken_batch };
+    // Slice protection keeps curr running against a normal wakee...
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    assert!(!cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, (false, pol(false, false, false)), &f));
+    // ...but a SCHED_IDLE curr is preempted by any non-idle wakee.
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, (false, pol(true, false, false)), &f));
+    // Where a normal wakee preempts (curr's slice used), a batch or an idle
+    // wakee does not; between two SCHED_IDLE tasks EEVDF decides as usual.
+    for (p, want) in
+        [(pol(false, false, true), false), (pol(false, true, false), false), (pol(true, true, false), true)]
+    {
+        let (mut cfs, mut ses) = wakeup_setup(&f, 3_000_000);
+        assert_eq!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 3_000_000, (false, p), &f), want, "{p:?}");
+    }
 }
 
 #[test]

@@ -35,7 +35,8 @@ impl Sim {
     /// of the passes run, for the caller to charge to the CPU doing the work.
     pub fn sched_balance_domains(&mut self, cpu: CpuId, mut idle: CpuIdleType, kind: BalanceKind) -> Ns {
         let mut cont = true;
-        let mut busy = idle != CpuIdleType::Idle;
+        // A CPU running only SCHED_IDLE tasks balances at the idle interval.
+        let mut busy = idle != CpuIdleType::Idle && !self.sched_idle_cpu(cpu);
         let mut next_balance = self.now + 60 * crate::ids::NSEC_PER_SEC;
         let mut update_next = false;
         let mut need_decay = false;
@@ -66,7 +67,7 @@ impl Sim {
                     let depth = level as u8;
                     self.emit(Event::Balance { cpu, depth, kind, pulled: moved });
                     idle = if self.rqs[cpu.idx()].idle_cpu() { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
-                    busy = idle != CpuIdleType::Idle;
+                    busy = idle != CpuIdleType::Idle && !self.sched_idle_cpu(cpu);
                 }
                 self.rqs[cpu.idx()].sd[level].last_balance = self.now;
                 interval = self.get_sd_balance_interval(cpu, level, busy);

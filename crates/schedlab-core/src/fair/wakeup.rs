@@ -121,11 +121,13 @@ impl Sim {
         self.rqs[cpu.idx()].idle_cpu()
     }
 
-    /// `sched_idle_cpu`: runs only SCHED_IDLE tasks. schedlab has no
-    /// SCHED_IDLE tasks yet, so never.
+    /// `sched_idle_cpu` (`sched_idle_rq`): something runs, and every task
+    /// on the runqueue is SCHED_IDLE, so a wakee placed there preempts at
+    /// once: the wakeup paths take such a CPU as idle.
     #[inline]
-    pub fn sched_idle_cpu(&self, _cpu: CpuId) -> bool {
-        false
+    pub fn sched_idle_cpu(&self, cpu: CpuId) -> bool {
+        let rq = &self.rqs[cpu.idx()];
+        rq.nr_running > 0 && rq.nr_running == rq.cfs.h_nr_idle
     }
 
     /// `wake_affine_idle`: decide from idleness alone. `None` = no opinion.

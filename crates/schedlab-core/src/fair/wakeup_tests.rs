@@ -105,6 +105,25 @@ fn sis_idle_prev_sharing_llc_is_taken() {
 }
 
 #[test]
+fn sis_takes_prev_running_only_a_sched_idle_task_as_idle() {
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
+    busy(&mut s, 0, 1);
+    busy(&mut s, 1, 2);
+    // Without SCHED_IDLE: both busy, no idle CPU in the way.
+    assert!(!s.sched_idle_cpu(CpuId(1)));
+    // CPU 1 runs only a SCHED_IDLE task: sched_idle_cpu, taken as prev.
+    s.tasks[2].policy = crate::workload::SchedPolicy::Idle;
+    s.rqs[1].cfs.h_nr_idle = 1;
+    assert!(s.sched_idle_cpu(CpuId(1)));
+    let mut c = wake_ctx(0);
+    assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(1));
+    assert_eq!(c.path, PlacePath::Prev);
+    // A normal task queued behind it: no longer.
+    s.rqs[1].nr_running = 2;
+    assert!(!s.sched_idle_cpu(CpuId(1)));
+}
+
+#[test]
 fn sis_recent_used_cpu_is_taken_and_replaced_by_prev() {
     let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);

@@ -19,6 +19,12 @@ pub const SCHED_PRIO_TO_WEIGHT: [u32; 40] = [
     36, 29, 23, 18, 15, // 15 .. 19
 ];
 
+/// `WEIGHT_IDLEPRIO` (kernel/sched/sched.h): a SCHED_IDLE task's weight,
+/// below nice 19's 15, whatever its nice.
+pub const WEIGHT_IDLEPRIO: u64 = 3;
+/// `WMULT_IDLEPRIO`: its inverse, `2^32 / 3`.
+pub const WMULT_IDLEPRIO: u32 = 1_431_655_765;
+
 /// `WMULT_CONST`: inverse weights are `WMULT_CONST / w` (2^32 fixed point).
 pub const WMULT_CONST: u64 = 0xffff_ffff;
 const WMULT_SHIFT: u32 = 32;
