@@ -183,6 +183,52 @@ impl Sim {
         }
     }
 
+    /// `class->set_next_task` (not `first`): `p`, already running, becomes
+    /// its class's current again after a change of policy. Called from
+    /// `sched_setscheduler`. (The pick sets the task it picked itself.)
+    pub(crate) fn class_set_next_task(&mut self, cpu: CpuId, p: TaskId) {
+        match self.task_class(p) {
+            SchedClass::Rt => self.set_next_task_rt(cpu, p, false),
+            SchedClass::Fair => self.set_next_task_fair(cpu, p),
+            SchedClass::Ext | SchedClass::Bmq => {}
+        }
+    }
+
+    /// `prev->switched_from`: `p` left class `prev` (its new class is set).
+    /// Returns whether `cpu` must reschedule. Called from
+    /// `check_class_changed`.
+    pub(crate) fn class_switched_from(&mut self, cpu: CpuId, p: TaskId, prev: SchedClass) -> bool {
+        match prev {
+            SchedClass::Rt => self.switched_from_rt(cpu, p),
+            SchedClass::Fair => {
+                self.switched_from_fair(cpu, p);
+                false
+            }
+            SchedClass::Ext | SchedClass::Bmq => false,
+        }
+    }
+
+    /// `class->switched_to`: `p` joined its class. Returns whether `cpu`
+    /// must reschedule. Called from `check_class_changed`.
+    pub(crate) fn class_switched_to(&mut self, cpu: CpuId, p: TaskId) -> bool {
+        match self.task_class(p) {
+            SchedClass::Rt => self.switched_to_rt(cpu, p),
+            SchedClass::Fair => self.switched_to_fair(cpu, p),
+            SchedClass::Ext | SchedClass::Bmq => false,
+        }
+    }
+
+    /// `class->prio_changed`: `p`'s priority changed within its class.
+    /// Returns whether `cpu` must reschedule. Called from
+    /// `check_class_changed`.
+    pub(crate) fn class_prio_changed(&mut self, cpu: CpuId, p: TaskId, oldprio: i32) -> bool {
+        match self.task_class(p) {
+            SchedClass::Rt => self.prio_changed_rt(cpu, p, oldprio),
+            SchedClass::Fair => self.prio_changed_fair(cpu, p, oldprio),
+            SchedClass::Ext | SchedClass::Bmq => false,
+        }
+    }
+
     /// `__pick_next_task`: put `prev` back, let the classes balance
     /// (`put_prev_task_balance`), and walk the class stack from the top; the
     /// first class with a task gives the next task, which it then sets as

@@ -214,6 +214,10 @@ impl Sim {
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
             Action::SetAffinity { mask } => self.set_cpus_allowed_ptr(cpu, p, mask),
             Action::Spawn { task } => self.kernel_clone(cpu, p, task),
+            Action::SetScheduler { policy, priority } => {
+                let resched = self.sched_setscheduler(cpu, p, policy, priority)?;
+                Ok(resched.then_some(Stepped::Reschedule))
+            }
             Action::Yield => {
                 // do_sched_yield: yield_task of the class, then schedule().
                 self.class_yield_task(cpu, p);

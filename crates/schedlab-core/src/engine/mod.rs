@@ -23,6 +23,7 @@ pub mod exec;
 pub mod ipc;
 pub mod irq;
 pub mod rq;
+pub mod setsched;
 pub mod task;
 pub mod tick;
 

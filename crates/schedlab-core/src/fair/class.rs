@@ -286,4 +286,48 @@ impl Sim {
         self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, next, now, &self.features);
         self.update_misfit_status(Some(next), cpu);
     }
+
+    /// `set_load_weight` for a task whose policy or nice changed while off
+    /// its runqueue (`reweight_entity` for a dequeued entity): the new
+    /// weight, and `vlag` rescaled so that its lag in time is kept.
+    pub(crate) fn set_load_weight_fair(&mut self, p: TaskId) {
+        let t = &self.tasks[p.idx()];
+        let (w, inv) = if t.policy == SchedPolicy::Idle {
+            (WEIGHT_IDLEPRIO, WMULT_IDLEPRIO)
+        } else {
+            let w = crate::fair::weight::nice_to_weight(t.nice);
+            (w, crate::fair::weight::inv_weight(w))
+        };
+        let se = &mut self.ses[p.idx()];
+        if se.weight != w {
+            se.vlag = (se.vlag as i128 * se.weight as i128 / w as i128) as i64;
+            (se.weight, se.inv_weight) = (w, inv);
+        }
+    }
+
+    /// `switched_from_fair` (`detach_task_cfs_rq`): the task's load and util
+    /// leave the runqueue's averages; it attaches afresh if it comes back.
+    pub(crate) fn switched_from_fair(&mut self, cpu: CpuId, p: TaskId) {
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
+        let t = &mut self.tasks[p.idx()];
+        pelt::remove_entity_load_avg(&mut rq.removed, &t.avg);
+        t.avg.last_update_time = 0;
+    }
+
+    /// `switched_to_fair`: the task joined the fair class (its averages were
+    /// attached by the enqueue); running, it reschedules so the pick decides.
+    pub(crate) fn switched_to_fair(&mut self, cpu: CpuId, p: TaskId) -> bool {
+        self.tasks[p.idx()].on_rq && self.rqs[cpu.idx()].curr == Some(p)
+    }
+
+    /// `prio_changed_fair`: a running task whose priority dropped (nice
+    /// went up) reschedules, unless it is alone on its runqueue.
+    pub(crate) fn prio_changed_fair(&mut self, cpu: CpuId, p: TaskId, oldprio: i32) -> bool {
+        let rq = &self.rqs[cpu.idx()];
+        if !self.tasks[p.idx()].on_rq || rq.cfs.nr_queued == 1 {
+            return false;
+        }
+        rq.curr == Some(p) && self.tasks[p.idx()].prio > oldprio
+    }
 }

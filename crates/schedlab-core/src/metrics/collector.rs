@@ -358,6 +358,14 @@ impl Collector {
             Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
             // Idle time is measured from the switches; the states are for the trace.
             Event::CpuIdle { .. } => {}
+            // RT time follows the task's policy from now on.
+            Event::SetScheduler { task, policy, .. } => {
+                self.ctx.set_policy(task.idx(), policy);
+                if let Some(TaskState::Running { cpu }) = self.tasks.get(task.idx()).map(|r| r.state) {
+                    let rt = self.ctx.is_rt(task.idx());
+                    self.set_rt_running(cpu, rt);
+                }
+            }
             Event::Waking { task, cpu } => {
                 self.ensure_task(task);
                 let rec = &mut self.tasks[task.idx()];
@@ -544,13 +552,18 @@ impl Collector {
             rec.last_cpu = cpu.0;
         }
         let rt = next.is_some_and(|n| self.ctx.is_rt(n.idx()));
+        self.set_rt_running(cpu, rt);
+        self.idle_boundary(t, cpu, prev.is_some(), next.is_some());
+        self.occ.set_busy(cpu, prev.is_some(), next.is_some());
+    }
+
+    /// Whether `cpu` now runs an RT task (RT time is counted per CPU).
+    fn set_rt_running(&mut self, cpu: CpuId, rt: bool) {
         if cpu.idx() >= self.rt_running.len() {
             self.rt_running.resize(cpu.idx() + 1, false);
         }
         self.nr_rt_running = self.nr_rt_running + rt as u64 - self.rt_running[cpu.idx()] as u64;
         self.rt_running[cpu.idx()] = rt;
-        self.idle_boundary(t, cpu, prev.is_some(), next.is_some());
-        self.occ.set_busy(cpu, prev.is_some(), next.is_some());
     }
 
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {

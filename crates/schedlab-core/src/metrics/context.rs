@@ -209,6 +209,14 @@ impl MetricsContext {
         self.part_of(task) == NO_PART
     }
 
+    /// `task` changed its policy mid-run (known policies only: a real
+    /// trace's context has none).
+    pub fn set_policy(&mut self, task: usize, policy: SchedPolicy) {
+        if let Some(p) = self.policy.as_mut().and_then(|p| p.get_mut(task)) {
+            *p = policy;
+        }
+    }
+
     /// Whether `task` runs in the RT class (`false` when policies are unknown).
     #[inline]
     pub fn is_rt(&self, task: usize) -> bool {

@@ -415,4 +415,37 @@ impl Sim {
             self.push_rt_tasks(cpu, cpu);
         }
     }
+
+    /// `switched_from_rt`: `p` left the RT class; with no RT task left on
+    /// `cpu`, pull RT work from overloaded CPUs (`rt_queue_pull_task`).
+    /// Returns whether that gave `cpu` something to reschedule for.
+    pub(crate) fn switched_from_rt(&mut self, cpu: CpuId, p: TaskId) -> bool {
+        if !self.tasks[p.idx()].on_rq || self.rt.rqs[cpu.idx()].rt_nr_running() > 0 {
+            return false;
+        }
+        self.pull_rt_task(cpu);
+        self.rt_runnable(cpu)
+    }
+
+    /// `switched_to_rt` for the running task: its RR slice starts full if it
+    /// never had one (`__sched_fork` sets it for every task), and `avg_rt`
+    /// starts counting (`update_rt_rq_load_avg`). It keeps the CPU.
+    pub(crate) fn switched_to_rt(&mut self, cpu: CpuId, p: TaskId) -> bool {
+        if self.rt.time_slice[p.idx()] == 0 {
+            self.rt.time_slice[p.idx()] = self.rt.rr_ticks;
+        }
+        self.update_rt_rq_load_avg(cpu, false);
+        false
+    }
+
+    /// `prio_changed_rt` for the running task: a lowered priority pulls
+    /// higher RT work from elsewhere, and reschedules when a queued RT task
+    /// now outranks it.
+    pub(crate) fn prio_changed_rt(&mut self, cpu: CpuId, p: TaskId, oldprio: i32) -> bool {
+        let prio = self.tasks[p.idx()].prio;
+        if oldprio < prio {
+            self.pull_rt_task(cpu);
+        }
+        prio > self.rt.rqs[cpu.idx()].highest_prio_curr()
+    }
 }

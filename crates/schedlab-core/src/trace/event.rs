@@ -230,6 +230,16 @@ pub enum Event {
         /// The state entered, or `None` on exit.
         state: Option<u8>,
     },
+    /// schedlab: `task` set its own policy (`sched_setattr`); `prio` is its
+    /// new `p->prio`, which later sched_switch/sched_wakeup lines carry.
+    SetScheduler {
+        /// Task.
+        task: TaskId,
+        /// New policy.
+        policy: crate::workload::SchedPolicy,
+        /// New `p->prio`.
+        prio: i32,
+    },
     /// `sched_process_exit`.
     Exit {
         /// Task.

@@ -315,6 +315,18 @@ impl FtraceWriter {
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 write!(out, "schedlab_avg_idle: cpu={} avg_idle_ns={avg_idle_ns} max_ns={max_ns}", cpu.0)?;
             }
+            Event::SetScheduler { task, policy, prio } => {
+                self.ensure(CpuId(0), Some(task));
+                let cpu = self.task_cpu[task.idx()];
+                self.ensure(cpu, None);
+                if let Some(p) = self.prios.get_mut(task.idx()) {
+                    *p = prio;
+                }
+                self.prefix(out, Some(task), cpu, time)?;
+                out.write_str("schedlab_setscheduler: ")?;
+                self.comm_pid(out, "", task)?;
+                write!(out, " policy={} prio={prio}", crate::workload::sched_keys::policy_word(policy))?;
+            }
             Event::Mark { task, kind, value } => {
                 self.ensure(CpuId(0), Some(task));
                 let cpu = self.task_cpu[task.idx()];

@@ -396,6 +396,12 @@ impl Reader {
             "softirq_entry" | "softirq_exit" => {
                 Event::Softirq { cpu: self.cpu(h.cpu), entry: h.event == "softirq_entry" }
             }
+            "schedlab_setscheduler" => {
+                let (c, _) = comm(p, "comm", "pid")?;
+                let task = self.task(num(p, "pid")?, c)?;
+                let policy = crate::workload::sched_keys::policy_of_word(word(p, "policy")?)?;
+                Event::SetScheduler { task, policy, prio: num(p, "prio")? }
+            }
             "schedlab_mark" => {
                 let (c, _) = comm(p, "comm", "pid")?;
                 let task = self.task(num(p, "pid")?, c)?;

@@ -361,6 +361,17 @@ impl<W: Write> PerfettoWriter<W> {
                 let args = vec![int("avg_idle_ns", avg_idle_ns as i64), int("max_ns", max_ns as i64)];
                 self.instant(cpu, time, "avg_idle".into(), args)?;
             }
+            Event::SetScheduler { task, policy, prio } => {
+                self.ensure(CpuId(0), Some(task));
+                let cpu = self.task_cpu[task.idx()];
+                self.ensure(cpu, None);
+                if let Some(p) = self.prios.get_mut(task.idx()) {
+                    *p = prio;
+                }
+                let args = vec![int("pid", self.pid(task) as i64), int("prio", prio as i64)];
+                let name = format!("setscheduler: {}", crate::workload::sched_keys::policy_word(policy));
+                self.instant(cpu, time, name, args)?;
+            }
             Event::Mark { task, kind, value } => {
                 self.ensure(CpuId(0), Some(task));
                 let cpu = self.task_cpu[task.idx()];

@@ -107,6 +107,13 @@ pub enum Op {
     Yield,
     /// `sched_setaffinity` to `Workload::masks[i]` ([`Action::SetAffinity`]).
     SetAffinity(u32),
+    /// `sched_setattr` on itself ([`Action::SetScheduler`]).
+    SetScheduler {
+        /// The new policy.
+        policy: super::SchedPolicy,
+        /// RT priority (SCHED_FIFO/RR) or nice (the others).
+        priority: i32,
+    },
     /// Fork the next of `count` pre-made tasks `first`, `first + 1`, ...
     /// (each execution creates the next; past `count`, nothing).
     Spawn {
@@ -339,6 +346,10 @@ impl Ops {
                     self.pc += 1;
                     return Action::SetAffinity { mask };
                 }
+                Op::SetScheduler { policy, priority } => {
+                    self.pc += 1;
+                    return Action::SetScheduler { policy, priority };
+                }
                 Op::Spawn { first, count, slot } => {
                     self.pc += 1;
                     let n = &mut self.loops[slot as usize];
@@ -462,6 +473,7 @@ impl OpsBuilder {
                     | Op::SemPost(_)
                     | Op::Yield
                     | Op::SetAffinity(_)
+                    | Op::SetScheduler { .. }
                     | Op::Spawn { .. }
             ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
         })

@@ -119,6 +119,16 @@ pub enum Action {
     /// `sched_yield`: the class's `yield_task`, then `schedule()`; the task
     /// stays runnable and may be picked again at once.
     Yield,
+    /// `sched_setattr` on itself: a new policy with `priority`, the RT
+    /// priority (1..=99) for SCHED_FIFO/RR and the nice value (-20..=19)
+    /// otherwise. The task may change class (fair <-> RT); the classes see
+    /// it through `switched_from`/`switched_to` or `prio_changed`.
+    SetScheduler {
+        /// The new policy.
+        policy: super::SchedPolicy,
+        /// RT priority or nice, as above.
+        priority: i32,
+    },
     /// Record a workload-level event for metrics (request start/end ...).
     Mark {
         /// What happened.

@@ -61,6 +61,11 @@ pub(crate) struct SchedKeys {
     named: bool,
 }
 
+/// The policy a spec word names (`other`, `batch`, `idle`, `fifo`, `rr`).
+pub(crate) fn policy_of_word(w: &str) -> Option<SchedPolicy> {
+    POLICIES.iter().copied().find(|&p| policy_word(p) == w)
+}
+
 /// The word of a policy in a spec.
 pub(crate) fn policy_word(p: SchedPolicy) -> &'static str {
     match p {

@@ -217,7 +217,7 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
                     state[task] = Some(Block::Barrier(id.0));
                 }
             }
-            Action::Yield | Action::SetAffinity { .. } | Action::Spawn { .. } => {
+            Action::Yield | Action::SetAffinity { .. } | Action::SetScheduler { .. } | Action::Spawn { .. } => {
                 push(&mut queue, now, task, None, None)
             }
             Action::SemWait { sem, .. } => {

@@ -190,16 +190,7 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
             "nice" => nice = int(-20, 19)? as i32,
             "priority" => priority = Some(int(1, 99)? as u32),
             "footprint" => footprint = int(0, 1 << 30)? as u32,
-            "policy" => {
-                policy = match v.as_str() {
-                    Some("other") => SchedPolicy::Normal,
-                    Some("batch") => SchedPolicy::Batch,
-                    Some("idle") => SchedPolicy::Idle,
-                    Some("fifo") => SchedPolicy::Fifo,
-                    Some("rr") => SchedPolicy::Rr,
-                    _ => return Err(err(origin, &path, "other, batch, idle, fifo or rr")),
-                }
-            }
+            "policy" => policy = policy_of(origin, &path, v)?,
             "cpus" => {
                 allowed = Some(cpu_list(origin, &path, v, machine.nr_cpus())?);
             }
@@ -268,6 +259,18 @@ fn find(names: &[String], name: &str) -> Option<u32> {
     names.iter().position(|n| n == name).map(|i| i as u32)
 }
 
+/// A policy word: other, batch, idle, fifo or rr.
+fn policy_of(origin: &str, path: &str, v: &Value) -> Result<SchedPolicy> {
+    Ok(match v.as_str() {
+        Some("other") => SchedPolicy::Normal,
+        Some("batch") => SchedPolicy::Batch,
+        Some("idle") => SchedPolicy::Idle,
+        Some("fifo") => SchedPolicy::Fifo,
+        Some("rr") => SchedPolicy::Rr,
+        _ => return Err(err(origin, path, "other, batch, idle, fifo or rr")),
+    })
+}
+
 /// Compiles one list of ops (recursively for `loop` bodies).
 fn compile(
     origin: &str,
@@ -279,7 +282,7 @@ fn compile(
     timers: &mut Vec<(Ns, u16)>,
 ) -> Result<()> {
     const KINDS: &str = "compute, runtime, sleep, timer, send, recv, lock, unlock, wait, signal, broadcast, \
-                         barrier, semwait, sempost, park, unpark, yield, cpus, request, loop";
+                         barrier, semwait, sempost, park, unpark, yield, cpus, policy, request, loop";
     for (j, op) in list.iter().enumerate() {
         let path = format!("{at}[{j}]");
         let Value::Table(t) = op else {
@@ -295,6 +298,7 @@ fn compile(
             "barrier" | "semwait" => &["spin"],
             "timer" => &["mode"],
             "unpark" => &["sync"],
+            "policy" => &["priority"],
             "loop" => &["do"],
             _ => &[],
         };
@@ -424,6 +428,22 @@ fn compile(
             }
             "yield" => {
                 b.push(Op::Yield);
+            }
+            "policy" => {
+                // sched_setattr on itself: an RT priority for fifo/rr, a nice otherwise.
+                let policy = policy_of(origin, &kp, v)?;
+                let pp = format!("{path}.priority");
+                let given = t.get("priority").map(|x| x.as_integer().ok_or_else(|| err(origin, &pp, "a whole number")));
+                let priority = match (policy.is_rt(), given.transpose()?) {
+                    (true, Some(p)) if (1..=99).contains(&p) => p,
+                    (true, _) => return Err(err(origin, &pp, "an RT priority 1..99 with policy fifo or rr")),
+                    (false, None) => 0,
+                    (false, Some(p)) if (-20..=19).contains(&p) => p,
+                    (false, Some(_)) => {
+                        return Err(err(origin, &pp, "a nice value -20..19 with policy other, batch or idle"))
+                    }
+                };
+                b.push(Op::SetScheduler { policy, priority: priority as i32 });
             }
             "cpus" => {
                 let m = cpu_list(origin, &kp, v, n.nr_cpus)?;

@@ -25,8 +25,10 @@
 //!
 //! What would change scheduling but is not modelled is refused with the key
 //! and its path: a fork without bound, SCHED_DEADLINE, uclamp (`util_min`,
-//! `util_max`), task groups, memory binding, per-phase policy or affinity,
-//! priority-inheritance mutexes, timers shared between threads. rt-app's own
+//! `util_max`), task groups, memory binding, a phase priority without its
+//! policy, priority-inheritance mutexes, timers shared between threads. A
+//! phase's `policy` (and `priority`) is set with `sched_setattr` at the
+//! start of each of its loops, as rt-app's `set_thread_param` does. rt-app's own
 //! logging keys are accepted: they change nothing a scheduler sees.
 
 mod events;
@@ -71,8 +73,8 @@ pub(crate) fn family_doc() -> super::FamilyDoc {
             calibration CPU), runtime (wall time), sleep, timer (relative|absolute), lock, unlock, wait, signal, \
             broad, sync, suspend, resume, barrier, mem, iorun, yield, fork (a countable number of times). Refused (not \
             modelled): unbounded forks, SCHED_DEADLINE, \
-            util_min/util_max, taskgroup, nodes_membind, per-phase policy/priority, timers shared between \
-            threads, pi_enabled."
+            util_min/util_max, taskgroup, nodes_membind, a phase priority without its policy, timers shared \
+            between threads, pi_enabled. A phase's policy/priority is set at each of its loops (sched_setattr)."
             .into(),
         source: "rt-app doc/tutorial.txt and src/rt-app.c (run_event, thread_body)".into(),
         params: vec![super::ParamDoc {
@@ -349,13 +351,15 @@ impl<'a> Builder<'a> {
     fn policy(&self, path: &str, s: &str) -> Result<SchedPolicy> {
         match s {
             "SCHED_OTHER" => Ok(SchedPolicy::Normal),
+            "SCHED_BATCH" => Ok(SchedPolicy::Batch),
             "SCHED_IDLE" => Ok(SchedPolicy::Idle),
             "SCHED_FIFO" => Ok(SchedPolicy::Fifo),
             "SCHED_RR" => Ok(SchedPolicy::Rr),
-            "SCHED_DEADLINE" => {
-                Err(self.e(path, "SCHED_OTHER, SCHED_IDLE, SCHED_FIFO or SCHED_RR: SCHED_DEADLINE is not modelled yet"))
-            }
-            _ => Err(self.e(path, format!("SCHED_OTHER, SCHED_IDLE, SCHED_FIFO or SCHED_RR, got '{s}'"))),
+            "SCHED_DEADLINE" => Err(self.e(
+                path,
+                "SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO or SCHED_RR: SCHED_DEADLINE is not modelled yet",
+            )),
+            _ => Err(self.e(path, format!("SCHED_OTHER, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO or SCHED_RR, got '{s}'"))),
         }
     }
 
@@ -448,6 +452,7 @@ impl<'a> Builder<'a> {
                 let path = format!("{at}.phases.{pn}");
                 let mut phase_loop = 1;
                 let mut phase_cpus = None;
+                let (mut phase_policy, mut phase_priority) = (None, None);
                 let mut events = Vec::new();
                 for (k, v) in p.iter() {
                     let kp = format!("{path}.{k}");
@@ -456,20 +461,34 @@ impl<'a> Builder<'a> {
                             phase_loop = self.count(&kp, v, 1, u64::MAX >> 1)?;
                         }
                         "cpus" => phase_cpus = Some(self.cpus(&kp, v)?),
-                        "policy" | "priority" => {
-                            return Err(self.e(
-                                &kp,
-                                "no phase-level policy or priority: changing a thread's policy between phases \
-                                 is not modelled yet (set it on the thread)",
-                            ))
-                        }
+                        "policy" => phase_policy = Some(self.string(&kp, v).and_then(|s| self.policy(&kp, s))?),
+                        "priority" => phase_priority = Some(self.int(&kp, v)?),
                         _ => {
                             self.refuse_unmodelled(&kp, k)?;
                             events.push((k.clone(), v.clone()));
                         }
                     }
                 }
+                // set_thread_param at each phase loop: a phase with a policy
+                // (its priority defaulting as the thread's does) sets it with
+                // sched_setattr; one without keeps what the thread runs with.
+                let phase_sched =
+                    match (phase_policy, phase_priority) {
+                        (Some(pol), given) => {
+                            let (rt_priority, nice) = self.priority(&format!("{path}.priority"), pol, given)?;
+                            Some((pol, if pol.is_rt() { rt_priority as i32 } else { nice }))
+                        }
+                        (None, Some(_)) => return Err(self.e(
+                            &format!("{path}.priority"),
+                            "a phase priority with the phase's policy beside it (rt-app would apply it to whatever \
+                             policy the thread runs with then; not modelled)",
+                        )),
+                        (None, None) => None,
+                    };
                 ops.begin_loop(phase_loop);
+                if let Some((policy, priority)) = phase_sched {
+                    ops.push(Op::SetScheduler { policy, priority });
+                }
                 if per_phase_cpus {
                     // set_thread_affinity at each phase loop: the phase's
                     // cpus, else the thread's, else every CPU.

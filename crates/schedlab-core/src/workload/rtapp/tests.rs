@@ -189,8 +189,12 @@ fn bad_files_fail_with_the_key_and_its_path() {
         (r#"{"global": {"verbose": true}, "tasks": {"t": {"loop": 1, "run": 1}}}"#, "rtapp.global.verbose"),
         (r#"{"global": {"duration": 1}, "tasks": {"t": {"signal": "c"}}}"#, "rtapp.tasks.t"),
         (
-            r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"policy": "SCHED_FIFO", "run": 1}}}}}"#,
-            "rtapp.tasks.t.phases.p.policy",
+            r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"priority": 5, "run": 1}}}}}"#,
+            "rtapp.tasks.t.phases.p.priority",
+        ),
+        (
+            r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"policy": "SCHED_FIFO", "priority": 0, "run": 1}}}}}"#,
+            "rtapp.tasks.t.phases.p.priority",
         ),
         (r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"cpus": [9], "run": 1}}}}}"#, "rtapp.tasks.t.phases.p.cpus"),
     ];
