@@ -43,6 +43,12 @@ const RT_HOG_SHARED: &[&str] =
 const PIXEL2_RT: &[&str] =
     &["hackbench:groups=1,fds=8,loops=400,buf=8,start=1s", "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"];
 
+/// Two periodic tasks (2 ms of work every 10 ms) under schedutil: each
+/// wakeup's frequency follows the CPU's utilisation, which util_est keeps
+/// from decaying over the sleeps (a user program: TOML, not a spec).
+const PERIODIC_FREQ: &[&str] = &["[[task]]\nname = \"per\"\ncount = 2\n\
+     ops = [ { loop = 50, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n"];
+
 /// Wakeups within a cluster done by the waker itself (no TTWU_QUEUE): remote
 /// cpufreq updates.
 const REMOTE_FREQ: &[&str] = &["hackbench:groups=1,fds=8,loops=100,buf=8"];
@@ -51,9 +57,11 @@ fn scenario(f: Feat) -> Option<Scenario> {
     use Feat::*;
     let s = |machine, workloads, base| Some(Scenario { machine, workloads, base });
     match f {
-        WA_IDLE | WA_WEIGHT | WA_BIAS | DELAY_ZERO | PLACE_LAG | wa_idle_prev | TTWU_QUEUE | UTIL_EST => {
+        WA_IDLE | WA_WEIGHT | WA_BIAS | DELAY_ZERO | PLACE_LAG | wa_idle_prev | TTWU_QUEUE => {
             s("laptop-4c8t", HACKBENCH, "eevdf")
         }
+        // util_est is read where utilisation decides: energy-aware placement.
+        UTIL_EST => s("hikey960@schedutil", PERIODIC_FREQ, "eevdf"),
         PLACE_DEADLINE_INITIAL | RUN_TO_PARITY | WAKEUP_PREEMPTION | NEXT_BUDDY | SIS_UTIL | DELAY_DEQUEUE => {
             s("laptop-4c8t", AMONG_HOGS, "eevdf")
         }
@@ -157,6 +165,9 @@ fn trace(machine: &str, workloads: &[&str], policy: &str) -> String {
         None => (machine, None),
     };
     let mut spec = run_spec(preset_source(preset), workloads[0], policy, 1, true);
+    if workloads[0].starts_with("[[task]]") {
+        spec.workload_format = "toml".into();
+    }
     spec.options.governor = governor;
     spec.options.check_invariants = false;
     // An RT hog with no limit starves fair tasks for ever: stop at 2 s.
