@@ -317,8 +317,55 @@ CAS_HACKBENCH = Case(
     ),
 )
 
+# ---- joel-rt-hackbench (SEEDS.md idea 5) ----------------------------------
+_SPARE_POLICIES = ("v4.14", "v4.14+capacity_spare_wake_current")
+# Published (SEEDS.md idea 5): seconds, Pixel 2, rt-app RT tasks on the big
+# CPUs (period 100 ms, runtime 20 ms), hackbench -f 8 over all CPUs; per
+# groups: (without, with).
+_SPARE_PUBLISHED = {1: (1.0534, 0.7293), 2: (1.6219, 1.6391), 4: (1.2538, 1.1080)}
+
+
+def _hackbench_rt(groups: int) -> Callable[[float], str | Sequence[str]]:
+    # One RT task per big CPU (4-7); hackbench's -l is not published: 2000
+    # loops at scale 1 (an assumption; one group then takes 0.16 s). The RT
+    # tasks start 1 s before hackbench so that avg_rt, and so capacity_of, of
+    # the big CPUs has built up.
+    def spec(s: float) -> str | Sequence[str]:
+        bench = f"hackbench:groups={groups},fds=8,loops={_scaled(2000, s, 2)},start=1s"
+        return [bench, "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"]
+
+    return spec
+
+
+JOEL_RT_HACKBENCH = Case(
+    name="joel-rt-hackbench",
+    title=(
+        "capacity_spare_wake from capacity_of in the slow path: hackbench beside RT tasks "
+        "(Pixel 2)"
+    ),
+    seed_idea="5",
+    machine="pixel2",
+    policies=_SPARE_POLICIES,
+    metrics=("completion_time_s",),
+    rows=tuple(
+        Row(
+            f"groups={g}, fds=8 ({16 * g} tasks) + 4 RT tasks on CPUs 4-7",
+            _hackbench_rt(g),
+            dict(zip(_SPARE_POLICIES, _SPARE_PUBLISHED[g], strict=True)),
+        )
+        for g in _SPARE_PUBLISHED
+    ),
+    default_runs=3,
+    notes=(
+        "v4.14 reaches the slow path (find_idlest_group, where capacity_spare_wake sits) at "
+        "wakeup through wake_cap on asymmetric machines, and at fork. The number of RT tasks "
+        "is not published (one per big CPU assumed), nor is hackbench's -l (2000 assumed)."
+    ),
+)
+
 CASES: dict[str, Case] = {
-    c.name: c for c in (ROY_SATURATION, NI_RETRY_SCHBENCH, LAWALL_NAS, CAS_HACKBENCH)
+    c.name: c
+    for c in (ROY_SATURATION, NI_RETRY_SCHBENCH, LAWALL_NAS, CAS_HACKBENCH, JOEL_RT_HACKBENCH)
 }
 
 
