@@ -339,10 +339,7 @@ def _hackbench_rt(groups: int) -> Callable[[float], str | Sequence[str]]:
 
 JOEL_RT_HACKBENCH = Case(
     name="joel-rt-hackbench",
-    title=(
-        "capacity_spare_wake from capacity_of in the slow path: hackbench beside RT tasks "
-        "(Pixel 2)"
-    ),
+    title="capacity_spare_wake from capacity_of (slow path): hackbench beside RT tasks, Pixel 2",
     seed_idea="5",
     machine="pixel2",
     policies=_SPARE_POLICIES,
