@@ -276,17 +276,35 @@ _CAS_PUBLISHED = {
 }
 
 
-def _hackbench_pinged(groups: int) -> Callable[[float], str | Sequence[str]]:
-    # Groups of 40 (20 senders, 20 receivers: hackbench's default -f 20), in
-    # process mode; -l is not published: hackbench's default 100 at scale 1.
-    # The flood starts 500 ms before hackbench so that the flooded CPUs'
-    # avg_irq, and so their capacity_of, has built up, as on a machine that
-    # was already being flooded when the benchmark started.
-    def spec(s: float) -> str | Sequence[str]:
-        bench = f"hackbench:groups={groups},loops={_scaled(100, s, 2)},start=500ms"
-        return [bench, "irq:preset=pingflood,cpus=0-2"]
+def _hackbench_rows(
+    policies: tuple[str, ...],
+    published: dict[int, tuple[float, float]],
+    per_group: int,
+    label: str,
+    bench: str,
+    noise: str,
+) -> tuple[Row, ...]:
+    """One row per hackbench group count of ``published`` (the figures per
+    policy): hackbench ``bench`` (``{groups}`` filled in, ``loops=`` scaled)
+    beside ``noise``; ``label`` may name ``{groups}`` and ``{tasks}``
+    (``per_group`` tasks in each group)."""
+    loops = int(bench.split("loops=")[1].split(",")[0])
 
-    return spec
+    def spec(groups: int) -> Callable[[float], str | Sequence[str]]:
+        def at(s: float) -> str | Sequence[str]:
+            b = bench.replace(f"loops={loops}", f"loops={_scaled(loops, s, 2)}")
+            return [b.format(groups=groups), noise]
+
+        return at
+
+    return tuple(
+        Row(
+            label.format(groups=g, tasks=per_group * g),
+            spec(g),
+            dict(zip(policies, pub, strict=True)),
+        )
+        for g, pub in published.items()
+    )
 
 
 CAS_HACKBENCH = Case(
@@ -296,13 +314,18 @@ CAS_HACKBENCH = Case(
     machine="xeon-2s-44c",
     policies=_CAS_POLICIES,
     metrics=("completion_time_s",),
-    rows=tuple(
-        Row(
-            f"groups={g} (40 tasks each) + ping flood on CPUs 0-2",
-            _hackbench_pinged(g),
-            dict(zip(_CAS_POLICIES, _CAS_PUBLISHED[g], strict=True)),
-        )
-        for g in _CAS_PUBLISHED
+    # Groups of 40 (20 senders, 20 receivers: hackbench's default -f 20), in
+    # process mode; -l is not published: hackbench's default 100 at scale 1.
+    # The flood starts 500 ms before hackbench so that the flooded CPUs'
+    # avg_irq, and so their capacity_of, has built up, as on a machine that
+    # was already being flooded when the benchmark started.
+    rows=_hackbench_rows(
+        _CAS_POLICIES,
+        _CAS_PUBLISHED,
+        40,
+        "groups={groups} ({tasks} tasks) + ping flood on CPUs 0-2",
+        "hackbench:groups={groups},loops=100,start=500ms",
+        "irq:preset=pingflood,cpus=0-2",
     ),
     default_runs=3,
     notes=(
@@ -325,18 +348,6 @@ _SPARE_POLICIES = ("v4.14", "v4.14+capacity_spare_wake_current")
 _SPARE_PUBLISHED = {1: (1.0534, 0.7293), 2: (1.6219, 1.6391), 4: (1.2538, 1.1080)}
 
 
-def _hackbench_rt(groups: int) -> Callable[[float], str | Sequence[str]]:
-    # One RT task per big CPU (4-7); hackbench's -l is not published: 2000
-    # loops at scale 1 (an assumption; one group then takes 0.16 s). The RT
-    # tasks start 1 s before hackbench so that avg_rt, and so capacity_of, of
-    # the big CPUs has built up.
-    def spec(s: float) -> str | Sequence[str]:
-        bench = f"hackbench:groups={groups},fds=8,loops={_scaled(2000, s, 2)},start=1s"
-        return [bench, "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"]
-
-    return spec
-
-
 JOEL_RT_HACKBENCH = Case(
     name="joel-rt-hackbench",
     title="capacity_spare_wake from capacity_of (slow path): hackbench beside RT tasks, Pixel 2",
@@ -344,13 +355,17 @@ JOEL_RT_HACKBENCH = Case(
     machine="pixel2",
     policies=_SPARE_POLICIES,
     metrics=("completion_time_s",),
-    rows=tuple(
-        Row(
-            f"groups={g}, fds=8 ({16 * g} tasks) + 4 RT tasks on CPUs 4-7",
-            _hackbench_rt(g),
-            dict(zip(_SPARE_POLICIES, _SPARE_PUBLISHED[g], strict=True)),
-        )
-        for g in _SPARE_PUBLISHED
+    # One RT task per big CPU (4-7); hackbench's -l is not published: 2000
+    # loops at scale 1 (an assumption; one group then takes 0.16 s). The RT
+    # tasks start 1 s before hackbench so that avg_rt, and so capacity_of, of
+    # the big CPUs has built up.
+    rows=_hackbench_rows(
+        _SPARE_POLICIES,
+        _SPARE_PUBLISHED,
+        16,
+        "groups={groups}, fds=8 ({tasks} tasks) + 4 RT tasks on CPUs 4-7",
+        "hackbench:groups={groups},fds=8,loops=2000,start=1s",
+        "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms",
     ),
     default_runs=3,
     notes=(
