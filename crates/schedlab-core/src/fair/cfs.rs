@@ -466,7 +466,7 @@ impl CfsRq {
         ses: &mut [SchedEntity],
         woken: TaskId,
         now: Ns,
-        (fork, pol): (bool, super::eevdf::WakeupPolicies),
+        (fork, pol): (bool, super::wakeup_policy::WakeupPolicies),
         f: &Features,
     ) -> bool {
         let Some(c) = self.curr else { return true };

@@ -11,7 +11,8 @@
 //! [`Sim::update_load_avg`] and the util_est helpers from here.
 
 use crate::engine::Sim;
-use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity, WakeupPolicies};
+use crate::fair::eevdf::{DequeueFlags, EnqueueFlags, Pick, SchedEntity};
+use crate::fair::wakeup_policy::WakeupPolicies;
 use crate::fair::weight::{WEIGHT_IDLEPRIO, WMULT_IDLEPRIO};
 use crate::ids::{CpuId, TaskId};
 use crate::pelt;

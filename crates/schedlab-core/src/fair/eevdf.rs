@@ -706,7 +706,7 @@ impl CfsRq {
         ses: &mut [SchedEntity],
         woken: TaskId,
         now: Ns,
-        (fork, pol): (bool, WakeupPolicies),
+        (fork, pol): (bool, super::wakeup_policy::WakeupPolicies),
         f: &Features,
     ) -> bool {
         self.features = *f;
@@ -723,18 +723,8 @@ impl CfsRq {
         if !sched_feat!(f, WAKEUP_PREEMPTION) {
             return false;
         }
-        // An idle entity is preempted by a non-idle one, never the other
-        // way; a SCHED_BATCH wakee preempts nothing else (v6.11+, 2024's
-        // "sched/fair: Make SCHED_IDLE entity be preempted in strict
-        // hierarchy"; two SCHED_IDLE tasks compare as normal ones).
-        //
-        // DEVIATION(kernel): v6.6-v6.10 let no SCHED_IDLE wakee preempt even
-        // another SCHED_IDLE task; the v6.6 profile follows v6.11 here.
-        if pol.curr_idle && !pol.woken_idle {
-            return true;
-        }
-        if pol.curr_idle != pol.woken_idle || pol.woken_batch {
-            return false;
+        if let Some(decided) = pol.decide_eevdf() {
+            return decided;
         }
         let upd = self.update_curr(ses, now);
         let preempt_short = sched_feat!(f, PREEMPT_SHORT) && ses[woken.idx()].slice < ses[c.idx()].slice;
@@ -749,18 +739,6 @@ impl CfsRq {
         }
         upd.resched
     }
-}
-
-/// The scheduling policies a wakeup preemption looks at (`se_is_idle`,
-/// `p->policy == SCHED_BATCH`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WakeupPolicies {
-    /// The running task has SCHED_IDLE.
-    pub curr_idle: bool,
-    /// The woken task has SCHED_IDLE.
-    pub woken_idle: bool,
-    /// The woken task has SCHED_BATCH.
-    pub woken_batch: bool,
 }
 
 /// `entity_before`: earlier virtual deadline.

@@ -138,7 +138,7 @@ fn run_to_parity_protects_curr_until_its_slice_ends() {
 
 #[test]
 fn sched_idle_curr_gives_way_and_batch_or_idle_wakees_do_not_preempt() {
-    use crate::fair::eevdf::WakeupPolicies;
+    use crate::fair::wakeup_policy::WakeupPolicies;
     let f = Features::mainline();
     let pol = |curr_idle, woken_idle, woken_batch| WakeupPolicies { curr_idle, woken_idle, woken_batch };
     // Slice protection keeps curr running against a normal wakee...

@@ -19,6 +19,7 @@ pub mod periodic;
 pub mod slowpath;
 pub mod slowpath_legacy;
 pub mod wakeup;
+pub mod wakeup_policy;
 pub mod wakeup_seeds;
 pub mod weight;
 

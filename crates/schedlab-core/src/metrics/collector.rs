@@ -8,12 +8,13 @@ use crate::cpumask::CpuMask;
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC, NSEC_PER_USEC};
 use crate::topology::machine::Distance;
 use crate::trace::{BalanceKind, Event, PrevState, TimedEvent};
-use crate::tunables::{update_avg, SYSCTL_SCHED_MIGRATION_COST_NS};
+
 use crate::workload::MarkKind;
 
 use super::context::MetricsContext;
 use super::energy::EnergyMeter;
 use super::hist::LatencyHist;
+use super::idle_ref::IdleRef;
 use super::occupancy::CpuOccupancy;
 use super::registry::METRICS;
 
@@ -54,28 +55,6 @@ struct TaskRec {
 /// `last_cpu` / `waker_cpu` when unknown.
 const NO_CPU: u32 = u32::MAX;
 
-/// Per CPU: the reference for `avg_idle_error_us`, an `avg_idle` fed with
-/// every true idle period (see the registry's description).
-#[derive(Clone, Copy, Debug)]
-struct IdleRef {
-    /// When the current idle period began (a switch to idle), or `NO_WAKING`
-    /// when the CPU is busy or its idle period began before the stream.
-    idle_since: Ns,
-    /// EWMA (1/8) of the true idle durations, capped like `avg_idle`, ns.
-    avg_ns: Ns,
-    /// The cap last reported by an `AvgIdle` event, ns.
-    max_ns: Ns,
-}
-
-impl IdleRef {
-    /// The kernel's initial `avg_idle` and cap: `2 * sysctl_sched_migration_cost`.
-    const NEW: IdleRef = IdleRef {
-        idle_since: NO_WAKING,
-        avg_ns: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
-        max_ns: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
-    };
-}
-
 /// Workload metrics of one measured part (see [`MetricsContext::parts`]).
 #[derive(Clone, Debug)]
 struct PartStats {
@@ -115,24 +94,6 @@ pub const PART_METRICS: [&str; 6] = [
     "request_latency_p99_us",
     "app_wakeup_latency_p50_us",
     "app_wakeup_latency_p99_us",
-];
-
-/// The quantiles of `wakeup_latency_dist.pQ` (name suffix, percentile):
-/// dense in the tail, where placement policies differ, and log-spaced
-/// towards it, so that the points trace the CDF on a log latency axis.
-pub const WAKEUP_LATENCY_QUANTILES: [(&str, f64); 12] = [
-    ("1", 1.0),
-    ("5", 5.0),
-    ("10", 10.0),
-    ("25", 25.0),
-    ("50", 50.0),
-    ("75", 75.0),
-    ("90", 90.0),
-    ("95", 95.0),
-    ("99", 99.0),
-    ("99.9", 99.9),
-    ("99.99", 99.99),
-    ("100", 100.0),
 ];
 
 impl TaskRec {
@@ -419,9 +380,7 @@ impl Collector {
                 }
             }
             Event::AvgIdle { cpu, avg_idle_ns, max_ns } => {
-                let r = self.idle_ref_mut(cpu);
-                r.max_ns = max_ns;
-                let err = avg_idle_ns.abs_diff(r.avg_ns);
+                let err = self.idle_ref_mut(cpu).error_of(avg_idle_ns, max_ns);
                 if counted {
                     self.avg_idle_err_sum += err as u128;
                     self.avg_idle_samples += 1;
@@ -481,20 +440,9 @@ impl Collector {
         &mut self.idle_ref[cpu.idx()]
     }
 
-    /// A CPU goes idle or leaves idle: feed the finished idle period, if its
-    /// start was seen and it lasted, to the `avg_idle` reference (the
-    /// kernel's `update_avg` and cap). A switch that stays busy (or idle) is
-    /// no boundary.
+    /// A CPU goes idle or leaves idle: the `avg_idle` reference sees the boundary.
     fn idle_boundary(&mut self, t: Ns, cpu: CpuId, was_busy: bool, now_busy: bool) {
-        let r = self.idle_ref_mut(cpu);
-        if was_busy && !now_busy {
-            r.idle_since = t;
-        } else if !was_busy && now_busy {
-            if r.idle_since != NO_WAKING && t > r.idle_since {
-                r.avg_ns = update_avg(r.avg_ns, t - r.idle_since).min(r.max_ns);
-            }
-            r.idle_since = NO_WAKING;
-        }
+        self.idle_ref_mut(cpu).boundary(t, was_busy, now_busy);
     }
 
     fn on_switch(
@@ -669,22 +617,8 @@ impl Collector {
                 });
             }
         }
-        out.extend(self.wakeup_latency_dist());
+        out.extend(super::registry::wakeup_latency_dist(&self.wakeup_lat));
         out
-    }
-
-    /// The wakeup latency distribution as a ladder of quantiles,
-    /// `wakeup_latency_dist.pQ` for each of [`WAKEUP_LATENCY_QUANTILES`], in
-    /// us: enough points to draw its CDF (`schedlab report` does) from a
-    /// run's metrics alone. Absent (NaN) when nothing was woken.
-    fn wakeup_latency_dist(&self) -> impl Iterator<Item = MetricValue> + '_ {
-        let woken = self.wakeup_lat.count() > 0;
-        WAKEUP_LATENCY_QUANTILES.iter().map(move |&(name, q)| MetricValue {
-            name: format!("wakeup_latency_dist.p{name}"),
-            unit: "us".into(),
-            value: if woken { self.wakeup_lat.percentile(q) / 1000.0 } else { f64::NAN },
-            better: crate::api::Better::Lower,
-        })
     }
 
     /// Value of one of [`PART_METRICS`] for measured part `k` (`None` for another name).

@@ -61,7 +61,7 @@ fn every_registry_metric_has_a_value_in_order() {
     // Without an energy model the energy metrics are left out.
     let m = run(c.clone(), &two_task_script(), 50_000);
     let energy = crate::metrics::energy::ENERGY_METRICS;
-    let ladder = super::WAKEUP_LATENCY_QUANTILES.len();
+    let ladder = crate::metrics::registry::WAKEUP_LATENCY_QUANTILES.len();
     assert_eq!(m.len(), METRICS.len() - energy.len() + ladder);
     assert!(m.iter().all(|v| !energy.contains(&v.name.as_str())));
     // With one, every registry metric comes first, in order, then the
@@ -92,7 +92,7 @@ fn every_registry_metric_has_a_value_in_order() {
 fn wakeup_latency_quantiles_trace_the_distribution() {
     // One wakeup of 5 us: every quantile is it.
     let m = run(ctx(2, 2), &two_task_script(), 50_000);
-    for (q, _) in super::WAKEUP_LATENCY_QUANTILES {
+    for (q, _) in crate::metrics::registry::WAKEUP_LATENCY_QUANTILES {
         assert_eq!(get(&m, &format!("wakeup_latency_dist.p{q}")), 5.0, "p{q}");
     }
     // No wakeup at all: absent, not 0.
@@ -109,8 +109,10 @@ fn wakeup_latency_quantiles_trace_the_distribution() {
         script.push((t + lat + 100, sw(0, Some(A), PrevState::Sleeping, None)));
     }
     let m = run(ctx(2, 2), &script, 6_000_000);
-    let ladder: Vec<f64> =
-        super::WAKEUP_LATENCY_QUANTILES.iter().map(|(q, _)| get(&m, &format!("wakeup_latency_dist.p{q}"))).collect();
+    let ladder: Vec<f64> = crate::metrics::registry::WAKEUP_LATENCY_QUANTILES
+        .iter()
+        .map(|(q, _)| get(&m, &format!("wakeup_latency_dist.p{q}")))
+        .collect();
     assert!(ladder.windows(2).all(|w| w[0] <= w[1]), "{ladder:?}");
     // Within the histogram's 0.4% bucket midpoint error; the maximum is exact.
     let near = |v: f64, want: f64| (v - want).abs() <= want * 0.004;

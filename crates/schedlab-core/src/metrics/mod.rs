@@ -15,6 +15,7 @@ pub mod collector;
 pub mod context;
 pub mod energy;
 pub mod hist;
+mod idle_ref;
 pub mod occupancy;
 pub mod registry;
 

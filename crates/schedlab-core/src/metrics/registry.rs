@@ -6,7 +6,7 @@
 //! count over the measured window, `pct` percent of total CPU time (0..100),
 //! `cpus` a number of CPUs.
 
-use crate::api::Better;
+use crate::api::{Better, MetricValue};
 
 /// One metric: name, unit, better direction, one-paragraph description.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +122,38 @@ pub fn help_metrics() -> String {
         s.push_str(&format!("{} [{}] ({})\n    {}\n", d.name, d.unit, better, d.description));
     }
     s
+}
+
+/// The quantiles of `wakeup_latency_dist.pQ` (name suffix, percentile):
+/// dense in the tail, where placement policies differ, and log-spaced
+/// towards it, so that the points trace the CDF on a log latency axis.
+pub const WAKEUP_LATENCY_QUANTILES: [(&str, f64); 12] = [
+    ("1", 1.0),
+    ("5", 5.0),
+    ("10", 10.0),
+    ("25", 25.0),
+    ("50", 50.0),
+    ("75", 75.0),
+    ("90", 90.0),
+    ("95", 95.0),
+    ("99", 99.0),
+    ("99.9", 99.9),
+    ("99.99", 99.99),
+    ("100", 100.0),
+];
+
+/// The wakeup latency distribution as a ladder of quantiles,
+/// `wakeup_latency_dist.pQ` for each of [`WAKEUP_LATENCY_QUANTILES`], in
+/// us: enough points to draw its CDF (`schedlab report` does) from a run's
+/// metrics alone. Absent (NaN) when nothing was woken.
+pub(super) fn wakeup_latency_dist(lat: &super::hist::LatencyHist) -> impl Iterator<Item = MetricValue> + '_ {
+    let woken = lat.count() > 0;
+    WAKEUP_LATENCY_QUANTILES.iter().map(move |&(name, q)| MetricValue {
+        name: format!("wakeup_latency_dist.p{name}"),
+        unit: "us".into(),
+        value: if woken { lat.percentile(q) / 1000.0 } else { f64::NAN },
+        better: Better::Lower,
+    })
 }
 
 #[cfg(test)]
