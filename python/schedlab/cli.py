@@ -800,6 +800,15 @@ def reproduce_cmd(
             "(a verdict needs a run-to-run spread).",
         ),
     ] = False,
+    sensitivity: Annotated[
+        bool,
+        typer.Option(
+            "--sensitivity",
+            help="Also run the case with each assumed machine parameter (SMT speed, IPI cost, "
+            "idle exit latencies) moved over its plausible range, and say per row whether the "
+            "verdict holds across it.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run a published experiment of SEEDS.md: published vs simulated figures, with a verdict
@@ -836,6 +845,11 @@ def reproduce_cmd(
             "policy (one seed has no spread); add --no-verdict for figures only",
             2,
         )
+    if sensitivity:
+        if no_verdict:
+            _fail("--sensitivity compares verdicts: it cannot go with --no-verdict", 2)
+        _reproduce_sensitivity(chosen, runs, scale, jobs, json_out)
+        return
     err = _err()
     interrupted: reproduce.CaseInterrupted | None = None
     with _progress(err) as bar:
@@ -866,6 +880,51 @@ def reproduce_cmd(
             f"{interrupted.rows_total} rows; the output above holds the finished rows",
             _stop_exit_code(),
         )
+
+
+def _reproduce_sensitivity(
+    chosen: reproduce.Case, runs: int | None, scale: float, jobs: int | None, json_out: bool
+) -> None:
+    from . import _sensitivity
+
+    try:
+        results, columns = _interruptible(
+            _sensitivity.run_sensitivity,
+            chosen,
+            runs=runs,
+            scale=scale,
+            jobs=jobs,
+            stop=lambda: _stop_signal is not None,
+        )
+    except reproduce.CaseInterrupted:
+        _fail(f"{_stopped_by()}: --sensitivity stopped; nothing written", _stop_exit_code())
+    if json_out:
+        _echo_json(
+            {
+                "case": chosen.name,
+                "scale": scale,
+                "knobs": [
+                    {"name": k.name, "values": list(k.values), "why": k.why}
+                    for k in _sensitivity.KNOBS
+                ],
+                "columns": columns,
+                "results": [r.to_dict() for r in results],
+            }
+        )
+        return
+    table = _new_table(
+        f"{chosen.name}: sensitivity · {chosen.machine} · scale {scale}",
+        "row",
+        "policy",
+        "verdict",
+        "holds",
+        "where it changes",
+    )
+    for r in results:
+        changes = "; ".join(f"{c}: {v}" for c, v in r.varied.items() if v != r.verdict)
+        table.add_row(r.row, r.policy, r.verdict, "yes" if r.holds else "no", changes)
+    _out().print(table)
+    _out().print("tried: " + ", ".join(columns))
 
 
 def _show_reproduce(

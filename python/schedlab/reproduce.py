@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._compare import MatrixInterrupted, Progress, run_matrix
-from ._resolve import resolve_machine, resolve_workloads
+from ._resolve import Source, resolve_machine, resolve_workloads
 
 #: Smallest spread (percent of the baseline mean) a comparison uses. A
 #: simulation whose workload draws nothing from its seed (a fixed amount of
@@ -362,8 +362,8 @@ JOEL_RT_HACKBENCH = Case(
     rows=_hackbench_rows(
         _SPARE_POLICIES,
         _SPARE_PUBLISHED,
-        16,
-        "groups={groups}, fds=8 ({tasks} tasks) + 4 RT tasks on CPUs 4-7",
+        8,
+        "groups={groups}, fds=8 (SEEDS: {tasks} tasks) + 4 RT tasks on CPUs 4-7",
         "hackbench:groups={groups},fds=8,loops=2000,start=1s",
         "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms",
     ),
@@ -477,12 +477,14 @@ def run_case(
     progress: Progress | None = None,
     stop: Callable[[], bool] | None = None,
     verdict: bool = True,
+    machine: Source | None = None,
 ) -> list[Judged]:
     """Simulate every row of ``case`` and judge each policy against the first
     (with ``verdict`` false: figures only, "no verdict", allowed with fewer
-    than `MIN_VERDICT_RUNS` seeds). When ``stop()`` turns true (or an
-    in-process run is interrupted) raises `CaseInterrupted` with the verdicts
-    of the rows that finished."""
+    than `MIN_VERDICT_RUNS` seeds), on the case's machine or on ``machine``
+    (a changed copy of it: `schedlab._sensitivity`). When ``stop()`` turns
+    true (or an in-process run is interrupted) raises `CaseInterrupted` with
+    the verdicts of the rows that finished."""
     if scale <= 0:
         raise ValueError("scale must be positive")
     n = runs or case.default_runs
@@ -494,7 +496,7 @@ def run_case(
             "has no spread to judge a difference against; use --no-verdict for figures only"
         )
     seeds = list(range(n))
-    machine = resolve_machine(case.machine)
+    machine = machine or resolve_machine(case.machine)
     out: list[Judged] = []
     total_rows = len(case.rows)
     for ri, row in enumerate(case.rows):

@@ -1,0 +1,70 @@
+"""`schedlab reproduce CASE --sensitivity`: each assumed machine parameter
+moved over its range, the case judged again, and per row whether its verdict
+held."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from schedlab import _sensitivity, reproduce
+from schedlab.cli import app
+
+
+def test_knobs_change_the_machine_and_apply_only_where_they_mean_something() -> None:
+    doc = {
+        "topology": {"threads_per_core": 1},
+        "core_type": [{"idle_states": [{"exit_latency_us": 10}], "smt_speed_pct": 60}],
+    }
+    smt, ipi, exit_ = _sensitivity.KNOBS
+    assert not smt.applies(doc)
+    assert exit_.applies(doc)
+    ipi.apply(doc, 5000)
+    exit_.apply(doc, 2.0)
+    assert doc["cost"] == {"ipi_ns": 5000}
+    assert doc["core_type"][0]["idle_states"][0]["exit_latency_us"] == 20
+    doc["topology"]["threads_per_core"] = 2
+    assert smt.applies(doc)
+    smt.apply(doc, 100)
+    assert doc["core_type"][0]["smt_speed_pct"] == 100
+
+
+def test_a_changed_machine_changes_the_runs() -> None:
+    # roy-saturation at small scale: no SMT penalty must move the work-queue
+    # times (the SMT speed factor is most of its simulated gain), so the
+    # changed machine really reaches the runs.
+    case = reproduce.CASES["roy-saturation"]
+    smt = _sensitivity.KNOBS[0]
+    one = _sensitivity.Sensitivity("r", "m", "p", "v", {})
+    assert one.holds
+    one.varied["x=1"] = "w"
+    assert not one.holds
+    res, columns = _sensitivity.run_sensitivity(case, scale=0.05, jobs=1, knobs=(smt,))
+    assert columns == [f"smt_speed_pct={v:g}" for v in smt.values]
+    assert all(set(r.varied) == set(columns) for r in res)
+    assert {r.row for r in res} == {row.label for row in case.rows}
+    doc = _sensitivity._machine_doc(case)
+    smt.apply(doc, 100)
+    changed = _sensitivity.resolve_machine(doc)
+    base = reproduce.run_case(case, scale=0.05, jobs=1)
+    moved = reproduce.run_case(case, scale=0.05, jobs=1, machine=changed)
+    wq = [i for i, j in enumerate(base) if j.row.startswith("work queue")]
+    assert any(base[i].sim_mean != moved[i].sim_mean for i in wq)
+
+
+def test_cli_sensitivity_json_and_refusals() -> None:
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["reproduce", "roy-saturation", "--sensitivity", "--no-verdict", "--runs", "1"]
+    )
+    assert res.exit_code == 2
+    res = runner.invoke(
+        app,
+        ["reproduce", "roy-saturation", "--sensitivity", "--scale", "0.02", "-j", "1", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert [k["name"] for k in doc["knobs"]] == [k.name for k in _sensitivity.KNOBS]
+    assert doc["results"]
+    assert all("holds" in r for r in doc["results"])
