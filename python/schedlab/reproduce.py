@@ -375,9 +375,42 @@ JOEL_RT_HACKBENCH = Case(
     ),
 )
 
+# ---- avg-idle-error (SEEDS.md idea 3): observable, nothing published ------
+AVG_IDLE_ERROR = Case(
+    name="avg-idle-error",
+    title="avg_idle refreshed on every enqueue onto an idle CPU: its error and what it decides",
+    seed_idea="3",
+    machine="xeon-2s-20c",
+    policies=("v6.12", "v6.12+avg_idle_on_enqueue"),
+    metrics=("avg_idle_error_us", "newidle_balance_pulls", "requests_per_s"),
+    rows=(
+        Row(
+            "schbench, 1 message thread, workers for every CPU",
+            lambda s: f"schbench:runtime={_scaled(300, s, 20)}ms,warmup={_scaled(50, s, 5)}ms",
+            {},
+        ),
+    ),
+    default_runs=3,
+    notes=(
+        "SEEDS.md publishes no figure for idea 3, only what to observe: how far avg_idle is "
+        "from the true mean idle time (avg_idle_error_us: the mean distance, at every newly-"
+        "idle read, from an avg_idle fed with every idle period seen in the switches) and the "
+        "newly-idle decisions that depend on it. Verdicts are therefore 'no published figure'; "
+        "the figures are the observation. v7.0 merged a form of the idea (avg_idle_put_prev), "
+        "so the comparison is on v6.12."
+    ),
+)
+
 CASES: dict[str, Case] = {
     c.name: c
-    for c in (ROY_SATURATION, NI_RETRY_SCHBENCH, LAWALL_NAS, CAS_HACKBENCH, JOEL_RT_HACKBENCH)
+    for c in (
+        ROY_SATURATION,
+        NI_RETRY_SCHBENCH,
+        LAWALL_NAS,
+        CAS_HACKBENCH,
+        JOEL_RT_HACKBENCH,
+        AVG_IDLE_ERROR,
+    )
 }
 
 

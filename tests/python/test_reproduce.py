@@ -37,6 +37,7 @@ def test_cases_are_listed() -> None:
         "lawall-nas",
         "cas-hackbench",
         "joel-rt-hackbench",
+        "avg-idle-error",
     ]
 
 
@@ -47,13 +48,22 @@ def test_unknown_case_exits_2() -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["roy-saturation", "ni-retry-schbench", "lawall-nas", "cas-hackbench", "joel-rt-hackbench"],
+    [
+        "roy-saturation",
+        "ni-retry-schbench",
+        "lawall-nas",
+        "cas-hackbench",
+        "joel-rt-hackbench",
+        "avg-idle-error",
+    ],
 )
 def test_case_runs_at_small_scale(case: str) -> None:
     judged = reproduce.run_case(reproduce.CASES[case], runs=3, scale=0.02, jobs=1)
     c = reproduce.CASES[case]
     assert len(judged) == len(c.rows) * len(c.metrics) * len(c.policies)
-    assert all(j.sim_mean > 0 for j in judged)
+    # Every run measured something (an error metric may be 0 for the fixed policy).
+    assert all(j.sim_mean >= 0 for j in judged)
+    assert any(j.sim_mean > 0 for j in judged)
     assert {j.verdict for j in judged if j.policy == c.policies[0]} == {"baseline"}
 
 
@@ -155,3 +165,13 @@ def test_joel_rt_hackbench_gains_stay_not_reproduced() -> None:
         ("groups=1,", "groups=4,"))]  # fmt: skip
     assert len(gains) == 2
     assert all(not j.verdict.startswith("reproduced") for j in gains), [j.verdict for j in gains]
+
+
+def test_avg_idle_error_observes_the_drift_and_its_fix() -> None:
+    # docs/reproductions.md: nothing published; the observation is that
+    # refreshing avg_idle on every enqueue removes its error on this machine.
+    judged = reproduce.run_case(reproduce.CASES["avg-idle-error"], jobs=1)
+    err = {j.policy: j.sim_mean for j in judged if j.metric == "avg_idle_error_us"}
+    assert err["v6.12"] > 1.0, err
+    assert err["v6.12+avg_idle_on_enqueue"] < 0.1 * err["v6.12"], err
+    assert {j.verdict for j in judged if j.policy != "v6.12"} == {"no published figure"}
