@@ -8,7 +8,7 @@ use schedlab_core::api::{analyze_trace, policy_show};
 use schedlab_core::policy::parse_policy;
 use schedlab_core::testkit::{preset_source, SMT_2LLC};
 use schedlab_core::topology::{build_sched_domains, parse_machine, Machine};
-use schedlab_core::trace::read_ftrace;
+use schedlab_core::trace::{frames_of, read_ftrace};
 use schedlab_core::workload::build_workloads;
 
 /// Valid inputs to edit: what a user types, close enough to the grammar that
@@ -162,6 +162,11 @@ proptest! {
     fn trace_readers_never_panic(text in prop_oneof![random_text(), edited(TRACES)]) {
         let _ = read_ftrace(&text, "t.trace");
         let _ = analyze_trace(&text, "t.trace");
+        // The tables schedlab.trace hands to pandas: every line either a row
+        // of one table or skipped, never lost.
+        let frames = frames_of(&text);
+        let rows: usize = frames.events.iter().map(|e| e.time_s.len()).sum();
+        prop_assert_eq!(rows as u64 + frames.skipped, text.lines().count() as u64);
     }
 }
 
