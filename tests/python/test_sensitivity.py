@@ -68,3 +68,34 @@ def test_cli_sensitivity_json_and_refusals() -> None:
     assert [k["name"] for k in doc["knobs"]] == [k.name for k in _sensitivity.KNOBS]
     assert doc["results"]
     assert all("holds" in r for r in doc["results"])
+
+
+def test_roy_saturation_magnitude_hangs_on_the_smt_assumption() -> None:
+    # docs/reproductions.md (roy-saturation's mechanism and the sensitivity
+    # list): without an SMT penalty the patch still wins on the work-queue
+    # rows but by less than half the published gain, and BMQ's gain turns
+    # into a loss.
+    case = reproduce.CASES["roy-saturation"]
+    doc = _sensitivity._machine_doc(case)
+    _sensitivity.KNOBS[0].apply(doc, 100)
+    judged = reproduce.run_case(case, jobs=1, machine=_sensitivity.resolve_machine(doc))
+    wq = [j for j in judged if j.row.startswith("work queue")]
+    patch = [j for j in wq if j.policy == "eevdf+prefer_prev_idle_core"]
+    bmq = [j for j in wq if j.policy == "bmq"]
+    assert len(patch) == len(bmq) == 2
+    assert all(j.verdict == "reproduced" and j.magnitude_within_2x is False for j in patch)
+    assert all(j.verdict == "not reproduced (opposite)" for j in bmq)
+
+
+def test_joel_rt_hackbench_verdicts_move_with_the_ipi_cost() -> None:
+    # docs/reproductions.md's sensitivity list: at 5 us per IPI the 1- and
+    # 4-group rows show a (small) gain and the 2-group row no change.
+    case = reproduce.CASES["joel-rt-hackbench"]
+    doc = _sensitivity._machine_doc(case)
+    _sensitivity.KNOBS[1].apply(doc, 5000)
+    judged = reproduce.run_case(case, jobs=1, machine=_sensitivity.resolve_machine(doc))
+    got = {j.row.split(",")[0]: j for j in judged if j.policy.endswith("current")}
+    assert got["groups=1"].verdict == "reproduced"
+    assert got["groups=1"].magnitude_within_2x is False
+    assert got["groups=4"].verdict == "reproduced"
+    assert got["groups=2"].verdict == "reproduced (no change)"
