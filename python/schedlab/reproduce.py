@@ -282,18 +282,17 @@ def _hackbench_rows(
     per_group: int,
     label: str,
     bench: str,
+    loops: int,
     noise: str,
 ) -> tuple[Row, ...]:
     """One row per hackbench group count of ``published`` (the figures per
-    policy): hackbench ``bench`` (``{groups}`` filled in, ``loops=`` scaled)
-    beside ``noise``; ``label`` may name ``{groups}`` and ``{tasks}``
-    (``per_group`` tasks in each group)."""
-    loops = int(bench.split("loops=")[1].split(",")[0])
+    policy): hackbench ``bench`` (``{groups}`` and ``{loops}`` filled in,
+    ``loops`` at scale 1) beside ``noise``; ``label`` may name ``{groups}``
+    and ``{tasks}`` (``per_group`` tasks in each group)."""
 
     def spec(groups: int) -> Callable[[float], str | Sequence[str]]:
         def at(s: float) -> str | Sequence[str]:
-            b = bench.replace(f"loops={loops}", f"loops={_scaled(loops, s, 2)}")
-            return [b.format(groups=groups), noise]
+            return [bench.format(groups=groups, loops=_scaled(loops, s, 2)), noise]
 
         return at
 
@@ -324,7 +323,8 @@ CAS_HACKBENCH = Case(
         _CAS_PUBLISHED,
         40,
         "groups={groups} ({tasks} tasks) + ping flood on CPUs 0-2",
-        "hackbench:groups={groups},loops=100,start=500ms",
+        "hackbench:groups={groups},loops={loops},start=500ms",
+        100,
         "irq:preset=pingflood,cpus=0-2",
     ),
     default_runs=3,
@@ -364,7 +364,8 @@ JOEL_RT_HACKBENCH = Case(
         _SPARE_PUBLISHED,
         8,
         "groups={groups}, fds=8 (SEEDS: {tasks} tasks) + 4 RT tasks on CPUs 4-7",
-        "hackbench:groups={groups},fds=8,loops=2000,start=1s",
+        "hackbench:groups={groups},fds=8,loops={loops},start=1s",
+        2000,
         "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms",
     ),
     default_runs=3,

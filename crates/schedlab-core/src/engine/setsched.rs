@@ -40,7 +40,7 @@ impl Sim {
         debug_assert_eq!(self.rqs[cpu.idx()].curr, Some(p), "only the running task changes its own policy");
         let (prev_class, oldprio) = (t.class, t.prio);
         // queued and running: dequeue_task(DEQUEUE_SAVE | DEQUEUE_MOVE), put_prev_task.
-        let done = self.dequeue_task(cpu, p, DequeueFlags(DequeueFlags::SAVE.0 | DequeueFlags::MOVE.0));
+        let done = self.dequeue_task(cpu, p, DequeueFlags::SAVE | DequeueFlags::MOVE);
         debug_assert!(done, "a save-dequeue is never delayed");
         self.class_put_prev_task(cpu, p);
         // __setscheduler_params, __setscheduler_prio.
