@@ -125,7 +125,7 @@ impl Sim {
         let base_slice = base_slice_ns(nr);
         let ses = (0..tasks.len()).map(|i| SchedEntity::new(tasks[i].nice, base_slice)).collect();
         let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload);
-        let mut queue = EventQueue::new();
+        let mut queue = EventQueue::with_keys(super::ev_keys(nr, tasks.len()));
         let mut workload_start = Vec::with_capacity(tasks.len());
         for (i, ts) in workload.tasks.iter().enumerate() {
             // A spawned task starts when its parent's program creates it.
@@ -139,6 +139,8 @@ impl Sim {
         }
         let tick_ns = NSEC_PER_SEC / machine.hz.max(1) as Ns;
         let (sg_refs, sg_cpus) = crate::fair::lb_stats::group_refs(&domains, &machine);
+        let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
+        let sg_sums = crate::fair::sg_sums::SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
         let mut sim = Sim {
             core_pressure: vec![0; machine.nr_cores as usize],
             llc_pressure: vec![0; machine.nr_llcs as usize],
@@ -146,6 +148,7 @@ impl Sim {
             rd_overloaded: false,
             sg_refs,
             sg_cpus,
+            sg_sums,
             smt_siblings: (0..nr)
                 .map(|c| {
                     let cpu = CpuId(c as u32);
@@ -163,7 +166,7 @@ impl Sim {
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),
-            rqs,
+            rqs: super::rqs::Rqs::new(rqs),
             llc,
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,

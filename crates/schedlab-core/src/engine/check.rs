@@ -15,7 +15,10 @@ impl Sim {
     /// - `nr_running` matches the queued entities;
     /// - PELT utilisation of a task stays within the capacity scale, and a
     ///   runqueue's within what the tasks homed on it can contribute (blocked
-    ///   and departed tasks' share decays, so one extra 1024 of slack).
+    ///   and departed tasks' share decays, so one extra 1024 of slack);
+    /// - the balance statistics' group sums (`fair::sg_sums`) hold, for every
+    ///   CPU not noted changed since they were brought up to date, what its
+    ///   runqueue gives now, and each group's sums are its CPUs' terms.
     pub fn check(&self) -> Result<(), String> {
         let nr = self.rqs.len();
         let mut queued = vec![0u32; nr];
@@ -88,6 +91,16 @@ impl Sim {
                 return Err(format!("cpu {c}: cfs util_avg {util} above {bound} for {} tasks", homed[c]));
             }
         }
-        Ok(())
+        for c in 0..nr {
+            let cpu = CpuId(c as u32);
+            if !self.rqs.is_changed(c) && self.sg_sums.terms(c) != &self.sg_cpu_terms(cpu) {
+                return Err(format!(
+                    "cpu {c} changed unnoticed: group sums hold {:?}, its runqueue gives {:?}",
+                    self.sg_sums.terms(c),
+                    self.sg_cpu_terms(cpu)
+                ));
+            }
+        }
+        self.sg_sums.check_sums(&self.sg_refs, &self.sg_cpus)
     }
 }

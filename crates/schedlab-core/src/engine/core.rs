@@ -4,7 +4,7 @@
 //! points the kernel calls them.
 
 use super::task::TaskState;
-use super::{Ev, Sim};
+use super::{key_timer, Ev, Sim};
 use crate::fair::eevdf::{DequeueFlags, EnqueueFlags};
 use crate::fair::wakeup::WakeCtx;
 use crate::ids::{CpuId, Ns, TaskId};
@@ -203,6 +203,7 @@ impl Sim {
             let t = &mut self.tasks[p.idx()];
             t.woken_at = Some(now);
             t.timer_gen += 1; // a pending timeout is void now
+            self.queue.cancel_key(key_timer(self.rqs.len(), p));
             t.state = TaskState::Runnable;
             t.runnable_since = now;
         }
@@ -430,6 +431,7 @@ impl Sim {
         self.rt_note_curr(cpu, next);
         self.rqs[cpu.idx()].seg_active = false;
         self.rqs[cpu.idx()].run_gen += 1;
+        self.queue.cancel_key(self.key_run_done(cpu));
         match next {
             Some(n) => {
                 let (refill, kib) = self.refill_work_ns(n, cpu);
@@ -538,6 +540,7 @@ impl Sim {
         self.rqs[src.idx()].curr = None;
         self.rqs[src.idx()].seg_active = false;
         self.rqs[src.idx()].run_gen += 1;
+        self.queue.cancel_key(self.key_run_done(src));
         self.emit(Event::Switch { cpu: src, prev: Some(p), prev_state: PrevState::Runnable, next: None });
         self.move_queued_task(p, src, dst);
         // src picks what is left (possibly nothing), without a newly-idle pass.

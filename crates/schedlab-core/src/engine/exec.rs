@@ -70,7 +70,7 @@ impl Sim {
         rq.seg_active = left > 0;
         let end = start + left.div_ceil(speed);
         let gen = rq.run_gen;
-        self.queue.push(end, Ev::RunDone { cpu, gen });
+        self.queue.push_key(self.key_run_done(cpu), end, Ev::RunDone { cpu, gen });
     }
 
     /// Run `cpu`'s current task: step its program until it has work, blocks
@@ -262,7 +262,8 @@ impl Sim {
         task.timer_gen += 1;
         let gen = task.timer_gen;
         self.block_task(cpu, p, false);
-        self.at(t, Ev::Timer { task: p, gen });
+        let t = t.max(self.now);
+        self.queue.push_key(self.key_timer(p), t, Ev::Timer { task: p, gen });
         Ok(Some(Stepped::Reschedule))
     }
 

@@ -23,6 +23,7 @@ pub mod exec;
 pub mod ipc;
 pub mod irq;
 pub mod rq;
+pub mod rqs;
 pub mod setsched;
 pub mod task;
 pub mod tick;
@@ -38,7 +39,7 @@ use crate::sim::{EventQueue, Rng};
 use crate::topology::{Domains, Machine};
 use crate::trace::{Event, TimedEvent};
 use ipc::{Barrier, Chan, Cond, Sem};
-use rq::{LlcShared, Rq};
+use rq::LlcShared;
 use task::Task;
 
 /// Engine events.
@@ -123,6 +124,19 @@ pub enum Ev {
     Stop,
 }
 
+/// Number of event-queue keys for `nr_cpus` CPUs and `nr_tasks` tasks: each
+/// CPU's `RunDone` and `Tick`, and each task's `Timer`, replace their own
+/// pending event (`sim::queue`) instead of leaving it stale.
+pub(crate) fn ev_keys(nr_cpus: usize, nr_tasks: usize) -> u32 {
+    (2 * nr_cpus + nr_tasks) as u32
+}
+
+/// The queue key of task `p`'s `Timer` on a machine of `nr_cpus` CPUs.
+#[inline]
+pub(crate) fn key_timer(nr_cpus: usize, p: TaskId) -> u32 {
+    (2 * nr_cpus) as u32 + p.0
+}
+
 /// Counters the engine keeps about itself.
 #[derive(Clone, Debug, Default)]
 pub struct EngineStats {
@@ -152,7 +166,7 @@ pub struct Sim {
     /// The class that runs SCHED_OTHER/BATCH/IDLE tasks (`class::SchedClass::normal`).
     pub(crate) normal_class: crate::class::SchedClass,
     /// Runqueues, by CPU.
-    pub(crate) rqs: Vec<Rq>,
+    pub(crate) rqs: rqs::Rqs,
     /// Shared state per LLC (`sd_llc_shared`), by LLC index.
     pub(crate) llc: Vec<LlcShared>,
     /// Tasks, by id.
@@ -209,6 +223,8 @@ pub struct Sim {
     pub(crate) sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
     /// The CPUs of every group of `sg_refs`, each group's a run of this list.
     pub(crate) sg_cpus: Vec<CpuId>,
+    /// Per-group sums of what `update_sg_lb_stats` reads (`fair::sg_sums`).
+    pub(crate) sg_sums: crate::fair::sg_sums::SgSums,
     /// Per CPU, its SMT siblings other than itself (a short list where the
     /// machine's sibling mask is 16 words at 1024 CPUs): read on every
     /// segment change and idle entry.
@@ -262,6 +278,24 @@ impl Sim {
         sink(events).map_err(|e| SchedlabError::Runtime(format!("cannot write the trace: {e}")))?;
         events.clear();
         Ok(())
+    }
+
+    /// The queue key of `cpu`'s pending `RunDone` (its run segment's end).
+    #[inline]
+    pub(crate) fn key_run_done(&self, cpu: CpuId) -> u32 {
+        cpu.0
+    }
+
+    /// The queue key of `cpu`'s pending `Tick`.
+    #[inline]
+    pub(crate) fn key_tick(&self, cpu: CpuId) -> u32 {
+        self.rqs.len() as u32 + cpu.0
+    }
+
+    /// The queue key of `p`'s pending `Timer`.
+    #[inline]
+    pub(crate) fn key_timer(&self, p: TaskId) -> u32 {
+        key_timer(self.rqs.len(), p)
     }
 
     /// Schedule an engine event at `time`.

@@ -28,7 +28,8 @@ impl Sim {
         }
         let t = self.next_tick_time();
         let gen = self.rqs[cpu.idx()].tick_gen;
-        self.at(t, Ev::Tick { cpu, gen });
+        let t = t.max(self.now);
+        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
         // sched_balance_trigger and the NOHZ kick belong to the fair class;
         // a peer replacing it has its own balancing.
         if self.normal_class != crate::class::SchedClass::Fair {
@@ -50,6 +51,8 @@ impl Sim {
         rq.idle_since = now;
         rq.idle_state = Some(state);
         rq.tick_gen += 1;
+        self.queue.cancel_key(self.key_tick(cpu));
+        let rq = &mut self.rqs[cpu.idx()];
         // nr_busy_cpus counts CPUs whose tick runs (set_cpu_sd_state_idle).
         let was_busy = !std::mem::replace(&mut rq.tick_stopped, true);
         self.nohz_idle.set(cpu);
@@ -85,7 +88,8 @@ impl Sim {
         rq.tick_gen += 1;
         let was_busy = !std::mem::replace(&mut rq.tick_stopped, false);
         let gen = rq.tick_gen;
-        self.at(t, Ev::Tick { cpu, gen });
+        let t = t.max(self.now);
+        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
         self.nohz_idle.clear(cpu);
         if !was_busy {
             let llc = self.llc_of(cpu);

@@ -89,6 +89,9 @@ pub struct LbEnv {
     pub imbalance: i64,
     /// CPUs still considered.
     pub cpus: CpuMask,
+    /// Some CPU was taken out of `cpus` (pinned tasks): until then `cpus`
+    /// is the domain's span and every group is wholly considered.
+    pub cpus_pruned: bool,
     /// `LBF_*`.
     pub flags: u32,
     /// Tasks examined.
@@ -389,6 +392,7 @@ impl Sim {
             idle,
             imbalance: 0,
             cpus: sd.span,
+            cpus_pruned: false,
             flags: 0,
             loop_: 0,
             loop_break: SCHED_NR_MIGRATE_BREAK,
@@ -414,6 +418,7 @@ impl Sim {
                 *cont = false;
                 break LbExit::Balanced;
             }
+            self.sg_sums_sync();
             let (group, sds) = self.sched_balance_find_src_group(&mut env);
             self.apply_sd_lb_side_effects(&env, parent.is_none(), sds.sg_overloaded, sds.sum_util);
             let Some(group) = group else { break LbExit::Balanced };
@@ -431,6 +436,7 @@ impl Sim {
                     if env.flags & LBF_DST_PINNED != 0 && env.imbalance > 0 {
                         // Retry the same source for another CPU of our group.
                         env.cpus.clear(env.dst_cpu);
+                        env.cpus_pruned = true;
                         env.dst_cpu = env.new_dst_cpu;
                         env.flags &= !LBF_DST_PINNED;
                         env.loop_ = 0;
@@ -444,6 +450,7 @@ impl Sim {
                 }
                 if env.flags & LBF_ALL_PINNED != 0 {
                     env.cpus.clear(busiest);
+                    env.cpus_pruned = true;
                     if !env.cpus.is_subset(&env.dst_grpmask) {
                         env.loop_ = 0;
                         env.loop_break = SCHED_NR_MIGRATE_BREAK;

@@ -35,7 +35,7 @@ pub enum GroupType {
 }
 
 /// `struct sg_lb_stats`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SgLbStats {
     /// Average load over the group's capacity (only set when overloaded or fully busy in the slow path).
     pub avg_load: u64,
@@ -81,6 +81,14 @@ pub struct GroupRef {
     pub cpus_at: u32,
     /// Number of CPUs in the group.
     pub nr_cpus: u32,
+    /// Its sums in `Sim::sg_sums` (`fair::sg_sums`): every group of every
+    /// domain has its own slot, numbered in `group_refs` order.
+    pub slot: u32,
+    /// Its first CPU (`group_balance_cpu`'s stand-in for `sgc` lookups).
+    pub first: CpuId,
+    /// The span lies within its domain's span, so a balance pass that
+    /// excludes no CPU of the domain considers all of the group's.
+    pub within_sd: bool,
 }
 
 /// `struct sd_lb_stats`.
@@ -176,10 +184,15 @@ impl Sim {
     /// Allocation-free: the group descriptions are built once per domain
     /// (`group_refs`, at `Sim::build`) and only rotated here.
     pub fn sd_groups(&self, sd: SdId, cpu: CpuId) -> impl Iterator<Item = GroupRef> + '_ {
+        self.sd_group_refs(sd, cpu).copied()
+    }
+
+    /// [`Sim::sd_groups`] by reference (a `GroupRef` carries a whole mask).
+    pub fn sd_group_refs(&self, sd: SdId, cpu: CpuId) -> impl Iterator<Item = &GroupRef> + '_ {
         let refs = &self.sg_refs[sd.0 as usize];
         let n = refs.len();
         let local = refs.iter().position(|g| g.span.test(cpu)).unwrap_or(0);
-        (0..n).map(move |k| refs[(local + k) % n])
+        (0..n).map(move |k| &refs[(local + k) % n])
     }
 
     /// `sgc->min_capacity` of a group.
@@ -189,7 +202,7 @@ impl Sim {
 
     /// `sgc->imbalance` of the group `g` of the domain at chain depth `depth`.
     fn sg_imbalanced(&self, depth: usize, g: &GroupRef) -> bool {
-        self.nohz.sgc_imbalance(depth, g.span.first().unwrap_or(CpuId(0)))
+        self.nohz.sgc_imbalance(depth, g.first)
     }
 
     /// `update_sg_lb_stats`: the statistics of group `g`; sets
@@ -203,23 +216,22 @@ impl Sim {
     ) -> SgLbStats {
         let sd = self.domains.sd(env.sd);
         let balancing_at_rd = sd.parent.is_none();
-        let mut sgs = SgLbStats::default();
-        let all_considered = g.span.is_subset(&env.cpus);
-        if all_considered {
-            // Every CPU of the group: its precomputed list, in span order.
-            let at = g.cpus_at as usize;
-            for &i in &self.sg_cpus[at..at + g.nr_cpus as usize] {
-                self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
+        // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
+        let all_considered = (!env.cpus_pruned && g.within_sd) || g.span.is_subset(&env.cpus);
+        let mut sgs = match self.sg_lb_stats_summed(env, sd, g, local_group, all_considered) {
+            Some((sgs, overloaded)) => {
+                *sg_overloaded |= balancing_at_rd && overloaded;
+                #[cfg(debug_assertions)]
+                {
+                    let mut scan_overloaded = false;
+                    let scan = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, &mut scan_overloaded);
+                    debug_assert_eq!(sgs, scan, "summed group stats differ from the scan");
+                    debug_assert_eq!(balancing_at_rd && overloaded, scan_overloaded);
+                }
+                sgs
             }
-        } else {
-            for i in g.span.and(&env.cpus).iter() {
-                self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
-            }
-        }
-        if !all_considered {
-            // Some CPUs were excluded (pinned tasks): the capacity is still the whole group's.
-            sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
-        }
+            None => self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, sg_overloaded),
+        };
         sgs.group_weight = g.nr_cpus;
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
@@ -235,6 +247,75 @@ impl Sim {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
         }
         sgs
+    }
+
+    /// The per-CPU loop of `update_sg_lb_stats` over the group's CPUs that
+    /// `env.cpus` allows.
+    pub(crate) fn sg_lb_stats_scan(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        g: &GroupRef,
+        local_group: bool,
+        all_considered: bool,
+        sg_overloaded: &mut bool,
+    ) -> SgLbStats {
+        let balancing_at_rd = sd.parent.is_none();
+        let mut sgs = SgLbStats::default();
+        if all_considered {
+            // Every CPU of the group: its precomputed list, in span order.
+            let at = g.cpus_at as usize;
+            for &i in &self.sg_cpus[at..at + g.nr_cpus as usize] {
+                self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
+            }
+        } else {
+            for i in g.span.and(&env.cpus).iter() {
+                self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
+            }
+            // Some CPUs were excluded (pinned tasks): the capacity is still the whole group's.
+            sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
+        }
+        sgs
+    }
+
+    /// The loop's result from the group's sums (`fair::sg_sums`), with
+    /// whether a CPU has more than one task; `None` when the sums cannot
+    /// give it: sums not up to date, CPUs excluded, or a misfit or
+    /// reduced-capacity load to find (the largest one needs the CPUs).
+    #[inline]
+    pub(crate) fn sg_lb_stats_summed(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        g: &GroupRef,
+        local_group: bool,
+        all_considered: bool,
+    ) -> Option<(SgLbStats, bool)> {
+        if !all_considered || self.rqs.any_changed() {
+            return None;
+        }
+        let s = self.sg_sums.group(g.slot);
+        if !local_group {
+            let misfit_to_find = if sd.has(SD_ASYM_CPUCAPACITY) {
+                s.nr_misfit != 0
+            } else {
+                env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
+            };
+            if misfit_to_find {
+                return None;
+            }
+        }
+        let sgs = SgLbStats {
+            group_capacity: s.capacity,
+            group_load: s.load,
+            group_util: s.util,
+            group_runnable: s.runnable,
+            sum_h_nr_running: s.h_nr_running,
+            sum_nr_running: s.nr_running,
+            idle_cpus: s.idle_cpus,
+            ..SgLbStats::default()
+        };
+        Some((sgs, s.nr_overloaded != 0))
     }
 
     /// One CPU's part of `update_sg_lb_stats`.
@@ -350,14 +431,14 @@ impl Sim {
         // init_sd_lb_stats: the worst possible busiest so any group beats it.
         sds.busiest_stat.idle_cpus = u32::MAX;
         let mut sg_overloaded = false;
-        for g in self.sd_groups(env.sd, env.dst_cpu) {
+        for g in self.sd_group_refs(env.sd, env.dst_cpu) {
             let local_group = g.span.test(env.dst_cpu);
-            let sgs = self.update_sg_lb_stats(env, &g, local_group, &mut sg_overloaded);
+            let sgs = self.update_sg_lb_stats(env, g, local_group, &mut sg_overloaded);
             if local_group {
-                sds.local = Some(g);
+                sds.local = Some(*g);
                 sds.local_stat = sgs;
-            } else if self.update_sd_pick_busiest(env, &sds, &g, &sgs) {
-                sds.busiest = Some(g);
+            } else if self.update_sd_pick_busiest(env, &sds, g, &sgs) {
+                sds.busiest = Some(*g);
                 sds.busiest_stat = sgs;
             }
             sds.total_load += sgs.group_load;
@@ -406,6 +487,7 @@ pub fn group_refs(
     machine: &crate::topology::Machine,
 ) -> (Vec<Vec<GroupRef>>, Vec<CpuId>) {
     let mut cpus = Vec::new();
+    let mut slots = 0u32;
     let refs = domains
         .sds
         .iter()
@@ -419,7 +501,11 @@ pub fn group_refs(
                     let cpus_at = cpus.len() as u32;
                     cpus.extend(span.iter());
                     let nr_cpus = cpus.len() as u32 - cpus_at;
-                    GroupRef { index, span, flags, cores: cores as u32, cpus_at, nr_cpus }
+                    let slot = slots;
+                    slots += 1;
+                    let first = span.first().unwrap_or(CpuId(0));
+                    let within_sd = span.is_subset(&sd.span);
+                    GroupRef { index, span, flags, cores: cores as u32, cpus_at, nr_cpus, slot, first, within_sd }
                 })
                 .collect()
         })

@@ -16,6 +16,7 @@ pub mod newidle;
 pub mod nohz;
 pub mod overutilized;
 pub mod periodic;
+pub mod sg_sums;
 pub mod slowpath;
 pub mod slowpath_legacy;
 pub mod wakeup;
@@ -33,6 +34,8 @@ mod cas_tests;
 mod cfs_tests;
 #[cfg(test)]
 mod eas_tests;
+#[cfg(test)]
+mod sg_sums_tests;
 #[cfg(test)]
 mod slowpath_legacy_tests;
 #[cfg(test)]

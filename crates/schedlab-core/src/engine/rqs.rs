@@ -1,0 +1,140 @@
+//! The runqueues of the machine, one per CPU, and which of them changed.
+//!
+//! Every mutable access to a runqueue goes through `IndexMut` (or
+//! [`Rqs::for_each_mut`]), which notes the CPU as *changed*. The fair class
+//! keeps per-group sums of what `update_sg_lb_stats` reads
+//! (`fair::sg_sums`) and brings them up to date from this list before a
+//! balance pass, so a pass costs its groups instead of their CPUs. Noting a
+//! CPU is a flag test and, the first time, a push into a list sized to the
+//! machine at build: no allocation on the hot path. A runqueue borrowed
+//! mutably for a reason the sums do not care about is only re-read once.
+
+use super::rq::Rq;
+use std::ops::{Deref, Index, IndexMut};
+
+/// The runqueues, indexed by CPU, with the set of CPUs changed since the
+/// last [`Rqs::take_changed`].
+#[derive(Clone, Debug)]
+pub struct Rqs {
+    rqs: Vec<Rq>,
+    /// Per CPU: in `changed` already.
+    is_changed: Vec<bool>,
+    /// CPUs changed since the last take, in the order first changed.
+    changed: Vec<u32>,
+    /// The other list's storage, while not handed out (both hold up to
+    /// one entry per CPU, so neither grows after the first passes).
+    spare: Vec<u32>,
+}
+
+impl Rqs {
+    /// Wrap `rqs`; every CPU starts changed (nothing summed yet).
+    pub fn new(rqs: Vec<Rq>) -> Self {
+        let n = rqs.len();
+        Rqs { rqs, is_changed: vec![true; n], changed: (0..n as u32).collect(), spare: Vec::with_capacity(n) }
+    }
+
+    /// Mutable access to every runqueue (each is noted changed).
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut Rq)) {
+        for (i, rq) in self.rqs.iter_mut().enumerate() {
+            f(i, rq);
+            if !self.is_changed[i] {
+                self.is_changed[i] = true;
+                self.changed.push(i as u32);
+            }
+        }
+    }
+
+    /// Whether runqueue `i` changed since the last take.
+    #[inline]
+    pub fn is_changed(&self, i: usize) -> bool {
+        self.is_changed[i]
+    }
+
+    /// Whether some runqueue changed since the last take.
+    #[inline]
+    pub fn any_changed(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
+    /// The CPUs changed since the last call, forgotten here: a runqueue
+    /// changed from now on is noted anew. Hand the list back with
+    /// [`Rqs::give_back`] so its storage is reused.
+    pub fn take_changed(&mut self) -> Vec<u32> {
+        for &i in &self.changed {
+            self.is_changed[i as usize] = false;
+        }
+        std::mem::replace(&mut self.changed, std::mem::take(&mut self.spare))
+    }
+
+    /// Return a list [`Rqs::take_changed`] gave out.
+    pub fn give_back(&mut self, mut list: Vec<u32>) {
+        list.clear();
+        self.spare = list;
+    }
+}
+
+impl Deref for Rqs {
+    type Target = [Rq];
+    #[inline]
+    fn deref(&self) -> &[Rq] {
+        &self.rqs
+    }
+}
+
+impl Index<usize> for Rqs {
+    type Output = Rq;
+    #[inline]
+    fn index(&self, i: usize) -> &Rq {
+        &self.rqs[i]
+    }
+}
+
+impl IndexMut<usize> for Rqs {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut Rq {
+        if !self.is_changed[i] {
+            self.is_changed[i] = true;
+            self.changed.push(i as u32);
+        }
+        &mut self.rqs[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fair::eevdf::EevdfParams;
+
+    fn rqs(n: usize) -> Rqs {
+        Rqs::new((0..n).map(|_| Rq::new(1024, Vec::new(), EevdfParams::new(n, 250))).collect())
+    }
+
+    fn drained(r: &mut Rqs) -> Vec<usize> {
+        let list = r.take_changed();
+        let out = list.iter().map(|&i| i as usize).collect();
+        r.give_back(list);
+        out
+    }
+
+    #[test]
+    fn every_cpu_starts_changed_and_a_drain_forgets_them() {
+        let mut r = rqs(4);
+        assert_eq!(drained(&mut r), vec![0, 1, 2, 3]);
+        assert!(!r.any_changed());
+        assert_eq!(drained(&mut r), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_mutable_access_notes_its_cpu_once_and_a_read_does_not() {
+        let mut r = rqs(4);
+        drained(&mut r);
+        let _ = r[1].nr_running;
+        assert!(!r.any_changed());
+        r[2].nr_running += 1;
+        r[2].nr_running += 1;
+        r[0].need_resched = true;
+        assert_eq!(drained(&mut r), vec![2, 0]);
+        r.for_each_mut(|_, rq| rq.need_resched = false);
+        assert_eq!(drained(&mut r), vec![0, 1, 2, 3]);
+    }
+}

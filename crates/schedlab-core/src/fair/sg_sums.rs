@@ -1,0 +1,274 @@
+//! Per-group sums for `update_sg_lb_stats`, kept up to date instead of
+//! recomputed from every CPU of every group at every balance pass.
+//!
+//! The kernel's `update_sg_lb_stats` walks the CPUs of a group and adds up
+//! `capacity_of`, `cpu_load`, `cpu_util_cfs`, `cpu_runnable`, `nr_running`
+//! and `h_nr_runnable`, and counts idle CPUs. A newly-idle pass on a
+//! 192-CPU machine walks the whole machine that way, and schedlab pays it in
+//! instructions while the kernel pays it only in its (modelled) balance
+//! cost. Here each CPU's terms are remembered, and each group (every
+//! `GroupRef` of every domain, a *slot*) holds the sums of its CPUs' terms.
+//! When a runqueue changes (any mutable access, noted by `engine::rqs`), the
+//! next balance pass first recomputes that CPU's terms and moves each of its
+//! groups' sums by the difference: a few groups per CPU (one per domain
+//! level), not the machine.
+//!
+//! The sums give exactly what the scan gives (integers, no order effects).
+//! What they cannot give without the CPUs, the caller still scans for: a
+//! group some of whose CPUs are excluded (`env->cpus`, after pinned tasks), a
+//! misfit task in an asymmetric domain (the largest misfit load), and a lone
+//! task on a CPU that lost capacity (`sched_reduced_capacity`'s largest
+//! load). The counts below say when a group needs that. Debug builds compare
+//! every summed group with the scan.
+
+use super::lb_stats::GroupRef;
+use crate::engine::Sim;
+use crate::ids::CpuId;
+
+/// One CPU's terms in the sums of `update_sg_lb_stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTerms {
+    /// `capacity_of(i)`.
+    pub capacity: u64,
+    /// `arch_scale_cpu_capacity(i)` (for `check_cpu_capacity`).
+    pub capacity_orig: u64,
+    /// `cpu_load(rq)`.
+    pub load: u64,
+    /// `cpu_util_cfs(i)`.
+    pub util: u64,
+    /// `cpu_runnable(rq)`.
+    pub runnable: u64,
+    /// `rq->cfs.h_nr_runnable`.
+    pub h_nr_running: u32,
+    /// `rq->nr_running`.
+    pub nr_running: u32,
+    /// `!nr_running && idle_cpu(i)`: counted idle, nothing else looked at.
+    pub idle: bool,
+    /// Not idle and `rq->misfit_task_load != 0`.
+    pub misfit: bool,
+}
+
+/// The sums over one group's CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupSums {
+    /// Sum of `capacity_of`.
+    pub capacity: u64,
+    /// Sum of `cpu_load`.
+    pub load: u64,
+    /// Sum of `cpu_util_cfs`.
+    pub util: u64,
+    /// Sum of `cpu_runnable`.
+    pub runnable: u64,
+    /// Sum of `h_nr_runnable`.
+    pub h_nr_running: u32,
+    /// Sum of `nr_running`.
+    pub nr_running: u32,
+    /// Idle CPUs.
+    pub idle_cpus: u32,
+    /// Non-idle CPUs with more than one task (`sg_overloaded` at the root).
+    pub nr_overloaded: u32,
+    /// Non-idle CPUs with a misfit task.
+    pub nr_misfit: u32,
+    /// Non-idle CPUs with one fair task and a capacity that
+    /// `check_cpu_capacity` calls reduced at the group's domain.
+    pub nr_lone_reduced: u32,
+}
+
+impl GroupSums {
+    /// Move the sums from a CPU's terms `old` to `new`, by `d` (their
+    /// difference in the plain sums) and by the difference of the one term
+    /// that depends on the group's domain (`imbalance_pct`).
+    #[inline]
+    fn apply(&mut self, d: &TermsDelta, old: &CpuTerms, new: &CpuTerms, imbalance_pct: u32) {
+        self.capacity = self.capacity.wrapping_add(d.capacity);
+        self.load = self.load.wrapping_add(d.load);
+        self.util = self.util.wrapping_add(d.util);
+        self.runnable = self.runnable.wrapping_add(d.runnable);
+        self.h_nr_running = self.h_nr_running.wrapping_add(d.h_nr_running);
+        self.nr_running = self.nr_running.wrapping_add(d.nr_running);
+        self.idle_cpus = self.idle_cpus.wrapping_add(d.idle_cpus);
+        self.nr_overloaded = self.nr_overloaded.wrapping_add(d.nr_overloaded);
+        self.nr_misfit = self.nr_misfit.wrapping_add(d.nr_misfit);
+        let (was, is) = (old.lone_reduced(imbalance_pct), new.lone_reduced(imbalance_pct));
+        self.nr_lone_reduced = self.nr_lone_reduced.wrapping_add(is as u32).wrapping_sub(was as u32);
+    }
+}
+
+impl CpuTerms {
+    /// Not idle, one fair task, and a capacity `check_cpu_capacity` calls
+    /// reduced at a domain of `imbalance_pct`.
+    #[inline]
+    fn lone_reduced(&self, imbalance_pct: u32) -> bool {
+        !self.idle && self.h_nr_running == 1 && self.capacity * (imbalance_pct as u64) < self.capacity_orig * 100
+    }
+
+    /// Not idle and more than one task.
+    #[inline]
+    fn overloaded(&self) -> bool {
+        !self.idle && self.nr_running > 1
+    }
+}
+
+/// The difference of two [`CpuTerms`] in the plain sums, as wrapping
+/// (two's complement) amounts: added to a sum that holds the old terms, it
+/// leaves one that holds the new.
+#[derive(Clone, Copy, Debug)]
+struct TermsDelta {
+    capacity: u64,
+    load: u64,
+    util: u64,
+    runnable: u64,
+    h_nr_running: u32,
+    nr_running: u32,
+    idle_cpus: u32,
+    nr_overloaded: u32,
+    nr_misfit: u32,
+}
+
+impl TermsDelta {
+    #[inline]
+    fn new(old: &CpuTerms, new: &CpuTerms) -> Self {
+        let flag = |n: bool, o: bool| (n as u32).wrapping_sub(o as u32);
+        TermsDelta {
+            capacity: new.capacity.wrapping_sub(old.capacity),
+            load: new.load.wrapping_sub(old.load),
+            util: new.util.wrapping_sub(old.util),
+            runnable: new.runnable.wrapping_sub(old.runnable),
+            h_nr_running: new.h_nr_running.wrapping_sub(old.h_nr_running),
+            nr_running: new.nr_running.wrapping_sub(old.nr_running),
+            idle_cpus: flag(new.idle, old.idle),
+            nr_overloaded: flag(new.overloaded(), old.overloaded()),
+            nr_misfit: flag(new.misfit, old.misfit),
+        }
+    }
+}
+
+/// The sums of every group slot, and what each CPU last contributed.
+#[derive(Clone, Debug)]
+pub struct SgSums {
+    /// By slot (`GroupRef::slot`).
+    groups: Vec<GroupSums>,
+    /// By slot: its domain's `imbalance_pct`.
+    imbalance_pct: Vec<u32>,
+    /// By CPU: where its slots start in `cpu_slots` (one more entry than CPUs).
+    cpu_slots_at: Vec<u32>,
+    /// The slots of every CPU, CPU after CPU.
+    cpu_slots: Vec<u32>,
+    /// By CPU: the terms now in its slots' sums.
+    terms: Vec<CpuTerms>,
+}
+
+impl SgSums {
+    /// Empty sums for the groups `refs` (by domain, their slots numbered in
+    /// order) of domains whose `imbalance_pct` is `pct` (by domain).
+    pub fn new(refs: &[Vec<GroupRef>], pct: &[u32], sg_cpus: &[CpuId], nr_cpus: usize) -> Self {
+        let mut imbalance_pct = Vec::new();
+        let mut per_cpu: Vec<Vec<u32>> = vec![Vec::new(); nr_cpus];
+        for (sd, groups) in refs.iter().enumerate() {
+            for g in groups {
+                debug_assert_eq!(g.slot as usize, imbalance_pct.len());
+                imbalance_pct.push(pct[sd]);
+                let at = g.cpus_at as usize;
+                for c in &sg_cpus[at..at + g.nr_cpus as usize] {
+                    per_cpu[c.idx()].push(g.slot);
+                }
+            }
+        }
+        let mut cpu_slots_at = Vec::with_capacity(nr_cpus + 1);
+        let mut cpu_slots = Vec::new();
+        for slots in &per_cpu {
+            cpu_slots_at.push(cpu_slots.len() as u32);
+            cpu_slots.extend_from_slice(slots);
+        }
+        cpu_slots_at.push(cpu_slots.len() as u32);
+        SgSums {
+            groups: vec![GroupSums::default(); imbalance_pct.len()],
+            imbalance_pct,
+            cpu_slots_at,
+            cpu_slots,
+            terms: vec![CpuTerms::default(); nr_cpus],
+        }
+    }
+
+    /// The sums of the group in `slot`.
+    #[inline]
+    pub fn group(&self, slot: u32) -> &GroupSums {
+        &self.groups[slot as usize]
+    }
+
+    /// The terms `cpu` last gave.
+    pub fn terms(&self, cpu: usize) -> &CpuTerms {
+        &self.terms[cpu]
+    }
+
+    /// Check that every group's sums are those of its CPUs' terms (the
+    /// invariant checker's part): the first group that differs, as text.
+    pub fn check_sums(&self, refs: &[Vec<GroupRef>], sg_cpus: &[CpuId]) -> Result<(), String> {
+        for (sd, groups) in refs.iter().enumerate() {
+            for g in groups {
+                let pct = self.imbalance_pct[g.slot as usize];
+                let mut want = GroupSums::default();
+                let at = g.cpus_at as usize;
+                for c in &sg_cpus[at..at + g.nr_cpus as usize] {
+                    let t = &self.terms[c.idx()];
+                    want.apply(&TermsDelta::new(&CpuTerms::default(), t), &CpuTerms::default(), t, pct);
+                }
+                if &want != self.group(g.slot) {
+                    return Err(format!(
+                        "domain {sd} group {}: sums {:?}, its CPUs give {want:?}",
+                        g.index,
+                        self.group(g.slot)
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `cpu`'s terms are now `t`: move its groups' sums by the difference.
+    pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
+        let old = self.terms[cpu];
+        if old == t {
+            return;
+        }
+        let d = TermsDelta::new(&old, &t);
+        let (a, b) = (self.cpu_slots_at[cpu] as usize, self.cpu_slots_at[cpu + 1] as usize);
+        for &s in &self.cpu_slots[a..b] {
+            self.groups[s as usize].apply(&d, &old, &t, self.imbalance_pct[s as usize]);
+        }
+        self.terms[cpu] = t;
+    }
+}
+
+impl Sim {
+    /// CPU `i`'s terms, read as `update_sg_lb_stats` reads them.
+    pub fn sg_cpu_terms(&self, i: CpuId) -> CpuTerms {
+        let rq = &self.rqs[i.idx()];
+        let idle = rq.nr_running == 0 && rq.idle_cpu();
+        CpuTerms {
+            capacity: self.capacity_of(i),
+            capacity_orig: self.machine.capacity_orig(i) as u64,
+            load: rq.cpu_load(),
+            util: self.cpu_util_cfs(i),
+            runnable: rq.cpu_runnable(),
+            h_nr_running: rq.cfs.h_nr_runnable,
+            nr_running: rq.nr_running,
+            idle,
+            misfit: !idle && self.misfit_task_load(i) != 0,
+        }
+    }
+
+    /// Bring the group sums up to date with every runqueue changed since
+    /// the last call. Called before a balance pass reads them.
+    pub fn sg_sums_sync(&mut self) {
+        if !self.rqs.any_changed() {
+            return;
+        }
+        let changed = self.rqs.take_changed();
+        for &c in &changed {
+            let t = self.sg_cpu_terms(CpuId(c));
+            self.sg_sums.set_terms(c as usize, t);
+        }
+        self.rqs.give_back(changed);
+    }
+}

@@ -1,0 +1,136 @@
+//! The balance statistics' group sums (`fair::sg_sums`) against the
+//! per-CPU loop of `update_sg_lb_stats` they stand in for: on running
+//! machines (SMT, NUMA, asymmetric capacities, capacity lost to RT tasks
+//! and interrupts), every group the sums can answer for gets exactly the
+//! loop's statistics, and the invariant checker finds every group's sums
+//! equal to its CPUs' terms.
+
+use super::balance::CpuIdleType;
+use super::sg_sums::{CpuTerms, SgSums};
+use crate::engine::build::SimConfig;
+use crate::engine::Sim;
+use crate::ids::{CpuId, NSEC_PER_MSEC};
+use crate::testkit::{machine_from_toml, preset_source};
+use crate::topology::build_sched_domains;
+
+/// A `Sim` of preset `machine` running `workloads` (spec strings, composed)
+/// under `policy`.
+fn sim_of(machine: &str, workloads: &[&str], policy: &str) -> Sim {
+    let m = machine_from_toml(&preset_source(machine).text);
+    let mut parts = Vec::new();
+    for w in workloads {
+        parts.extend(crate::workload::build_workloads(w, "spec", "test", &m).unwrap());
+    }
+    let composed = crate::workload::compose(parts).unwrap();
+    let policy = crate::policy::parse_policy(policy).unwrap();
+    let d = build_sched_domains(&m).unwrap();
+    let cfg = SimConfig {
+        features: policy.features,
+        class: policy.class,
+        seed: 5,
+        trace: false,
+        check_invariants: false,
+        cpuset: policy.cpuset(&m),
+    };
+    Sim::build(m, d, &composed.workload, cfg).unwrap()
+}
+
+/// Every 2 ms for `until_ms`: bring the sums up to date and compare every
+/// group of every domain of every CPU, for each kind of balance pass.
+/// Returns (groups answered from the sums, groups that needed the loop).
+fn compare_along(s: &mut Sim, until_ms: u64) -> (u32, u32) {
+    let (mut summed, mut scanned) = (0, 0);
+    for step in 1..=until_ms / 2 {
+        s.run(step * 2 * NSEC_PER_MSEC).unwrap();
+        s.sg_sums_sync();
+        s.check().unwrap();
+        for c in 0..s.rqs.len() {
+            let cpu = CpuId(c as u32);
+            for level in 0..s.domains.chain(cpu).len() {
+                for idle in [CpuIdleType::NotIdle, CpuIdleType::Idle, CpuIdleType::NewlyIdle] {
+                    let env = s.lb_env(cpu, level, idle);
+                    let sd = s.domains.sd(env.sd);
+                    for g in s.sd_group_refs(env.sd, cpu) {
+                        let local = g.span.test(cpu);
+                        let mut overloaded = false;
+                        let scan = s.sg_lb_stats_scan(&env, sd, g, local, true, &mut overloaded);
+                        match s.sg_lb_stats_summed(&env, sd, g, local, true) {
+                            Some((sgs, over)) => {
+                                assert_eq!(sgs, scan, "cpu {c} level {level} {idle:?} group {}", g.index);
+                                assert_eq!(sd.parent.is_none() && over, overloaded);
+                                summed += 1;
+                            }
+                            None => scanned += 1,
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (summed, scanned)
+}
+
+#[test]
+fn summed_group_stats_equal_the_loop_on_smt_and_numa_machines() {
+    let mut s = sim_of("xeon-2s-20c", &["hackbench:groups=2,loops=40"], "eevdf");
+    let (summed, _) = compare_along(&mut s, 30);
+    assert!(summed > 1000, "the sums answered only {summed} groups");
+}
+
+#[test]
+fn summed_group_stats_equal_the_loop_beside_rt_tasks_on_big_little() {
+    // RT tasks on the big CPUs take capacity (capacity_of falls) and make
+    // misfits: the sums must decline the groups whose largest misfit or
+    // reduced-capacity load only the loop can find.
+    let mut s = sim_of(
+        "pixel2",
+        &["hackbench:groups=1,fds=8,loops=60", "rt-periodic:count=4,cpus=4-7,period=20ms,runtime=8ms"],
+        "v4.14",
+    );
+    let (summed, scanned) = compare_along(&mut s, 60);
+    assert!(summed > 100, "the sums answered only {summed} groups");
+    assert!(scanned > 0, "no group needed the loop: misfit and reduced capacity untested");
+}
+
+#[test]
+fn summed_group_stats_equal_the_loop_under_an_interrupt_flood() {
+    let mut s = sim_of("laptop-4c8t", &["hackbench:groups=1,loops=60", "irq:preset=pingflood,cpus=0-2"], "v4.14+cas");
+    let (summed, _) = compare_along(&mut s, 30);
+    assert!(summed > 100, "the sums answered only {summed} groups");
+}
+
+#[test]
+fn sums_follow_random_terms_on_a_large_machine() {
+    let m = machine_from_toml(&preset_source("intel-4n-192").text);
+    let d = build_sched_domains(&m).unwrap();
+    let (refs, sg_cpus) = super::lb_stats::group_refs(&d, &m);
+    let pct: Vec<u32> = d.sds.iter().map(|sd| sd.imbalance_pct).collect();
+    let mut sums = SgSums::new(&refs, &pct, &sg_cpus, m.nr_cpus());
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for round in 0..2000 {
+        let cpu = rnd(m.nr_cpus() as u64) as usize;
+        let nr = rnd(4) as u32;
+        let t = CpuTerms {
+            capacity: 600 + rnd(425),
+            capacity_orig: 1024,
+            load: rnd(3000),
+            util: rnd(1025),
+            runnable: rnd(3000),
+            h_nr_running: nr.min(rnd(4) as u32),
+            nr_running: nr,
+            idle: nr == 0 && rnd(2) == 0,
+            misfit: nr > 0 && rnd(5) == 0,
+        };
+        sums.set_terms(cpu, t);
+        if round % 100 == 0 {
+            sums.check_sums(&refs, &sg_cpus).unwrap();
+        }
+    }
+    sums.check_sums(&refs, &sg_cpus).unwrap();
+}
