@@ -30,6 +30,13 @@ from typing import Any
 from ._case import Case as Case
 from ._case import Row as Row
 from ._case import hackbench_rows, scaled
+from ._cases_idea4 import (
+    CLUSTER_FIRST_JACOBSVILLE,
+    CLUSTER_FIRST_KUNPENG920,
+    IDLER_LLC,
+    SIS_SCAN,
+)
+from ._cases_idea5 import JOEL_PING_HACKBENCH
 from ._compare import MatrixInterrupted, Progress, run_matrix
 from ._resolve import Source, resolve_machine, resolve_workloads
 
@@ -344,6 +351,11 @@ CASES: dict[str, Case] = {
         CAS_HACKBENCH,
         JOEL_RT_HACKBENCH,
         AVG_IDLE_ERROR,
+        JOEL_PING_HACKBENCH,
+        SIS_SCAN,
+        CLUSTER_FIRST_KUNPENG920,
+        CLUSTER_FIRST_JACOBSVILLE,
+        IDLER_LLC,
     )
 }
 
