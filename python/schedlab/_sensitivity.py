@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._resolve import Source, resolve_machine
-from .reproduce import Case, Judged, run_case
+from .reproduce import DEFAULT_RESOLUTION_PCT, Case, Judged, run_case
 
-__all__ = ["KNOBS", "Knob", "Sensitivity", "run_sensitivity"]
+__all__ = ["CASE_KNOBS", "KNOBS", "Knob", "Sensitivity", "knobs_for", "run_sensitivity"]
 
 Doc = dict[str, Any]
 
@@ -92,6 +92,69 @@ KNOBS: tuple[Knob, ...] = (
 )
 
 
+def _set_scan(doc: Doc, ns: float) -> None:
+    doc.setdefault("cost", {})["scan_ns_per_cpu"] = int(ns)
+
+
+def _set_refill(distance: str) -> Callable[[Doc, float], None]:
+    def apply(doc: Doc, ns_per_kib: float) -> None:
+        cost = doc.setdefault("cost", {})
+        cost.setdefault("refill_ns_per_kib", {})[distance] = int(ns_per_kib)
+
+    return apply
+
+
+def _has_clusters(doc: Doc) -> bool:
+    return int(doc.get("topology", {}).get("clusters_per_llc", 1)) > 1
+
+
+def _has_several_llcs_per_node(doc: Doc) -> bool:
+    topo = doc.get("topology", {})
+    return int(topo.get("llcs_per_node", 1)) > 1
+
+
+#: Knobs only some cases are tried with, because only their figures can hang
+#: on them; a case names them in ``Case.knobs``. Defaults are in
+#: crates/schedlab-core/src/topology/spec.rs (`default_cost`).
+CASE_KNOBS: dict[str, Knob] = {
+    k.name: k
+    for k in (
+        Knob(
+            "cost.scan_ns_per_cpu",
+            (10, 50, 100, 200),
+            "what the waker pays per CPU select_idle_cpu examines (default 20 ns: one remote "
+            "runqueue line from the LLC); a line another core holds modified costs a snoop, "
+            "~50-100 ns on a large mesh or ring, and a check that also reads idle state and "
+            "utilisation touches several lines: up to ~200 ns",
+            _set_scan,
+        ),
+        Knob(
+            "cost.refill_ns_per_kib.cluster",
+            (5, 20, 30),
+            "cache refill per KiB after a move to another core of the same cluster (default 10: "
+            "L1 refilled from the shared L2 or L3 tag); 30 is the default for another cluster "
+            "of the LLC, i.e. a cluster that saves nothing",
+            _set_refill("cluster"),
+            _has_clusters,
+        ),
+        Knob(
+            "cost.refill_ns_per_kib.package",
+            (75, 300),
+            "cache refill per KiB after a move to another LLC of the node (default 150: a "
+            "line from another CCX or DRAM, ~100 ns, ~10 in flight); half to twice that covers "
+            "parts whose cross-LLC path is faster (same die) or slower (IO die, far quadrant)",
+            _set_refill("package"),
+            _has_several_llcs_per_node,
+        ),
+    )
+}
+
+
+def knobs_for(case: Case) -> tuple[Knob, ...]:
+    """The knobs every case is tried with, then those the case names."""
+    return KNOBS + tuple(CASE_KNOBS[name] for name in case.knobs)
+
+
 @dataclass
 class Sensitivity:
     """One judged comparison and its verdict at each knob value."""
@@ -112,11 +175,26 @@ class Sensitivity:
         return {**self.__dict__, "holds": self.holds}
 
 
-def _label(j: Judged) -> str:
-    """The verdict with the magnitude test where it applies."""
+def _label(j: Judged, base: Judged) -> str:
+    """The verdict with the magnitude test where it applies. An observation
+    (nothing published) has no verdict to hold, so its label is the
+    simulated direction against ``base`` (the baseline policy's figure of the
+    same row and metric), by the spread rule of `reproduce.judge`."""
+    if j.verdict == "no published figure":
+        spread = max(j.sim_sd, base.sim_sd, abs(base.sim_mean) * DEFAULT_RESOLUTION_PCT / 100)
+        diff = j.sim_mean - base.sim_mean
+        if abs(diff) <= spread:
+            return "observed: within spread"
+        return f"observed: {'higher' if diff > 0 else 'lower'}"
     if j.magnitude_within_2x is None:
         return j.verdict
     return f"{j.verdict}, {'within' if j.magnitude_within_2x else 'beyond'} 2x"
+
+
+def _labelled(judged: list[Judged]) -> list[tuple[Judged, str]]:
+    """Each comparison (the baseline policy's rows left out) with its label."""
+    bases = {(j.row, j.metric): j for j in judged if j.verdict == "baseline"}
+    return [(j, _label(j, bases[j.row, j.metric])) for j in judged if j.verdict != "baseline"]
 
 
 def _machine_doc(case: Case) -> Doc:
@@ -129,19 +207,19 @@ def run_sensitivity(
     runs: int | None = None,
     scale: float = 1.0,
     jobs: int | None = None,
-    knobs: tuple[Knob, ...] = KNOBS,
+    knobs: tuple[Knob, ...] | None = None,
     stop: Callable[[], bool] | None = None,
 ) -> tuple[list[Sensitivity], list[str]]:
-    """The case as it is, then once per value of every knob that applies to
-    its machine; returns the comparisons (the baseline policy's rows left
-    out) and the ``knob=value`` columns tried. A stop (``stop()`` true)
-    raises `CaseInterrupted` from the run under way."""
-    judged = run_case(case, runs=runs, scale=scale, jobs=jobs, stop=stop)
-    base = [j for j in judged if j.verdict != "baseline"]
+    """The case as it is, then once per value of every knob (default:
+    `knobs_for` the case) that applies to its machine; returns the
+    comparisons (the baseline policy's rows left out) and the ``knob=value``
+    columns tried. A stop (``stop()`` true) raises `CaseInterrupted` from the
+    run under way."""
+    judged = _labelled(run_case(case, runs=runs, scale=scale, jobs=jobs, stop=stop))
     doc = _machine_doc(case)
-    out = [Sensitivity(j.row, j.metric, j.policy, _label(j), {}) for j in base]
+    out = [Sensitivity(j.row, j.metric, j.policy, label, {}) for j, label in judged]
     columns: list[str] = []
-    for knob in knobs:
+    for knob in knobs_for(case) if knobs is None else knobs:
         if not knob.applies(doc):
             continue
         for value in knob.values:
@@ -150,8 +228,8 @@ def run_sensitivity(
             column = f"{knob.name}={value:g}"
             columns.append(column)
             varied = _judged_on(case, changed, runs, scale, jobs, stop)
-            for s, j in zip(out, varied, strict=True):
-                s.varied[column] = _label(j)
+            for s, (_, label) in zip(out, varied, strict=True):
+                s.varied[column] = label
     return out, columns
 
 
@@ -162,8 +240,7 @@ def _judged_on(
     scale: float,
     jobs: int | None,
     stop: Callable[[], bool] | None,
-) -> list[Judged]:
+) -> list[tuple[Judged, str]]:
     src: Source = resolve_machine(machine)
     src = Source(src.text, src.format, f"{case.machine} (changed)")
-    judged = run_case(case, runs=runs, scale=scale, jobs=jobs, machine=src, stop=stop)
-    return [j for j in judged if j.verdict != "baseline"]
+    return _labelled(run_case(case, runs=runs, scale=scale, jobs=jobs, machine=src, stop=stop))

@@ -805,8 +805,8 @@ def reproduce_cmd(
         typer.Option(
             "--sensitivity",
             help="Also run the case with each assumed machine parameter (SMT speed, IPI cost, "
-            "idle exit latencies) moved over its plausible range, and say per row whether the "
-            "verdict holds across it.",
+            "idle exit latencies, and those the case names: scan or refill costs) moved over its "
+            "plausible range, and say per row whether the verdict holds across it.",
         ),
     ] = False,
     json_out: JsonOpt = False,
@@ -905,7 +905,7 @@ def _reproduce_sensitivity(
                 "scale": scale,
                 "knobs": [
                     {"name": k.name, "values": list(k.values), "why": k.why}
-                    for k in _sensitivity.KNOBS
+                    for k in _sensitivity.knobs_for(chosen)
                 ],
                 "columns": columns,
                 "results": [r.to_dict() for r in results],

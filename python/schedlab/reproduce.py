@@ -24,9 +24,19 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ._case import Case as Case
+from ._case import Row as Row
+from ._case import hackbench_rows, scaled
+from ._cases_idea4 import (
+    CLUSTER_FIRST_JACOBSVILLE,
+    CLUSTER_FIRST_KUNPENG920,
+    IDLER_LLC,
+    SIS_SCAN,
+)
+from ._cases_idea5 import JOEL_PING_HACKBENCH
 from ._compare import MatrixInterrupted, Progress, run_matrix
 from ._resolve import Source, resolve_machine, resolve_workloads
 
@@ -49,46 +59,6 @@ MIN_VERDICT_RUNS = 3
 DEFAULT_NO_CHANGE_PCT = 3.0
 
 
-@dataclass(frozen=True)
-class Row:
-    """One published configuration."""
-
-    label: str
-    #: Workload spec (or specs, run together) as a function of the scale factor.
-    workload: Callable[[float], str | Sequence[str]]
-    #: Published figure per policy (same order as the case's policies); None = not published.
-    published: dict[str, float]
-    #: Why the row cannot move under the policies compared, if it cannot (its
-    #: verdict is then "structural", never counted as reproduced).
-    structural: str | None = None
-
-
-@dataclass(frozen=True)
-class Case:
-    """One reproduction case."""
-
-    name: str
-    title: str
-    seed_idea: str
-    machine: str
-    policies: tuple[str, ...]
-    #: Metrics judged, with the published direction of "better".
-    metrics: tuple[str, ...]
-    rows: tuple[Row, ...]
-    default_runs: int
-    #: Which metric each row's ``published`` dict refers to, per metric name.
-    published_by_metric: dict[str, tuple[dict[str, float], ...]] = field(default_factory=dict)
-    #: The smallest step a metric can show, in its unit, where it is coarse
-    #: (schbench's latencies are whole microseconds): a difference below it,
-    #: simulated or published, is "unresolved", not a change or its absence.
-    resolution: dict[str, float] = field(default_factory=dict)
-    notes: str = ""
-
-
-def _scaled(n: float, scale: float, minimum: int = 1) -> int:
-    return max(minimum, round(n * scale))
-
-
 # ---- roy-saturation (SEEDS.md idea 2) -------------------------------------
 # Published: total seconds over 5 runs, Threadripper 3970X, per policy.
 _ROY_POLICIES = ("eevdf", "eevdf+prefer_prev_idle_core", "pinned", "cosmos", "bmq")
@@ -108,17 +78,17 @@ ROY_SATURATION = Case(
     rows=(
         Row(
             "work queue, 50% of hw threads (32 workers)",
-            lambda s: f"workqueue:threads=50%,chunks={_scaled(10000, s, 64)},jitter=10",
+            lambda s: f"workqueue:threads=50%,chunks={scaled(10000, s, 64)},jitter=10",
             _roy_pub([101.59, 79.79, 79.07, 79.56, 86.77]),
         ),
         Row(
             "work queue, 31.25% of hw threads (20 workers)",
-            lambda s: f"workqueue:threads=31.25%,chunks={_scaled(10000, s, 40)},jitter=10",
+            lambda s: f"workqueue:threads=31.25%,chunks={scaled(10000, s, 40)},jitter=10",
             _roy_pub([151.04, 119.96, 119.34, 122.58, 120.81]),
         ),
         Row(
             "prime sieve, 20 threads",
-            lambda s: f"sieve:threads=20,work={_scaled(20000, s, 20)}ms",
+            lambda s: f"sieve:threads=20,work={scaled(20000, s, 20)}ms",
             _roy_pub([92.33, 91.79, 92.07, 94.24, 92.18]),
             structural=(
                 "20 forked threads computing once each, never woken: no wakeup placement to "
@@ -225,7 +195,7 @@ def _lu_c(kworkers: bool) -> Callable[[float], str | Sequence[str]]:
     # steps at scale 1. The passive row adds the per-CPU kworkers that passive
     # intel_cpufreq wakes every 4 ms (one frequency request per tick).
     def spec(s: float) -> str | Sequence[str]:
-        nas = f"nas:kernel=lu,class=C,iterations={_scaled(250, s, 3)}"
+        nas = f"nas:kernel=lu,class=C,iterations={scaled(250, s, 3)}"
         return [nas, "kworkers:period=4ms"] if kworkers else nas
 
     return spec
@@ -276,36 +246,6 @@ _CAS_PUBLISHED = {
 }
 
 
-def _hackbench_rows(
-    policies: tuple[str, ...],
-    published: dict[int, tuple[float, float]],
-    per_group: int,
-    label: str,
-    bench: str,
-    loops: int,
-    noise: str,
-) -> tuple[Row, ...]:
-    """One row per hackbench group count of ``published`` (the figures per
-    policy): hackbench ``bench`` (``{groups}`` and ``{loops}`` filled in,
-    ``loops`` at scale 1) beside ``noise``; ``label`` may name ``{groups}``
-    and ``{tasks}`` (``per_group`` tasks in each group)."""
-
-    def spec(groups: int) -> Callable[[float], str | Sequence[str]]:
-        def at(s: float) -> str | Sequence[str]:
-            return [bench.format(groups=groups, loops=_scaled(loops, s, 2)), noise]
-
-        return at
-
-    return tuple(
-        Row(
-            label.format(groups=g, tasks=per_group * g),
-            spec(g),
-            dict(zip(policies, pub, strict=True)),
-        )
-        for g, pub in published.items()
-    )
-
-
 CAS_HACKBENCH = Case(
     name="cas-hackbench",
     title="Capacity-aware idle search (CAS) under a ping flood: hackbench on a 44-core Xeon",
@@ -318,7 +258,7 @@ CAS_HACKBENCH = Case(
     # The flood starts 500 ms before hackbench so that the flooded CPUs'
     # avg_irq, and so their capacity_of, has built up, as on a machine that
     # was already being flooded when the benchmark started.
-    rows=_hackbench_rows(
+    rows=hackbench_rows(
         _CAS_POLICIES,
         _CAS_PUBLISHED,
         40,
@@ -359,7 +299,7 @@ JOEL_RT_HACKBENCH = Case(
     # loops at scale 1 (an assumption; one group then takes 0.16 s). The RT
     # tasks start 1 s before hackbench so that avg_rt, and so capacity_of, of
     # the big CPUs has built up.
-    rows=_hackbench_rows(
+    rows=hackbench_rows(
         _SPARE_POLICIES,
         _SPARE_PUBLISHED,
         8,
@@ -387,7 +327,7 @@ AVG_IDLE_ERROR = Case(
     rows=(
         Row(
             "schbench, 1 message thread, workers for every CPU",
-            lambda s: f"schbench:runtime={_scaled(300, s, 20)}ms,warmup={_scaled(50, s, 5)}ms",
+            lambda s: f"schbench:runtime={scaled(300, s, 20)}ms,warmup={scaled(50, s, 5)}ms",
             {},
         ),
     ),
@@ -411,6 +351,11 @@ CASES: dict[str, Case] = {
         CAS_HACKBENCH,
         JOEL_RT_HACKBENCH,
         AVG_IDLE_ERROR,
+        JOEL_PING_HACKBENCH,
+        SIS_SCAN,
+        CLUSTER_FIRST_KUNPENG920,
+        CLUSTER_FIRST_JACOBSVILLE,
+        IDLER_LLC,
     )
 }
 

@@ -99,3 +99,57 @@ def test_joel_rt_hackbench_verdicts_move_with_the_ipi_cost() -> None:
     assert got["groups=1"].magnitude_within_2x is False
     assert got["groups=4"].verdict == "reproduced"
     assert got["groups=2"].verdict == "reproduced (no change)"
+
+
+def test_case_knobs_change_the_machine_and_every_named_knob_exists() -> None:
+    doc: dict[str, object] = {"topology": {"clusters_per_llc": 6, "llcs_per_node": 1}}
+    scan = _sensitivity.CASE_KNOBS["cost.scan_ns_per_cpu"]
+    cluster = _sensitivity.CASE_KNOBS["cost.refill_ns_per_kib.cluster"]
+    package = _sensitivity.CASE_KNOBS["cost.refill_ns_per_kib.package"]
+    assert cluster.applies(doc)
+    assert not package.applies(doc)
+    scan.apply(doc, 100)
+    cluster.apply(doc, 30)
+    package.apply(doc, 300)
+    assert doc["cost"] == {
+        "scan_ns_per_cpu": 100,
+        "refill_ns_per_kib": {"cluster": 30, "package": 300},
+    }
+    # The changed document is still a machine the core accepts.
+    case = reproduce.CASES["cluster-first-kunpeng920"]
+    machine = _sensitivity._machine_doc(case)
+    for knob in _sensitivity.knobs_for(case)[3:]:
+        knob.apply(machine, knob.values[0])
+    assert _sensitivity.resolve_machine(machine).text
+    for c in reproduce.CASES.values():
+        names = [k.name for k in _sensitivity.knobs_for(c)]
+        assert names[:3] == [k.name for k in _sensitivity.KNOBS]
+        assert names[3:] == list(c.knobs)
+
+
+def test_an_observation_is_labelled_by_its_direction() -> None:
+    # Nothing published: the label is the simulated direction beyond the
+    # spread (the larger sd, at least 1% of the baseline), so that
+    # --sensitivity says whether an observation holds.
+    def j(policy: str, mean: float, sd: float, verdict: str) -> reproduce.Judged:
+        return reproduce.Judged("r", "m", policy, None, None, mean, sd, None, verdict, None)
+
+    base = j("a", 100.0, 0.0, "baseline")
+    labels = [
+        label
+        for _, label in _sensitivity._labelled(
+            [
+                base,
+                j("b", 90.0, 1.0, "no published figure"),
+                j("c", 100.5, 0.0, "no published figure"),
+                j("d", 104.0, 5.0, "no published figure"),
+                j("e", 120.0, 0.0, "no published figure"),
+            ]
+        )
+    ]
+    assert labels == [
+        "observed: lower",
+        "observed: within spread",
+        "observed: within spread",
+        "observed: higher",
+    ]
