@@ -124,15 +124,32 @@ impl Sim {
     // pick; schedlab orders by `runnable_since` (enqueue time, or the time the
     // task was switched out), which differs only for a task woken while
     // another was running. Delayed-dequeue entities are never migrated.
-    // XXX: a scan over all tasks; fine for the workloads modelled so far.
+    // Read from the CPU's fair runqueue (its queued entities and curr), so
+    // the cost is the queue's length, not the number of tasks.
     pub fn cfs_tasks_tail_first(&self, cpu: CpuId) -> Vec<TaskId> {
-        let mut v: Vec<TaskId> = self
-            .tasks
+        let cfs = &self.rqs[cpu.idx()].cfs;
+        let mut v: Vec<TaskId> = cfs
+            .curr
             .iter()
-            .filter(|t| t.cpu == cpu && t.state == TaskState::Runnable && self.ses[t.id.idx()].on_rq)
-            .map(|t| t.id)
+            .chain(cfs.queue.iter())
+            .copied()
+            .filter(|p| self.tasks[p.idx()].state == TaskState::Runnable)
             .collect();
         v.sort_by_key(|p| (self.tasks[p.idx()].runnable_since, p.0));
+        debug_assert_eq!(
+            v,
+            {
+                let mut all: Vec<TaskId> = self
+                    .tasks
+                    .iter()
+                    .filter(|t| t.cpu == cpu && t.state == TaskState::Runnable && self.ses[t.id.idx()].on_rq)
+                    .map(|t| t.id)
+                    .collect();
+                all.sort_by_key(|p| (self.tasks[p.idx()].runnable_since, p.0));
+                all
+            },
+            "cpu {cpu}: the fair runqueue and the tasks disagree on what is queued"
+        );
         v
     }
 

@@ -220,24 +220,24 @@ impl Sim {
         let sd = self.domains.sd(env.sd);
         let mut busiest = None;
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
-        for i in group.span.and(&env.cpus).iter() {
+        let mut consider = |i: CpuId| {
             let rq = &self.rqs[i.idx()];
             let nr_running = rq.cfs.h_nr_runnable;
             if nr_running == 0 {
-                continue;
+                return;
             }
             let capacity = self.capacity_of(i);
             if sd.has(SD_ASYM_CPUCAPACITY)
                 && !capacity_greater(self.capacity_of(env.dst_cpu), capacity)
                 && nr_running == 1
             {
-                continue;
+                return;
             }
             match env.migration_type {
                 MigrationType::Load => {
                     let load = rq.cpu_load();
                     if nr_running == 1 && load as i64 > env.imbalance && !self.check_cpu_capacity(i, sd) {
-                        continue;
+                        return;
                     }
                     // max(load_i / capacity_i), cross-multiplied.
                     if load * busiest_capacity > busiest_load * capacity {
@@ -249,7 +249,7 @@ impl Sim {
                 MigrationType::Util => {
                     let util = self.cpu_util_cfs_boost(i);
                     if nr_running <= 1 {
-                        continue;
+                        return;
                     }
                     if busiest_util < util {
                         busiest_util = util;
@@ -269,6 +269,18 @@ impl Sim {
                         busiest = Some(i);
                     }
                 }
+            }
+        };
+        if !env.cpus_pruned && group.within_sd {
+            // Every CPU of the group, in span order: its list, not a mask
+            // walk over the machine's words (16 at 1024 CPUs).
+            let at = group.cpus_at as usize;
+            for &i in &self.sg_cpus[at..at + group.nr_cpus as usize] {
+                consider(i);
+            }
+        } else {
+            for i in group.span.and(&env.cpus).iter() {
+                consider(i);
             }
         }
         busiest
