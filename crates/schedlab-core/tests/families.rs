@@ -145,3 +145,31 @@ fn video_frame_threads_speed_up_until_row_dependencies_bind() {
     let enc = laptop("video-enc:frames=40,threads=6");
     assert!(metric(&enc, "completion_time_s") > 0.0);
 }
+
+fn hikey_schedutil(spec: &str, policy: &str) -> RunResult {
+    let mut s = run_spec(preset_source("hikey960"), spec, policy, 1, false);
+    s.options.governor = Some("schedutil".into());
+    run(&s).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+#[test]
+fn android_use_cases_keep_their_frame_rates() {
+    // The frame thread of each case runs once per period of its clock:
+    // 30 fps video and camera, the audio output every 30 ms, 60 fps home
+    // screen (the first period starts one period after the start).
+    for (case, fps) in [("video", 30.0), ("audio", 33.3), ("camera", 30.0), ("home", 60.0)] {
+        let r = hikey_schedutil(&format!("android:case={case},time=1s"), "eevdf");
+        let got = metric(&r, "requests_per_s");
+        assert!((fps * 0.95..=fps * 1.01).contains(&got), "{case}: {got} frames/s, want about {fps}");
+        assert!(metric(&r, "power_mw") > 0.0, "{case}: no power figure");
+    }
+}
+
+#[test]
+fn android_video_costs_less_energy_with_energy_aware_placement() {
+    // SEEDS.md idea 6's sign on video playback: EAS keeps the small tasks on
+    // the LITTLE cluster at low OPPs.
+    let power = |p: &str| metric(&hikey_schedutil("android:case=video,time=1s", p), "power_mw");
+    let (base, eas) = (power("eevdf"), power("eevdf+eas"));
+    assert!(eas < base, "eas {eas} mW vs {base} mW");
+}

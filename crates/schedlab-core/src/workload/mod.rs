@@ -5,6 +5,7 @@
 //! table with `family = "..."`; `build_workload` turns it into a [`Workload`].
 //! Each family (see README.md in this directory) is a file of task programs.
 
+pub mod android;
 pub mod chameneos;
 pub mod compose;
 pub mod dbquery;

@@ -9,8 +9,8 @@
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::{
-    chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve, video,
-    workqueue, Dist, StartKind, Workload,
+    android, chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve,
+    video, workqueue, Dist, StartKind, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -122,7 +122,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 16] = [
+const FAMILIES: [Family; 17] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -149,6 +149,8 @@ const FAMILIES: [Family; 16] = [
              params: video::ENC_PARAMS, build: video::build_enc, policy: FAIR },
     Family { name: "video-dec", summary: video::DEC_SUMMARY, structure: video::DEC_STRUCTURE, source: video::DEC_SOURCE,
              params: video::DEC_PARAMS, build: video::build_dec, policy: FAIR },
+    Family { name: "android", summary: android::SUMMARY, structure: android::STRUCTURE, source: android::SOURCE,
+             params: android::PARAMS, build: android::build, policy: FAIR },
     Family { name: "rt-periodic", summary: noise::RT_SUMMARY, structure: noise::RT_STRUCTURE, source: noise::RT_SOURCE,
              params: noise::RT_PARAMS, build: noise::build_rt_periodic,
              policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },
