@@ -106,6 +106,8 @@ sched_features! {
     avg_idle_put_prev = true;
     /// With avg_idle_put_prev: skip the sample when no idle_stamp was taken (sched/urgent fix c6dcd97c8be7, Sept 2026); off = v7.0/v7.1, where such a sample saturates avg_idle.
     avg_idle_stamp_guard = true;
+    /// A forked task's wakeup (WF_FORK) preempts only through PREEMPT_SHORT, not by becoming the EEVDF pick (v6.19, "sched/fair: Reimplement NEXT_BUDDY to align with EEVDF goals"); off = v6.6-v6.18, where it preempts like any wakee.
+    wakeup_preempt_no_fork = true;
     // ---- Seed ideas (SEEDS.md), off in mainline ----
     /// Idea 1: wake_affine_idle returns prev when prev is idle (v5.10+; off = v5.9 behaviour).
     wa_idle_prev = true;

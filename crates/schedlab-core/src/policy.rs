@@ -82,6 +82,8 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     f.set(Feat::NI_RATE, false);
     // avg_idle was sampled in ttwu_do_activate until v7.0.
     f.set(Feat::avg_idle_put_prev, false);
+    // Forked tasks preempted like any wakee until v6.19.
+    f.set(Feat::wakeup_preempt_no_fork, false);
     (ClassKind::Fair, f, Confine::None)
 }
 
@@ -178,7 +180,7 @@ pub const BASES: &[BaseDef] = &[
     BaseDef {
         name: "v6.12",
         kind: "profile",
-        summary: "v6.12 features: EEVDF, DELAY_DEQUEUE, no NI_RANDOM/NI_RATE",
+        summary: "v6.12 features: EEVDF, DELAY_DEQUEUE, no NI_RANDOM/NI_RATE, avg_idle sampled at wakeup, forked tasks preempt like any wakee",
         build: v6_12,
     },
     BaseDef {

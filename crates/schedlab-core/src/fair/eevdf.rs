@@ -728,6 +728,14 @@ impl CfsRq {
         }
         let upd = self.update_curr(ses, now);
         let preempt_short = sched_feat!(f, PREEMPT_SHORT) && ses[woken.idx()].slice < ses[c.idx()].slice;
+        // v6.19+: past PREEMPT_SHORT, a forked task (or a delayed entity,
+        // which a task's own wakeup has already requeued here) does not
+        // preempt; only update_curr's own resched stands.
+        // DEVIATION(kernel): v6.19's NEXT_BUDDY (`set_preempt_buddy`,
+        // `preempt_sync`) is not modelled; NEXT_BUDDY is off by default.
+        if sched_feat!(f, wakeup_preempt_no_fork) && !preempt_short && fork {
+            return upd.resched;
+        }
         if self.pick_eevdf(ses, !preempt_short) == Some(woken) {
             if preempt_short {
                 cancel_protect_slice(&mut ses[c.idx()]);

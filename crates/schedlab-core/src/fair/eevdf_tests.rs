@@ -137,6 +137,31 @@ fn run_to_parity_protects_curr_until_its_slice_ends() {
 }
 
 #[test]
+fn a_forked_wakee_preempts_only_before_v6_19_or_with_a_shorter_slice() {
+    // Curr past its protection (RUN_TO_PARITY off: only the minimum quantum)
+    // and a wakee with the earlier deadline: any wakee preempts under v6.12;
+    // from v6.19 a forked one (WF_FORK) does not, unless PREEMPT_SHORT lets
+    // it through first.
+    let mut f = Features::mainline();
+    f.set(crate::features::Feat::RUN_TO_PARITY, false);
+    let fork = (true, Default::default());
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, (false, Default::default()), &f));
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    assert!(!cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, fork, &f));
+    let mut old = f;
+    old.set(crate::features::Feat::wakeup_preempt_no_fork, false);
+    let (mut cfs, mut ses) = wakeup_setup(&old, 1_000_000);
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, fork, &old));
+    let (mut cfs, mut ses) = wakeup_setup(&f, 1_000_000);
+    ses[2].slice = 300_000;
+    ses[2].custom_slice = true;
+    assert!(cfs.wakeup_preempt_fair(&mut ses, TaskId(2), 1_000_000, fork, &f));
+    // v6.12 and older profiles keep the old rule.
+    assert!(!crate::policy::parse_policy("v6.12").unwrap().features.on(crate::features::Feat::wakeup_preempt_no_fork));
+}
+
+#[test]
 fn sched_idle_curr_gives_way_and_batch_or_idle_wakees_do_not_preempt() {
     use crate::fair::wakeup_policy::WakeupPolicies;
     let f = Features::mainline();
