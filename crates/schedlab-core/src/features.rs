@@ -108,6 +108,8 @@ sched_features! {
     avg_idle_stamp_guard = true;
     /// A forked task's wakeup (WF_FORK) preempts only through PREEMPT_SHORT, not by becoming the EEVDF pick (v6.19, "sched/fair: Reimplement NEXT_BUDDY to align with EEVDF goals"); off = v6.6-v6.18, where it preempts like any wakee.
     wakeup_preempt_no_fork = true;
+    /// The slow path's group statistics (`update_sg_wakeup_stats`) count only the CPUs the task may run on (Adam Li, Aug 2025: "Only update stats for allowed CPUs when looking for dst group", in the 2026 fair.c); off = v6.12, every CPU of the group.
+    wakeup_stats_allowed = true;
     // ---- Seed ideas (SEEDS.md), off in mainline ----
     /// Idea 1: wake_affine_idle returns prev when prev is idle (v5.10+; off = v5.9 behaviour).
     wa_idle_prev = true;

@@ -84,6 +84,8 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     f.set(Feat::avg_idle_put_prev, false);
     // Forked tasks preempted like any wakee until v6.19.
     f.set(Feat::wakeup_preempt_no_fork, false);
+    // The slow path counted every CPU of a group until v6.18.
+    f.set(Feat::wakeup_stats_allowed, false);
     (ClassKind::Fair, f, Confine::None)
 }
 

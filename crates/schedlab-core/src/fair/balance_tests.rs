@@ -5,6 +5,7 @@
 
 use super::balance::CpuIdleType;
 use super::lb_stats::{group_classify, GroupType, SgLbStats};
+use crate::cpumask::CpuMask;
 use crate::engine::build::SimConfig;
 use crate::engine::task::TaskState;
 use crate::engine::Sim;
@@ -313,6 +314,27 @@ fn v5_5_slow_path_sums_capacity_of_whatever_capacity_spare_wake_says() {
     assert_eq!(s.update_sg_wakeup_stats(&sd, &g, TaskId(0)).group_capacity, 1600);
     s.features.set(Feat::capacity_spare_wake_current, false);
     assert_eq!(s.update_sg_wakeup_stats(&sd, &g, TaskId(0)).group_capacity, 1600);
+}
+
+#[test]
+fn slow_path_group_stats_count_only_the_cpus_the_task_may_use_since_2025() {
+    // A task allowed on CPUs 0-4 looks at LLC 1 (CPUs 4-7, all idle; 5-7
+    // busy here): the 2025 rule counts CPU 4 alone (idle), v6.12 all four.
+    let mut s = sim(4, Features::mainline());
+    for (c, t) in [(5, 1), (6, 2), (7, 3)] {
+        busy(&mut s, c, t, 1000);
+    }
+    s.tasks[0].allowed = CpuMask::from_cpus((0..5).map(CpuId));
+    let sd_id = *s.domains.chain(CpuId(0)).last().unwrap();
+    let sd = s.domains.sd(sd_id).clone();
+    let g = s.sd_groups(sd_id, CpuId(0)).nth(1).unwrap();
+    let now = s.update_sg_wakeup_stats(&sd, &g, TaskId(0));
+    assert_eq!((now.idle_cpus, now.sum_nr_running), (1, 0));
+    s.features.set(Feat::wakeup_stats_allowed, false);
+    let old = s.update_sg_wakeup_stats(&sd, &g, TaskId(0));
+    assert_eq!((old.idle_cpus, old.sum_nr_running), (1, 3));
+    // The group's capacity and weight stay the whole group's in both.
+    assert_eq!((now.group_weight, now.group_capacity), (old.group_weight, old.group_capacity));
 }
 
 #[test]

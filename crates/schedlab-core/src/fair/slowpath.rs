@@ -41,7 +41,15 @@ impl Sim {
         if asym {
             sgs.group_misfit_task_load = 1; // until some CPU fits it
         }
-        for i in g.span.iter() {
+        // Since 2025 (wakeup_stats_allowed) only the CPUs `p` may run on count (a task confined to part
+        // of a group does not see the rest's load or idleness).
+        let only_allowed = sched_feat!(self.features, wakeup_stats_allowed);
+        let allowed = &self.tasks[p.idx()].allowed;
+        let at = g.cpus_at as usize;
+        for &i in &self.sg_cpus[at..at + g.nr_cpus as usize] {
+            if only_allowed && !allowed.test(i) {
+                continue;
+            }
             let rq = &self.rqs[i.idx()];
             sgs.group_load += self.cpu_load_without(i, p);
             sgs.group_util += self.cpu_util_without(i, p);
@@ -58,9 +66,9 @@ impl Sim {
                 sgs.group_misfit_task_load = 0;
             }
         }
-        sgs.group_capacity = g.span.iter().map(|c| self.capacity_of(c)).sum();
-        sgs.group_weight = g.span.weight();
-        let imbalanced = self.nohz.sgc_imbalance(sd.depth as usize, g.span.first().unwrap_or(CpuId(0)));
+        sgs.group_capacity = self.sg_cpus[at..at + g.nr_cpus as usize].iter().map(|&c| self.capacity_of(c)).sum();
+        sgs.group_weight = g.nr_cpus;
+        let imbalanced = self.nohz.sgc_imbalance(sd.depth as usize, g.first);
         sgs.group_type = group_classify(sd.imbalance_pct, imbalanced, &sgs);
         if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
