@@ -4,6 +4,8 @@
 //! counted apart). Run with `cargo run --release --example bench`, or under
 //! `valgrind --tool=callgrind` to count instructions, which repeat exactly.
 //! Arguments (optional): machine preset or .toml file, workload spec, cpufreq governor.
+//! With `SCHEDLAB_BENCH_METRICS=1` it also prints every metric of the run
+//! (name = value), to compare a change's outputs before and after.
 
 use schedlab_core::api::{run, MachineSource, RunOptions, RunSpec};
 use std::time::Instant;
@@ -42,4 +44,9 @@ fn main() {
         r.events_handled as f64 / wall,
         r.sim_time_ns as f64 / 1e9 / wall
     );
+    if std::env::var_os("SCHEDLAB_BENCH_METRICS").is_some() {
+        for m in &r.metrics {
+            println!("{} = {}", m.name, m.value);
+        }
+    }
 }
