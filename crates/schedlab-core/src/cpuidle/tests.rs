@@ -1,0 +1,144 @@
+//! Governor decisions on hand-built state tables, and the idle loop in runs.
+
+use super::menu::{get_typical_interval, menu_select, which_bucket, MenuDevice, INTERVALS};
+use super::teo::{teo_select, teo_update, TeoCpu, PULSE};
+use super::*;
+use crate::ids::NSEC_PER_MSEC;
+use crate::topology::IdleState;
+
+const US: Ns = NSEC_PER_USEC;
+const MS: Ns = NSEC_PER_MSEC;
+/// HZ = 250.
+const TICK: Ns = 4 * MS;
+
+/// Three states: C1 (exit 2 us, residency 2 us), C1E (10, 20), C6 (133, 600).
+fn states() -> Vec<IdleState> {
+    let st = |name: &str, exit_us: u64, res_us: u64| IdleState {
+        name: name.into(),
+        exit_latency_ns: exit_us * US,
+        target_residency_ns: res_us * US,
+        power_mw: 0,
+    };
+    vec![st("C1", 2, 2), st("C1E", 10, 20), st("C6", 133, 600)]
+}
+
+/// The tick runs, next timer `timer`, next tick a full period away.
+fn sleep(timer: Ns) -> SleepLength {
+    SleepLength {
+        sleep_length_ns: timer,
+        delta_tick_ns: timer.min(TICK),
+        tick_stopped: false,
+        tick_ns: TICK,
+        latency_req_ns: Ns::MAX,
+    }
+}
+
+#[test]
+fn menu_picks_the_deepest_state_whose_residency_fits_the_timer() {
+    // No history: the prediction is the next timer itself (factor 1.0).
+    let mut d = MenuDevice::default();
+    // 10 ms away, beyond a tick: C6, and the tick stops.
+    assert_eq!(menu_select(&mut d, &states(), &sleep(10 * MS), None), Selection { idx: 2, stop_tick: true });
+    // 300 us: C6 does not pay off (600 us), C1E does.
+    assert_eq!(menu_select(&mut d, &states(), &sleep(300 * US), None).idx, 1);
+    // 15 us: only C1.
+    assert_eq!(menu_select(&mut d, &states(), &sleep(15 * US), None).idx, 0);
+    // A latency limit of 50 us rules C6 out whatever the timer.
+    let mut s = sleep(10 * MS);
+    s.latency_req_ns = 50 * US;
+    assert_eq!(menu_select(&mut d, &states(), &s, None).idx, 1);
+}
+
+#[test]
+fn menu_prediction_is_the_timer_scaled_by_its_bucket_factor() {
+    let mut d = MenuDevice::default();
+    // A 2 ms timer is in bucket 3 (1..10 ms); a factor of 0.3 there predicts
+    // 600 us: C6 exactly fits.
+    assert_eq!(which_bucket(2 * MS), 3);
+    d.correction_factor[3] = (RESOLUTION_X_DECAY * 3 / 10) as u32;
+    let sel = menu_select(&mut d, &states(), &sleep(2 * MS), None);
+    assert_eq!(sel, Selection { idx: 2, stop_tick: false });
+    assert_eq!((d.next_timer_ns, d.bucket), (2 * MS, 3));
+    // One microsecond less and C1E it is.
+    d.correction_factor[3] -= 5;
+    assert_eq!(menu_select(&mut d, &states(), &sleep(2 * MS), None).idx, 1);
+    // The CPU then stayed idle 1 ms (+ C1E's 10 us exit): menu_update folds
+    // 1 ms / 2 ms into the factor: f - f/8 + 1024 * 1/2.
+    let f = d.correction_factor[3] as u64;
+    menu_select(&mut d, &states(), &sleep(2 * MS), Some((1, MS + 10 * US, false)));
+    assert_eq!(d.correction_factor[3] as u64, f - f / 8 + 512);
+    assert_eq!(d.intervals[0], 1000);
+}
+
+/// `RESOLUTION * DECAY`: a correction factor of 1.0.
+const RESOLUTION_X_DECAY: u64 = super::menu::RESOLUTION * super::menu::DECAY;
+
+#[test]
+fn the_tick_stays_on_for_a_short_prediction() {
+    let mut d = MenuDevice::default();
+    // 300 us predicted, shorter than a tick: keep the tick.
+    assert_eq!(menu_select(&mut d, &states(), &sleep(300 * US), None), Selection { idx: 1, stop_tick: false });
+    // A prediction beyond a tick stops the tick, so a tick due in 100 us
+    // does not cap the state: C6.
+    let mut s = sleep(10 * MS);
+    s.delta_tick_ns = 100 * US;
+    assert_eq!(menu_select(&mut d, &states(), &s, None), Selection { idx: 2, stop_tick: true });
+    // A repeating 5 us pattern: the typical interval (5 us, under
+    // RESIDENCY_THRESHOLD_NS) wins without a timer lookup: C1, tick on.
+    d.intervals = [5; INTERVALS];
+    assert_eq!(get_typical_interval(&d), 5);
+    assert_eq!(menu_select(&mut d, &states(), &sleep(10 * MS), None), Selection { idx: 0, stop_tick: false });
+}
+
+#[test]
+fn typical_interval_drops_an_outlier_and_gives_up_on_noise() {
+    let mut d = MenuDevice::default();
+    assert_eq!(get_typical_interval(&d), u32::MAX, "no history, no opinion");
+    d.intervals = [100, 100, 100, 100, 100, 100, 100, 5000];
+    assert_eq!(get_typical_interval(&d), 100);
+    d.intervals = [10, 5000, 40, 9000, 300, 70000, 2, 600];
+    assert_eq!(get_typical_interval(&d), u32::MAX);
+}
+
+#[test]
+fn teo_counts_hits_and_intercepts_with_decay() {
+    let st = states();
+    let mut c = TeoCpu { sleep_length_ns: 10 * MS, ..TeoCpu::default() };
+    // Woken 5 ms into a 10 ms sleep, in C6: same bin (C6's) as the sleep
+    // length, a hit.
+    teo_update(&mut c, &st, 2, 5 * MS, false, TICK);
+    assert_eq!(c.state_bins[2].hits, PULSE);
+    // Woken after 50 us (C1E's bin): an intercept there, shorter than a tick;
+    // the hit decays by 1/8.
+    teo_update(&mut c, &st, 2, 50 * US, false, TICK);
+    assert_eq!(c.state_bins[2].hits, PULSE - PULSE / 8);
+    assert_eq!(c.state_bins[1].intercepts, PULSE);
+    assert_eq!(c.tick_intercepts, PULSE);
+    assert_eq!(c.total, (PULSE - PULSE / 8) + PULSE);
+}
+
+#[test]
+fn teo_goes_shallow_when_intercepts_dominate() {
+    let st = states();
+    let mut c = TeoCpu::default();
+    // Fresh: the deepest state the 10 ms sleep length allows, tick stopped.
+    assert_eq!(teo_select(&mut c, &st, &sleep(10 * MS), None), Selection { idx: 2, stop_tick: true });
+    // Ten wakeups after 50 us although no timer was due for 10 ms.
+    for _ in 0..10 {
+        c.sleep_length_ns = 10 * MS;
+        teo_update(&mut c, &st, 2, 50 * US, false, TICK);
+    }
+    // The intercepts in C1E's bin outweigh everything at C6: C1E, and as
+    // they come within a tick, the tick keeps running.
+    assert_eq!(teo_select(&mut c, &st, &sleep(10 * MS), None), Selection { idx: 1, stop_tick: false });
+}
+
+#[test]
+fn one_state_leaves_menu_nothing_to_decide() {
+    let one = &states()[..1];
+    let mut d = MenuDevice::default();
+    assert_eq!(menu_select(&mut d, one, &sleep(300 * US), None), Selection { idx: 0, stop_tick: true });
+    // teo keeps the tick when there is no choice (its `state_count < 2` exit).
+    let mut c = TeoCpu::default();
+    assert_eq!(teo_select(&mut c, one, &sleep(300 * US), None), Selection { idx: 0, stop_tick: false });
+}
