@@ -3,7 +3,7 @@
 use super::menu::{get_typical_interval, menu_select, which_bucket, MenuDevice, INTERVALS};
 use super::teo::{teo_select, teo_update, TeoCpu, PULSE};
 use super::*;
-use crate::ids::NSEC_PER_MSEC;
+use crate::ids::{CpuId, NSEC_PER_MSEC};
 use crate::topology::IdleState;
 
 const US: Ns = NSEC_PER_USEC;
@@ -141,4 +141,60 @@ fn one_state_leaves_menu_nothing_to_decide() {
     // teo keeps the tick when there is no choice (its `state_count < 2` exit).
     let mut c = TeoCpu::default();
     assert_eq!(teo_select(&mut c, one, &sleep(300 * US), None), Selection { idx: 0, stop_tick: false });
+}
+
+/// A one-CPU machine with the three states, and one task that computes
+/// 100 us and sleeps `sleep_ns`, forever.
+fn one_cpu_sim(sleep_ns: Ns, gov: IdleGovernor, trace: bool) -> crate::engine::Sim {
+    use crate::testkit::{machine_from_toml, script_tasks, script_workload, sim_config};
+    use crate::workload::Action;
+    let toml = format!(
+        "{}idle_states = [\n  {{ name = \"C1\", exit_latency_us = 2, target_residency_us = 2, power_mw = 100 }},\n  \
+         {{ name = \"C1E\", exit_latency_us = 10, target_residency_us = 20, power_mw = 50 }},\n  \
+         {{ name = \"C6\", exit_latency_us = 133, target_residency_us = 600, power_mw = 5 }},\n]\n",
+        crate::uniform_machine_toml!("one-cpu", 1, 1, 1, 1)
+    );
+    let mut m = machine_from_toml(&toml);
+    m.cpuidle.governor = gov;
+    let d = crate::topology::build_sched_domains(&m).unwrap();
+    let w = script_workload(script_tasks(1, &[Action::Compute(100 * US), Action::Sleep(sleep_ns)], 0));
+    let cfg = crate::engine::build::SimConfig { trace, ..sim_config(crate::features::Features::mainline()) };
+    crate::engine::Sim::build(m, d, &w, cfg).unwrap()
+}
+
+#[test]
+fn an_idle_cpu_enters_the_state_its_timer_allows_and_stops_the_tick_only_for_long_sleeps() {
+    // A 10 ms sleep timer: C6, tick stopped, the CPU in the NOHZ idle mask.
+    let mut s = one_cpu_sim(10 * MS, IdleGovernor::Menu, false);
+    s.run(150 * US).unwrap();
+    let rq = &s.rqs[0];
+    assert!(rq.curr.is_none());
+    assert_eq!((rq.idle_state, rq.tick_stopped), (Some(2), true));
+    assert!(s.nohz_idle.test(CpuId(0)));
+    // A 300 us timer: C1E, the tick keeps running, the CPU stays out of the
+    // NOHZ mask and counts as busy in its LLC.
+    let mut s = one_cpu_sim(300 * US, IdleGovernor::Menu, false);
+    s.run(150 * US).unwrap();
+    let rq = &s.rqs[0];
+    assert_eq!((rq.idle_state, rq.tick_stopped), (Some(1), false));
+    assert!(!s.nohz_idle.test(CpuId(0)));
+    assert_eq!(s.llc[0].nr_busy_cpus, 1);
+}
+
+#[test]
+fn every_idle_period_of_a_steady_timer_loop_picks_the_same_state() {
+    let mut s = one_cpu_sim(10 * MS, IdleGovernor::Menu, true);
+    s.run(200 * MS).unwrap();
+    let states: Vec<Option<u8>> = s
+        .trace
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e.ev {
+            crate::trace::Event::CpuIdle { state: Some(st), .. } => Some(Some(st)),
+            _ => None,
+        })
+        .collect();
+    assert!(states.len() >= 18, "{} idle entries", states.len());
+    assert!(states.iter().all(|&st| st == Some(2)), "{states:?}");
 }

@@ -262,6 +262,7 @@ impl Sim {
         task.timer_gen += 1;
         let gen = task.timer_gen;
         self.block_task(cpu, p, false);
+        self.timers.add(cpu, p, t);
         self.at(t, Ev::Timer { task: p, gen });
         Ok(Some(Stepped::Reschedule))
     }
