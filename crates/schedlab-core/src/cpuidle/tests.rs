@@ -198,3 +198,28 @@ fn every_idle_period_of_a_steady_timer_loop_picks_the_same_state() {
     assert!(states.len() >= 18, "{} idle entries", states.len());
     assert!(states.iter().all(|&st| st == Some(2)), "{states:?}");
 }
+
+#[test]
+fn menu_and_teo_spend_the_idle_time_in_different_states() {
+    use crate::testkit::{metric, preset_source, run_spec};
+    // schbench's workers block on futexes, not timers: menu, finding no
+    // timer, trusts its (irregular) history and goes deep; teo learns the
+    // early wakeups as intercepts and stays shallower.
+    let w = "schbench:message_threads=1,threads=4,runtime=300ms,warmup=0s";
+    let run = |gov: &str| {
+        let mut spec = run_spec(preset_source("laptop-4c8t"), w, "eevdf", 1, false);
+        spec.options.idle_governor = Some(gov.into());
+        crate::api::run(&spec).unwrap()
+    };
+    let (menu, teo) = (run("menu"), run("teo"));
+    let res = |r: &crate::api::RunResult| {
+        ["C1", "C1E", "C3", "C6", "C7s", "C8", "C9", "C10"].map(|s| metric(r, &format!("idle_residency.{s}")))
+    };
+    let (m, t) = (res(&menu), res(&teo));
+    assert_ne!(m, t);
+    // The deepest state (C10) holds more of menu's idle time than teo's.
+    assert!(m[7] > t[7], "menu {m:?}, teo {t:?}");
+    // Each residency is a share of total CPU time, within the idle share.
+    let idle = metric(&menu, "idle_pct") / 100.0;
+    assert!(m.iter().sum::<f64>() <= idle + 1e-9, "{m:?} over idle {idle}");
+}
