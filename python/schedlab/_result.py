@@ -201,8 +201,8 @@ def run(
     "rt-periodic:count=4,cpus=4-7"]``); ``policy`` a
     policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``;
     ``governor`` (``performance``, ``powersave`` or ``schedutil``) overrides
-    the machine's ``[freq_domain] governor``; ``idle_governor`` (``menu``
-    or ``teo``) the machine's ``[cpuidle] governor``.
+    the machine's ``[freq_domain] governor``; ``idle_governor`` (``menu``,
+    ``teo`` or ``avg_idle``) the machine's ``[cpuidle] governor``.
     Raises a subclass of `SchedlabError` on bad input or a failed run.
     """
     check_u64("seed", seed)

@@ -32,6 +32,11 @@ pub enum IdleGovernor {
     /// `teo` (timer events oriented): per-state bins of "hits" and
     /// "intercepts" decide how far below the sleep length to go.
     Teo,
+    /// `avg_idle`: not a kernel governor but schedlab's rule before it had
+    /// one (the deepest state whose target residency fits `rq->avg_idle`,
+    /// and the tick always stops). Kept because the figures of
+    /// docs/reproductions.md were computed with it.
+    AvgIdle,
 }
 
 impl IdleGovernor {
@@ -40,6 +45,7 @@ impl IdleGovernor {
         match self {
             IdleGovernor::Menu => "menu",
             IdleGovernor::Teo => "teo",
+            IdleGovernor::AvgIdle => "avg_idle",
         }
     }
 
@@ -48,6 +54,7 @@ impl IdleGovernor {
         match s {
             "menu" => Some(IdleGovernor::Menu),
             "teo" => Some(IdleGovernor::Teo),
+            "avg_idle" => Some(IdleGovernor::AvgIdle),
             _ => None,
         }
     }
@@ -87,6 +94,8 @@ pub struct SleepLength {
     pub tick_ns: Ns,
     /// `cpuidle_governor_latency_req(cpu)`, ns.
     pub latency_req_ns: Ns,
+    /// `rq->avg_idle`, ns (read by the `avg_idle` rule only).
+    pub avg_idle_ns: Ns,
 }
 
 /// A governor's verdict: the state to enter and whether the tick stops.
@@ -124,7 +133,26 @@ pub fn cpuidle_select(gov: IdleGovernor, dev: &mut CpuidleDevice, states: &[Idle
     match gov {
         IdleGovernor::Menu => menu::menu_select(&mut dev.menu, states, s, last),
         IdleGovernor::Teo => teo::teo_select(&mut dev.teo, states, s, last),
+        IdleGovernor::AvgIdle => avg_idle_select(states, s),
     }
+}
+
+/// The `avg_idle` rule: the deepest state whose target residency fits
+/// `rq->avg_idle` (and whose exit latency fits the latency limit); the tick
+/// stops.
+// DEVIATION(kernel): no kernel governor reads avg_idle; this is schedlab's
+// rule from before it modelled menu and teo.
+pub fn avg_idle_select(states: &[IdleState], s: &SleepLength) -> Selection {
+    let mut idx = 0;
+    for (i, st) in states.iter().enumerate() {
+        if st.exit_latency_ns > s.latency_req_ns {
+            break;
+        }
+        if st.target_residency_ns <= s.avg_idle_ns {
+            idx = i;
+        }
+    }
+    Selection { idx, stop_tick: true }
 }
 
 /// `cpuidle_reflect`: the CPU left state `idx` after `residency_ns` (exit

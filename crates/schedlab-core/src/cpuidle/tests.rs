@@ -30,6 +30,7 @@ fn sleep(timer: Ns) -> SleepLength {
         tick_stopped: false,
         tick_ns: TICK,
         latency_req_ns: Ns::MAX,
+        avg_idle_ns: 0,
     }
 }
 
@@ -222,4 +223,15 @@ fn menu_and_teo_spend_the_idle_time_in_different_states() {
     // Each residency is a share of total CPU time, within the idle share.
     let idle = metric(&menu, "idle_pct") / 100.0;
     assert!(m.iter().sum::<f64>() <= idle + 1e-9, "{m:?} over idle {idle}");
+}
+
+#[test]
+fn the_avg_idle_rule_takes_the_deepest_state_avg_idle_covers() {
+    let mut s = sleep(10 * MS);
+    s.avg_idle_ns = 700 * US;
+    assert_eq!(avg_idle_select(&states(), &s), Selection { idx: 2, stop_tick: true });
+    s.avg_idle_ns = 500 * US;
+    assert_eq!(avg_idle_select(&states(), &s).idx, 1);
+    s.latency_req_ns = 5 * US;
+    assert_eq!(avg_idle_select(&states(), &s).idx, 0);
 }

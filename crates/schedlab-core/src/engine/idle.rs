@@ -35,6 +35,7 @@ impl Sim {
             tick_stopped,
             tick_ns: self.tick_ns,
             latency_req_ns: self.machine.cpuidle.latency_req_ns,
+            avg_idle_ns: self.rqs[cpu.idx()].avg_idle,
         }
     }
 

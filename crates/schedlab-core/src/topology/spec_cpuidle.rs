@@ -13,8 +13,9 @@
 //!                        # cannot pay off before the CPU is back), power_mw
 //!                        # default 0 (unknown); absent: one C1-like state
 //! [cpuidle]
-//! governor = "menu"      # menu | teo; default menu, the kernel's default on
-//!                        # tick-based systems
+//! governor = "menu"      # menu | teo | avg_idle; default menu, the kernel's
+//!                        # default on tick-based systems (avg_idle: schedlab's
+//!                        # rule before issue 9, see cpuidle::IdleGovernor)
 //! latency_req_us = 20    # PM QoS CPU latency limit (cpu_dma_latency);
 //!                        # default none
 //! ```
@@ -76,7 +77,7 @@ pub(super) fn parse_idle_states(p: &P, t: &Map<String, Value>, path: &str) -> Re
 
 /// Parse an idle governor name: `Err` holds what was expected.
 fn check_idle_governor(name: &str) -> std::result::Result<IdleGovernor, String> {
-    IdleGovernor::parse(name).ok_or_else(|| format!("one of menu, teo; got \"{name}\""))
+    IdleGovernor::parse(name).ok_or_else(|| format!("one of menu, teo, avg_idle; got \"{name}\""))
 }
 
 /// The `[cpuidle]` table (absent: the defaults of [`CpuidleParams`]).
