@@ -73,7 +73,8 @@ def wake_to_run_ns(trace_lines: list[str], comm: str, same_cpu: bool) -> list[in
 
 def _idle_exit_ns(machine_toml: str) -> int:
     """Exit latency of the deepest idle state whose target residency fits
-    the probe's idle period (the model's governor rule), from the TOML."""
+    the probe's idle period, from the TOML: menu's choice once the probe's
+    regular 200 us periods make its typical interval (no timer is armed)."""
     best = 0
     best_res = -1
     for m in re.finditer(

@@ -70,6 +70,7 @@ def run(
     extra_workloads: list[tuple[str, str, str]] = ...,
     governor: str | None = None,
     workload_origin: str = "",
+    idle_governor: str | None = None,
 ) -> RunOutput: ...
 def run_to_file(
     machine_text: str,
@@ -86,6 +87,7 @@ def run_to_file(
     extra_workloads: list[tuple[str, str, str]] = ...,
     governor: str | None = None,
     workload_origin: str = "",
+    idle_governor: str | None = None,
 ) -> RunOutput: ...
 def topo_show(text: str, format: str, origin: str) -> str: ...
 def topo_doc(text: str, format: str, origin: str) -> dict[str, Any]: ...

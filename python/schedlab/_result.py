@@ -126,12 +126,14 @@ def run_sources(
     max_time_ns: int = 0,
     trace_file: tuple[str, str] | None = None,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> RunResult:
     """Runs resolved sources through the core (used by `run` and by workers).
     Several workload sources run together, composed in order. With
     ``trace_file=(path, format)`` (format ``ftrace`` or ``perfetto``) the
     trace is written to ``path`` while the run goes and ``trace`` is ignored.
-    ``governor`` overrides the machine's cpufreq governor."""
+    ``governor`` overrides the machine's cpufreq governor, ``idle_governor``
+    its idle governor."""
     first, *extra = (workload,) if isinstance(workload, Source) else tuple(workload)
     # Only a composed run passes the keyword (engines faked in tests need not know it).
     check_u64("seed", seed)
@@ -141,6 +143,8 @@ def run_sources(
     )
     if governor is not None:
         more["governor"] = governor
+    if idle_governor is not None:
+        more["idle_governor"] = idle_governor
     if first.format != "spec":
         # A workload file's errors name its path (like the composed
         # keyword, passed only when needed: engines faked in tests omit it).
@@ -186,6 +190,7 @@ def run(
     check_invariants: bool = False,
     max_time_ns: int = 0,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> RunResult:
     """Runs one simulation.
 
@@ -196,7 +201,8 @@ def run(
     "rt-periodic:count=4,cpus=4-7"]``); ``policy`` a
     policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``;
     ``governor`` (``performance``, ``powersave`` or ``schedutil``) overrides
-    the machine's ``[freq_domain] governor``.
+    the machine's ``[freq_domain] governor``; ``idle_governor`` (``menu``,
+    ``teo`` or ``avg_idle``) the machine's ``[cpuidle] governor``.
     Raises a subclass of `SchedlabError` on bad input or a failed run.
     """
     check_u64("seed", seed)
@@ -210,4 +216,5 @@ def run(
         check_invariants=check_invariants,
         max_time_ns=max_time_ns,
         governor=governor,
+        idle_governor=idle_governor,
     )

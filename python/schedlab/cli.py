@@ -404,6 +404,15 @@ def run_cmd(
             "the run reports energy_j, power_mw, freq_transitions and freq_residency.*.",
         ),
     ] = None,
+    idle_governor: Annotated[
+        str | None,
+        typer.Option(
+            "--idle-governor",
+            help="idle governor of every CPU, overriding the machine's [cpuidle] governor: "
+            "menu (the default), teo, or avg_idle (schedlab's rule before it modelled the "
+            "kernel's governors). The run reports idle_residency.<state>.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run one simulation and print its metrics."""
@@ -411,10 +420,27 @@ def run_cmd(
     if plot is not None and streamed and trace_format_of(trace) != "ftrace":  # type: ignore[arg-type]
         raise typer.BadParameter("--plot reads the trace as ftrace text: give --trace a .txt name or leave it out")
     if streamed:
-        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants, governor)  # type: ignore[arg-type]
+        result = _run_streaming_trace(
+            machine,
+            workload,
+            policy,
+            seed,
+            trace,  # type: ignore[arg-type]
+            check_invariants,
+            governor,
+            idle_governor,
+        )
     else:
         result = _run_keeping_trace(
-            machine, workload, policy, seed, trace, check_invariants, keep=plot is not None, governor=governor
+            machine,
+            workload,
+            policy,
+            seed,
+            trace,
+            check_invariants,
+            keep=plot is not None,
+            governor=governor,
+            idle_governor=idle_governor,
         )
     if plot is not None:
         from . import plot as _plot
@@ -443,6 +469,7 @@ def _run_keeping_trace(
     check: bool,
     keep: bool = False,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> RunResult:
     """A run whose trace (if any, or with ``keep``) comes back in memory:
     for ``--trace -`` and ``--plot``."""
@@ -457,6 +484,7 @@ def _run_keeping_trace(
             trace=trace is not None or keep,
             check_invariants=check,
             governor=governor,
+            idle_governor=idle_governor,
         )
     except SimulationError as e:
         partial = getattr(e, "partial_trace", None)
@@ -482,7 +510,14 @@ def trace_format_of(path: Path) -> str:
 
 
 def _run_streaming_trace(
-    machine: str, workload: list[str], policy: str, seed: int, trace: Path, check: bool, governor: str | None = None
+    machine: str,
+    workload: list[str],
+    policy: str,
+    seed: int,
+    trace: Path,
+    check: bool,
+    governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> RunResult:
     """A run that writes its trace to ``trace`` while it goes (memory stays
     bounded), with the output-file rules of `_write_output`: a regular file
@@ -521,6 +556,7 @@ def _run_streaming_trace(
             check_invariants=check,
             trace_file=(target, trace_format_of(trace)),
             governor=governor,
+            idle_governor=idle_governor,
         )
     except SimulationError as e:
         if not direct and os.path.getsize(target) > 0:

@@ -3,7 +3,10 @@
 //! second of wall time (handled events; stale ones, popped and dropped, are
 //! counted apart). Run with `cargo run --release --example bench`, or under
 //! `valgrind --tool=callgrind` to count instructions, which repeat exactly.
-//! Arguments (optional): machine preset or .toml file, workload spec, cpufreq governor.
+//! Arguments (optional): machine preset or .toml file, workload spec, cpufreq
+//! governor (`-` for none), idle governor (`menu`, the default, or `teo`).
+//! With `SCHEDLAB_BENCH_METRICS=1` it also prints every metric of the run
+//! (name = value), to compare a change's outputs before and after.
 
 use schedlab_core::api::{run, MachineSource, RunOptions, RunSpec};
 use std::time::Instant;
@@ -29,7 +32,11 @@ fn main() {
         policy: "eevdf".into(),
         seed: 0,
         // Third argument: a cpufreq governor (`performance`, ...), none by default.
-        options: RunOptions { governor: args.get(3).cloned(), ..RunOptions::default() },
+        options: RunOptions {
+            governor: args.get(3).filter(|g| *g != "-").cloned(),
+            idle_governor: args.get(4).cloned(),
+            ..RunOptions::default()
+        },
     };
     let t0 = Instant::now();
     let r = run(&spec).unwrap_or_else(|e| panic!("{e}"));
@@ -42,4 +49,9 @@ fn main() {
         r.events_handled as f64 / wall,
         r.sim_time_ns as f64 / 1e9 / wall
     );
+    if std::env::var_os("SCHEDLAB_BENCH_METRICS").is_some() {
+        for m in &r.metrics {
+            println!("{} = {}", m.name, m.value);
+        }
+    }
 }

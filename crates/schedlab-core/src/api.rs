@@ -77,6 +77,9 @@ pub struct RunOptions {
     /// `[freq_domain] governor` (`--governor`): `performance`, `powersave`
     /// or `schedutil`.
     pub governor: Option<String>,
+    /// Idle governor of every CPU, overriding the machine file's
+    /// `[cpuidle] governor` (`--idle-governor`): `menu` or `teo`.
+    pub idle_governor: Option<String>,
 }
 
 /// Where one further workload of a composed run comes from.
@@ -239,6 +242,9 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
     let mut machine = crate::topology::parse_machine(&spec.machine.text, &spec.machine.format, &spec.machine.origin)?;
     if let Some(g) = &spec.options.governor {
         crate::topology::set_governor(&mut machine, g, "--governor")?;
+    }
+    if let Some(g) = &spec.options.idle_governor {
+        crate::topology::set_idle_governor(&mut machine, g, "--idle-governor")?;
     }
     let domains = crate::topology::build_sched_domains(&machine)?;
     let (wl_text, wl_format) = (spec.workload.as_str(), spec.workload_format.as_str());

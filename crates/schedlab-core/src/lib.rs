@@ -11,6 +11,7 @@
 pub mod api;
 pub mod class;
 pub mod cpufreq;
+pub mod cpuidle;
 pub mod cpumask;
 pub mod engine;
 pub mod error;

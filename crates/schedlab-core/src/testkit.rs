@@ -182,7 +182,7 @@ pub fn run_spec(machine: MachineSource, workload: &str, policy: &str, seed: u64,
         extra_workloads: Vec::new(),
         policy: policy.into(),
         seed,
-        options: RunOptions { trace, check_invariants: true, max_time_ns: 0, governor: None },
+        options: RunOptions { trace, check_invariants: true, max_time_ns: 0, ..RunOptions::default() },
     }
 }
 

@@ -48,13 +48,15 @@ fn run_spec(
 ///
 /// `extra_workloads` are further workloads run at the same time, each as
 /// `(text, format, origin)` (see `RunSpec::extra_workloads`); `governor`
-/// overrides the machine's cpufreq governor (`RunOptions::governor`);
+/// overrides the machine's cpufreq governor (`RunOptions::governor`) and
+/// `idle_governor` its idle governor (`RunOptions::idle_governor`);
 /// `workload_origin` is what errors in `workload` name (the file's path),
 /// empty for the default.
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace=false, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new(), governor=None, workload_origin=String::new()))]
+                    extra_workloads=Vec::new(), governor=None, workload_origin=String::new(),
+                    idle_governor=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -71,6 +73,7 @@ fn run(
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
     workload_origin: String,
+    idle_governor: Option<String>,
 ) -> PyResult<RunOutput> {
     let spec = run_spec(
         MachineSource { text: machine_text, format: machine_format, origin: machine_origin },
@@ -78,7 +81,7 @@ fn run(
         extra_workloads,
         policy,
         seed,
-        RunOptions { trace, check_invariants, max_time_ns, governor },
+        RunOptions { trace, check_invariants, max_time_ns, governor, idle_governor },
     );
     let result = py.allow_threads(|| api::run_keeping_trace(&spec)).map_err(|f| {
         let err = errors::to_py(f.error);
@@ -98,7 +101,8 @@ fn run(
 #[pyfunction]
 #[pyo3(signature = (machine_text, machine_format, machine_origin, workload, workload_format,
                     policy, seed, trace_path, trace_format, check_invariants=false, max_time_ns=0,
-                    extra_workloads=Vec::new(), governor=None, workload_origin=String::new()))]
+                    extra_workloads=Vec::new(), governor=None, workload_origin=String::new(),
+                    idle_governor=None))]
 #[allow(clippy::too_many_arguments)]
 fn run_to_file(
     py: Python<'_>,
@@ -116,6 +120,7 @@ fn run_to_file(
     extra_workloads: Vec<(String, String, String)>,
     governor: Option<String>,
     workload_origin: String,
+    idle_governor: Option<String>,
 ) -> PyResult<RunOutput> {
     let format = match trace_format.as_str() {
         "ftrace" => schedlab_core::trace::TraceFormat::Ftrace,
@@ -130,7 +135,7 @@ fn run_to_file(
         extra_workloads,
         policy,
         seed,
-        RunOptions { trace: false, check_invariants, max_time_ns, governor },
+        RunOptions { trace: false, check_invariants, max_time_ns, governor, idle_governor },
     );
     let file = schedlab_core::trace::TraceFile { path: trace_path.into(), format };
     let result = py.allow_threads(|| api::run_to_trace_file(&spec, &file)).map_err(|f| errors::to_py(f.error))?;

@@ -163,6 +163,8 @@ impl Sim {
             irq_streams,
             irq,
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first),
+            idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
+            timers: super::timers::TimerQueues::new(nr, tasks.len()),
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),

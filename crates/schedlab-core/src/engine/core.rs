@@ -207,6 +207,7 @@ impl Sim {
             t.state = TaskState::Runnable;
             t.runnable_since = now;
         }
+        self.timers.del(p);
         // The wakeup runs on the waker's CPU (in a task or an interrupt).
         self.charge(waker_cpu, self.machine.cost.wakeup_ns);
         // ttwu_runnable: still queued (a delayed entity) on its old CPU.

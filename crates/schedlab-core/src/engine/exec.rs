@@ -262,6 +262,7 @@ impl Sim {
         task.timer_gen += 1;
         let gen = task.timer_gen;
         self.block_task(cpu, p, false);
+        self.timers.add(cpu, p, t);
         let t = t.max(self.now);
         self.queue.push_key(self.key_timer(p), t, Ev::Timer { task: p, gen });
         Ok(Some(Stepped::Reschedule))

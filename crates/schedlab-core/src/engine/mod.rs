@@ -20,6 +20,7 @@ pub mod check;
 pub mod core;
 pub mod cost;
 pub mod exec;
+pub mod idle;
 pub mod ipc;
 pub mod irq;
 pub mod rq;
@@ -27,6 +28,7 @@ pub mod rqs;
 pub mod setsched;
 pub mod task;
 pub mod tick;
+pub mod timers;
 
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -247,6 +249,10 @@ pub struct Sim {
     pub(crate) irq: Vec<irq::CpuIrq>,
     /// Frequencies and the cpufreq governor (`cpufreq`).
     pub(crate) cpufreq: crate::cpufreq::CpufreqState,
+    /// Per CPU, the cpuidle device and its governor's data (`cpuidle`).
+    pub(crate) idle_devs: Vec<crate::cpuidle::CpuidleDevice>,
+    /// Pending sleep timers per CPU (the governor's next timer event).
+    pub(crate) timers: timers::TimerQueues,
 }
 
 impl Sim {
@@ -257,15 +263,6 @@ impl Sim {
         self.collector.on_event(&te);
         if let Some(t) = self.trace.as_mut() {
             t.push(te);
-        }
-    }
-
-    /// Emit an event only the trace shows (the metrics ignore it): nothing
-    /// to do when no trace is kept, so it costs the untraced hot path nothing.
-    #[inline]
-    pub(crate) fn emit_trace_only(&mut self, ev: Event) {
-        if let Some(t) = self.trace.as_mut() {
-            t.push(TimedEvent { time: self.now, ev });
         }
     }
 

@@ -117,7 +117,9 @@ pub struct Collector {
     /// Start of the counted window: `max(warmup, 0 or first event)`.
     window_start: Ns,
     /// Energy and frequency accounting, when the context has an energy model.
-    energy: Option<EnergyMeter>,
+    pub(crate) energy: Option<EnergyMeter>,
+    /// Idle-state residency, when the context knows the machine's states.
+    idle_res: Option<super::idle_states::IdleResidency>,
     last_t: Ns,
     started: bool,
     /// Workload metrics, indexed like `ctx.parts`.
@@ -196,6 +198,7 @@ impl Collector {
             avg_idle_err_sum: 0,
             avg_idle_samples: 0,
             energy: ctx.energy.clone().map(EnergyMeter::new),
+            idle_res: ctx.idle_states.clone().map(super::idle_states::IdleResidency::new),
             ctx,
         };
         let n = c.ctx.allowed.len();
@@ -317,8 +320,16 @@ impl Collector {
                 }
             }
             Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
-            // Idle time is measured from the switches; the states are for the trace.
-            Event::CpuIdle { .. } => {}
+            // Idle time is measured from the switches; the states set the
+            // idle power and their residency.
+            Event::CpuIdle { cpu, state } => {
+                if let Some(e) = self.energy.as_mut() {
+                    e.set_idle_state(t, self.window_start, cpu, state);
+                }
+                if let Some(r) = self.idle_res.as_mut() {
+                    r.on_cpu_idle(t, self.window_start, cpu, state);
+                }
+            }
             // RT time follows the task's policy from now on.
             Event::SetScheduler { task, policy, .. } => {
                 self.ctx.set_policy(task.idx(), policy);
@@ -605,6 +616,10 @@ impl Collector {
                 m.value = e.value(&m.name, window);
             }
             out.extend(e.domain_metrics());
+        }
+        if let Some(r) = self.idle_res.as_mut() {
+            let end = end_ns.max(self.last_t);
+            out.extend(r.metrics(end, self.window_start, end.saturating_sub(self.window_start.min(end))));
         }
         for (k, part) in self.ctx.parts.iter().enumerate().skip(1) {
             for name in PART_METRICS {

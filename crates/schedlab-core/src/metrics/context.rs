@@ -70,6 +70,9 @@ pub struct MetricsContext {
     pub selection: Vec<bool>,
     /// The energy model, when the run has a governor (`energy_j` & co.).
     pub energy: Option<super::energy::EnergyCtx>,
+    /// The machine's idle states, for `idle_residency.<state>` (absent for
+    /// a trace read without one).
+    pub idle_states: Option<super::idle_states::IdleStatesCtx>,
 }
 
 impl MetricsContext {
@@ -99,6 +102,7 @@ impl MetricsContext {
                 .cpufreq
                 .governor
                 .map(|_| super::energy::EnergyCtx::from_machine(machine, crate::cpufreq::start_khz(machine))),
+            idle_states: Some(super::idle_states::IdleStatesCtx::from_machine(machine)),
         }
     }
 
@@ -121,6 +125,7 @@ impl MetricsContext {
             task_start_ns: Vec::new(),
             selection: Vec::new(),
             energy: None,
+            idle_states: None,
         }
     }
 

@@ -4,9 +4,11 @@
 //! keeps the power drawn now and integrates it lazily (at the domain's next
 //! change and at the end), so an event costs O(1), never a machine scan.
 //!
-//! Model limits: a CPU handling an interrupt while idle is counted idle; the
-//! idle power is one figure per core type (its shallowest idle state's
-//! `power_mw`), since schedlab has no idle-state selection yet.
+//! An idle CPU draws the `power_mw` of the idle state it is in, from the
+//! `cpu_idle` events the idle governor's choices produce; an idle CPU in no
+//! state (idle since the start, or awake between states) draws its core
+//! type's shallowest state's power. Model limit: a CPU handling an interrupt
+//! while idle is counted idle.
 
 use crate::api::{Better, MetricValue};
 use crate::ids::{CpuId, Ns, NSEC_PER_SEC};
@@ -20,8 +22,11 @@ pub struct EnergyCtx {
     pub cpu_domain: Vec<u32>,
     /// OPP table of each domain (its CPUs' core type), ascending.
     pub domain_opps: Vec<Vec<Opp>>,
-    /// Idle power of one CPU of each domain, mW.
+    /// Idle power of one CPU of each domain in no idle state (its
+    /// shallowest state's), mW.
     pub domain_idle_mw: Vec<u32>,
+    /// Per domain, the power of one CPU in each idle state, shallowest first, mW.
+    pub domain_idle_states_mw: Vec<Vec<u32>>,
     /// Starting frequency of each domain, kHz.
     pub domain_start_khz: Vec<u32>,
 }
@@ -38,6 +43,11 @@ impl EnergyCtx {
                 .iter()
                 .map(|d| first(d).idle_states.first().map_or(0, |s| s.power_mw))
                 .collect(),
+            domain_idle_states_mw: machine
+                .freq_domains
+                .iter()
+                .map(|d| first(d).idle_states.iter().map(|s| s.power_mw).collect())
+                .collect(),
             domain_start_khz: start_khz,
         }
     }
@@ -50,8 +60,9 @@ struct DomainMeter {
     opp: usize,
     /// CPUs of the domain running a task.
     nr_busy: u32,
-    /// CPUs of the domain.
-    nr_cpus: u32,
+    /// Idle power of the domain's CPUs not running a task, each at its
+    /// state's power, mW.
+    idle_mw_sum: u64,
     /// Accounted up to here, ns.
     last_t: Ns,
     /// Energy so far, mW x ns.
@@ -70,8 +81,10 @@ struct DomainMeter {
 struct CpuMeter {
     /// The domain's active integral when the CPU went busy, mW x ns.
     busy_from: u128,
-    /// When the CPU went idle, ns.
+    /// When the current idle stretch (at `idle_mw`) began, ns.
     idle_from: Ns,
+    /// Power while idle now (its idle state's), mW.
+    idle_mw: u32,
     /// Energy so far, mW x ns.
     energy: u128,
 }
@@ -102,7 +115,7 @@ impl EnergyMeter {
             .map(|(opps, &khz)| DomainMeter {
                 opp: opp_index(opps, khz),
                 nr_busy: 0,
-                nr_cpus: 0,
+                idle_mw_sum: 0,
                 last_t: 0,
                 energy: 0,
                 residency: vec![0; opps.len().max(1)],
@@ -111,10 +124,14 @@ impl EnergyMeter {
             })
             .collect();
         for &d in &ctx.cpu_domain {
-            domains[d as usize].nr_cpus += 1;
+            domains[d as usize].idle_mw_sum += ctx.domain_idle_mw[d as usize] as u64;
         }
         let busy = vec![false; ctx.cpu_domain.len()];
-        let cpus = vec![CpuMeter::default(); ctx.cpu_domain.len()];
+        let cpus = ctx
+            .cpu_domain
+            .iter()
+            .map(|&d| CpuMeter { idle_mw: ctx.domain_idle_mw[d as usize], ..CpuMeter::default() })
+            .collect();
         EnergyMeter { ctx, domains, busy, cpus, transitions: 0 }
     }
 
@@ -131,8 +148,8 @@ impl EnergyMeter {
     fn account_cpu(&mut self, cpu: usize, t: Ns, window_start: Ns) {
         let d = self.ctx.cpu_domain[cpu] as usize;
         let a = self.active_integral(d, t, window_start);
-        let idle_mw = self.ctx.domain_idle_mw[d] as u128;
         let c = &mut self.cpus[cpu];
+        let idle_mw = c.idle_mw as u128;
         if self.busy[cpu] {
             c.energy += a - c.busy_from;
             c.busy_from = a;
@@ -147,8 +164,7 @@ impl EnergyMeter {
     fn domain_mw(&self, d: usize) -> u64 {
         let m = &self.domains[d];
         let active = self.ctx.domain_opps[d].get(m.opp).map_or(0, |o| o.power_mw) as u64;
-        let idle = self.ctx.domain_idle_mw[d] as u64;
-        m.nr_busy as u64 * active + (m.nr_cpus - m.nr_busy) as u64 * idle
+        m.nr_busy as u64 * active + m.idle_mw_sum
     }
 
     /// Integrate domain `d` up to `t`, counting only time after `window_start`.
@@ -181,12 +197,41 @@ impl EnergyMeter {
         let c = &mut self.cpus[cpu.idx()];
         c.busy_from = a;
         c.idle_from = t;
+        let idle_mw = c.idle_mw as u64;
         let m = &mut self.domains[d as usize];
         if busy {
             m.nr_busy += 1;
+            m.idle_mw_sum -= idle_mw;
         } else {
             m.nr_busy -= 1;
+            m.idle_mw_sum += idle_mw;
         }
+    }
+
+    /// `cpu_idle` for `cpu` at `t`: it enters idle state `state`, or leaves
+    /// its state (`None`: back to the no-state power).
+    pub fn set_idle_state(&mut self, t: Ns, window_start: Ns, cpu: CpuId, state: Option<u8>) {
+        let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
+        let d = d as usize;
+        let default = self.ctx.domain_idle_mw[d];
+        let mw = state.and_then(|s| self.ctx.domain_idle_states_mw[d].get(s as usize).copied()).unwrap_or(default);
+        let old = self.cpus[cpu.idx()].idle_mw;
+        if mw == old {
+            return;
+        }
+        if !self.busy[cpu.idx()] {
+            // Close the idle stretch at the old power, in the domain and the CPU.
+            self.account(d, t, window_start);
+            self.account_cpu(cpu.idx(), t, window_start);
+            let m = &mut self.domains[d];
+            m.idle_mw_sum = m.idle_mw_sum - old as u64 + mw as u64;
+        }
+        self.cpus[cpu.idx()].idle_mw = mw;
+    }
+
+    /// Total energy in the unit it is summed in, mW x ns (exact).
+    pub fn energy_mw_ns(&self) -> u128 {
+        self.domains.iter().map(|m| m.energy).sum()
     }
 
     /// `cpu_frequency` for `cpu` at `t`: its domain is at `khz` from now.
@@ -312,6 +357,7 @@ mod tests {
                 Opp { freq_khz: 2_000_000, power_mw: 400 },
             ]],
             domain_idle_mw: vec![10],
+            domain_idle_states_mw: vec![vec![10]],
             domain_start_khz: vec![1_000_000],
         }
     }
@@ -386,5 +432,46 @@ mod tests {
         assert!((value(&out, "energy_j") - 220e-6).abs() < 1e-12, "{}", value(&out, "energy_j"));
         assert!((value(&out, "energy_j.cpu0") - 200e-6).abs() < 1e-12, "{}", value(&out, "energy_j.cpu0"));
         assert!((value(&out, "energy_j.cpu1") - 20e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn idle_power_follows_the_idle_state() {
+        // One domain at 1000 MHz (100 mW busy); idle states C1 at 10 mW and
+        // C6 at 2 mW; an idle CPU in no state draws C1's 10 mW.
+        let mut x = ctx();
+        x.domain_idle_states_mw = vec![vec![10, 2]];
+        let mut mc = MetricsContext::flat(2);
+        mc.cpus_start_idle = true;
+        mc.energy = Some(x);
+        let mut c = Collector::new(mc);
+        let ms = NSEC_PER_MSEC;
+        let idle = |cpu: u32, state: Option<u8>| Event::CpuIdle { cpu: CpuId(cpu), state };
+        let sw = |cpu: u32, prev: Option<TaskId>, next: Option<TaskId>| Event::Switch {
+            cpu: CpuId(cpu),
+            prev,
+            prev_state: PrevState::Sleeping,
+            next,
+        };
+        // CPU0: busy 0..1 ms, C6 1..3 ms, C1 3..4 ms, busy 4..5 ms.
+        // CPU1: no state 0..2 ms (10 mW), C6 2..5 ms.
+        let evs = [
+            (0, sw(0, None, Some(TaskId(0)))),
+            (ms, sw(0, Some(TaskId(0)), None)),
+            (ms, idle(0, Some(1))),
+            (2 * ms, idle(1, Some(1))),
+            (3 * ms, idle(0, None)),
+            (3 * ms, idle(0, Some(0))),
+            (4 * ms, idle(0, None)),
+            (4 * ms, sw(0, None, Some(TaskId(0)))),
+        ];
+        for (time, ev) in evs {
+            c.on_event(&TimedEvent { time, ev });
+        }
+        c.finish(5 * ms);
+        let e = c.energy.as_ref().unwrap();
+        // mW x ms: CPU0 100 + 2 x 2 + 10 + 100 = 214; CPU1 2 x 10 + 3 x 2 = 26.
+        assert_eq!(e.energy_mw_ns(), (214 + 26) * ms as u128);
+        assert_eq!(e.cpus[0].energy, 214 * ms as u128);
+        assert_eq!(e.cpus[1].energy, 26 * ms as u128);
     }
 }

@@ -16,6 +16,7 @@ pub mod context;
 pub mod energy;
 pub mod hist;
 mod idle_ref;
+pub mod idle_states;
 pub mod occupancy;
 pub mod registry;
 

@@ -221,6 +221,8 @@ pub struct Machine {
     pub freq_domains: Vec<FreqDomain>,
     /// The frequency model (governor and driver timings).
     pub cpufreq: CpufreqParams,
+    /// The idle model (`[cpuidle]`: governor, latency limit).
+    pub cpuidle: crate::cpuidle::CpuidleParams,
     /// NUMA distance matrix (`node_distance`), `nr_nodes x nr_nodes`, local = 10.
     pub numa_distance: Vec<Vec<u32>>,
     /// Cost parameters.

@@ -34,19 +34,25 @@
 //!                         # cpufreq model (nominal frequency, no energy)
 //! transition_latency_us   # default 0; rate_limit_us, fast_switch,
 //!                         # sugov_work_us: see `parse_cpufreq`
+//! [cpuidle]               # governor = "menu" | "teo", latency_req_us:
+//!                         # see `spec_cpuidle.rs` (idle_states too)
 //! [cost]                  # see `CostParams` defaults in `default_cost`
 //! ```
 
 use crate::cpumask::{CpuMask, MAX_CPUS};
 use crate::error::{Result, SchedlabError};
-use crate::ids::{CpuId, Ns, NSEC_PER_USEC};
-use crate::topology::machine::{CoreType, CostParams, CpuInfo, Distance, FreqDomain, IdleState, Machine, Opp};
+use crate::ids::{CpuId, Ns};
+use crate::topology::machine::{CoreType, CostParams, CpuInfo, Distance, FreqDomain, Machine, Opp};
 use serde_json::{Map, Value};
 
 #[path = "spec_cpufreq.rs"]
 mod spec_cpufreq;
 use spec_cpufreq::parse_cpufreq;
 pub use spec_cpufreq::set_governor;
+#[path = "spec_cpuidle.rs"]
+mod spec_cpuidle;
+pub use spec_cpuidle::set_idle_governor;
+use spec_cpuidle::{parse_cpuidle, parse_idle_states};
 
 /// `LOCAL_DISTANCE` in include/linux/topology.h.
 const LOCAL_DISTANCE: u32 = 10;
@@ -73,7 +79,7 @@ pub fn parse_machine(text: &str, format: &str, origin: &str) -> Result<Machine> 
     };
     let p = P { origin };
     let top = p.table(&root, "")?;
-    p.keys(top, "", &["machine", "topology", "core_type", "freq_domain", "cost"])?;
+    p.keys(top, "", &["machine", "topology", "core_type", "freq_domain", "cpuidle", "cost"])?;
     build(&p, top)
 }
 
@@ -295,6 +301,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         return Err(p.err("freq_domain.per", format!("one of cpu, core, cluster, llc, package; got \"{per}\"")));
     }
     let cost = parse_cost(p, top)?;
+    let cpuidle = parse_cpuidle(p, top)?;
 
     let mut m = Machine {
         name,
@@ -303,6 +310,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         core_types,
         freq_domains: Vec::new(),
         cpufreq,
+        cpuidle,
         numa_distance,
         cost,
         hz,
@@ -445,34 +453,7 @@ fn parse_core_type(p: &P, v: &Value, path: &str, nr_cores: u32, threads: u32) ->
     if opps.last().is_some_and(|l| l.freq_khz < nominal_mhz * 1000) {
         return Err(p.err(&join(path, "nominal_freq_mhz"), "a frequency no higher than the highest OPP"));
     }
-    let mut idle_states = Vec::new();
-    if let Some(a) = p.opt_array(t, path, "idle_states")? {
-        for (i, s) in a.iter().enumerate() {
-            let sp = format!("{path}.idle_states[{i}]");
-            let st = p.table(s, &sp)?;
-            p.keys(st, &sp, &["name", "exit_latency_us", "target_residency_us", "power_mw"])?;
-            let state = IdleState {
-                name: p.req_str(st, &sp, "name")?.to_string(),
-                exit_latency_ns: p.req_u64(st, &sp, "exit_latency_us", 0, 1_000_000)? * NSEC_PER_USEC,
-                target_residency_ns: p.req_u64(st, &sp, "target_residency_us", 0, 10_000_000)? * NSEC_PER_USEC,
-                power_mw: p.u64_or(st, &sp, "power_mw", 0, 1_000_000, 0)? as u32,
-            };
-            if idle_states.last().is_some_and(|l: &IdleState| l.exit_latency_ns > state.exit_latency_ns) {
-                return Err(p.err(&join(&sp, "exit_latency_us"), "idle states ordered shallowest first"));
-            }
-            idle_states.push(state);
-        }
-    }
-    if idle_states.is_empty() {
-        // One shallow state (a C1/WFI-like halt): exit 1 us, worth it after 2 us,
-        // the order of intel_idle's C1 entries (exit 1-2 us, residency 1-2 us).
-        idle_states.push(IdleState {
-            name: "C1".into(),
-            exit_latency_ns: NSEC_PER_USEC,
-            target_residency_ns: 2 * NSEC_PER_USEC,
-            power_mw: 0,
-        });
-    }
+    let idle_states = parse_idle_states(p, t, path)?;
     let ct = CoreType { name, capacity, opps, nominal_freq_khz: nominal_mhz * 1000, smt_speed_pct, idle_states };
     Ok((ct, cores))
 }

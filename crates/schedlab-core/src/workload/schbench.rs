@@ -518,7 +518,7 @@ mod tests {
                     trace: false,
                     check_invariants: true,
                     max_time_ns: 0,
-                    governor: None,
+                    ..Default::default()
                 },
             };
             let r = crate::api::run(&spec).unwrap();

@@ -38,6 +38,7 @@ pub(crate) fn test_machine(n: usize) -> Machine {
         }],
         freq_domains: vec![FreqDomain { span: all }],
         cpufreq: Default::default(),
+        cpuidle: Default::default(),
         numa_distance: vec![vec![10]],
         cost: CostParams {
             refill_ns_per_kib: [0; 6],
