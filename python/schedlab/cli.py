@@ -409,8 +409,8 @@ def run_cmd(
         typer.Option(
             "--idle-governor",
             help="idle governor of every CPU, overriding the machine's [cpuidle] governor: "
-            "menu (the default), teo, or avg_idle (schedlab's rule before it modelled the "
-            "kernel's governors). The run reports idle_residency.<state>.",
+            "menu (the kernel's default), teo, or avg_idle (schedlab's default: the deepest "
+            "state fitting rq->avg_idle). The run reports idle_residency.<state>.",
         ),
     ] = None,
     json_out: JsonOpt = False,

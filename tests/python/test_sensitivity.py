@@ -70,14 +70,6 @@ def test_cli_sensitivity_json_and_refusals() -> None:
     assert all("holds" in r for r in doc["results"])
 
 
-#: The idle rule docs/reproductions.md's figures were computed with (before
-#: schedlab modelled the kernel's idle governors, issue 9). Under the default
-#: menu governor both claims below change: deep states' exit latencies enter
-#: the runs (BMQ's work-queue rows are no longer all opposite, and
-#: joel-rt-hackbench's 1-group row turns opposite).
-AVG_IDLE = "avg_idle"
-
-
 def test_roy_saturation_magnitude_hangs_on_the_smt_assumption() -> None:
     # docs/reproductions.md (roy-saturation's mechanism and the sensitivity
     # list): without an SMT penalty the patch still wins on the work-queue
@@ -85,7 +77,6 @@ def test_roy_saturation_magnitude_hangs_on_the_smt_assumption() -> None:
     # into a loss.
     case = reproduce.CASES["roy-saturation"]
     doc = _sensitivity._machine_doc(case)
-    doc["cpuidle"] = {"governor": AVG_IDLE}
     _sensitivity.KNOBS[0].apply(doc, 100)
     judged = reproduce.run_case(case, jobs=1, machine=_sensitivity.resolve_machine(doc))
     wq = [j for j in judged if j.row.startswith("work queue")]
@@ -101,7 +92,6 @@ def test_joel_rt_hackbench_verdicts_move_with_the_ipi_cost() -> None:
     # 4-group rows show a (small) gain and the 2-group row no change.
     case = reproduce.CASES["joel-rt-hackbench"]
     doc = _sensitivity._machine_doc(case)
-    doc["cpuidle"] = {"governor": AVG_IDLE}
     _sensitivity.KNOBS[1].apply(doc, 5000)
     judged = reproduce.run_case(case, jobs=1, machine=_sensitivity.resolve_machine(doc))
     got = {j.row.split(",")[0]: j for j in judged if j.policy.endswith("current")}

@@ -13,9 +13,10 @@
 //!                        # cannot pay off before the CPU is back), power_mw
 //!                        # default 0 (unknown); absent: one C1-like state
 //! [cpuidle]
-//! governor = "menu"      # menu | teo | avg_idle; default menu, the kernel's
-//!                        # default on tick-based systems (avg_idle: schedlab's
-//!                        # rule before issue 9, see cpuidle::IdleGovernor)
+//! governor = "menu"      # menu | teo | avg_idle; default avg_idle (schedlab's
+//!                        # rule, the tick always stopped); menu is the
+//!                        # kernel's default on tick-based systems, not yet
+//!                        # schedlab's (see cpuidle::IdleGovernor)
 //! latency_req_us = 20    # PM QoS CPU latency limit (cpu_dma_latency);
 //!                        # default none
 //! ```
@@ -141,7 +142,7 @@ mod tests {
     #[test]
     fn cpuidle_table_and_override() {
         let m = parse_machine(BASE, "toml", "m").unwrap();
-        assert_eq!(m.cpuidle.governor, IdleGovernor::Menu, "menu by default, as the kernel");
+        assert_eq!(m.cpuidle.governor, IdleGovernor::AvgIdle, "avg_idle by default until menu is validated");
         let mut m =
             parse_machine(&format!("[cpuidle]\ngovernor = \"teo\"\nlatency_req_us = 20\n{BASE}"), "toml", "m").unwrap();
         assert_eq!((m.cpuidle.governor, m.cpuidle.latency_req_ns), (IdleGovernor::Teo, 20_000));
