@@ -48,6 +48,9 @@ class Case:
     #: knobs every case is tried with: names of `_sensitivity.CASE_KNOBS`.
     knobs: tuple[str, ...] = ()
     notes: str = ""
+    #: cpufreq governor the case runs under (`--governor`), when its idea
+    #: acts through frequency (energy-aware placement needs schedutil).
+    governor: str | None = None
 
 
 def scaled(n: float, scale: float, minimum: int = 1) -> int:

@@ -52,9 +52,15 @@ def _set_ipi(doc: Doc, ns: float) -> None:
 
 
 def _scale_exit(doc: Doc, factor: float) -> None:
+    # A state's target residency is never below its exit latency (the CPU
+    # cannot gain from a state it is still leaving; machine files are held to
+    # it): a longer exit raises the residency with it where it would.
     for ct in _core_types(doc):
         for state in ct.get("idle_states", []):
-            state["exit_latency_us"] = round(state["exit_latency_us"] * factor)
+            exit_us = round(state["exit_latency_us"] * factor)
+            state["exit_latency_us"] = exit_us
+            if "target_residency_us" in state:
+                state["target_residency_us"] = max(state["target_residency_us"], exit_us)
 
 
 def _has_smt(doc: Doc) -> bool:
@@ -113,6 +119,24 @@ def _has_several_llcs_per_node(doc: Doc) -> bool:
     return int(topo.get("llcs_per_node", 1)) > 1
 
 
+def _set_idle_power(doc: Doc, pct: float) -> None:
+    # The shallowest state (WFI: clocks gated, the core still powered) draws
+    # `pct`% of the core type's lowest-OPP active power; the deeper ones
+    # (power-gated core or cluster) a tenth of that.
+    for ct in _core_types(doc):
+        opps = ct.get("opps", [])
+        if not opps:
+            continue
+        lowest = min(o.get("power_mw", 0) for o in opps)
+        for i, state in enumerate(ct.get("idle_states", [])):
+            share = pct if i == 0 else pct / 10
+            state["power_mw"] = round(lowest * share / 100)
+
+
+def _has_opp_power(doc: Doc) -> bool:
+    return any(o.get("power_mw") for ct in _core_types(doc) for o in ct.get("opps", []))
+
+
 #: Knobs only some cases are tried with, because only their figures can hang
 #: on them; a case names them in ``Case.knobs``. Defaults are in
 #: crates/schedlab-core/src/topology/spec.rs (`default_cost`).
@@ -145,6 +169,17 @@ CASE_KNOBS: dict[str, Knob] = {
             "parts whose cross-LLC path is faster (same die) or slower (IO die, far quadrant)",
             _set_refill("package"),
             _has_several_llcs_per_node,
+        ),
+        Knob(
+            "idle_states.power_pct_of_lowest_opp",
+            (0, 10, 30),
+            "idle power where a preset gives none (hikey960, pixel2): the shallowest state "
+            "(WFI, clocks gated, leakage and the always-on logic remain) at this share of the "
+            "core type's lowest-OPP active power, deeper (power-gated) states at a tenth of it; "
+            "0 is the presets' default, 10-30% brackets WFI's share on ARM cores (an estimate: "
+            "no measured table is in the presets)",
+            _set_idle_power,
+            _has_opp_power,
         ),
     )
 }

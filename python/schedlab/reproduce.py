@@ -37,6 +37,7 @@ from ._cases_idea4 import (
     SIS_SCAN,
 )
 from ._cases_idea5 import JOEL_PING_HACKBENCH
+from ._cases_idea6 import EAS_HIKEY960
 from ._compare import MatrixInterrupted, Progress, run_matrix
 from ._resolve import Source, resolve_machine, resolve_workloads
 
@@ -356,6 +357,7 @@ CASES: dict[str, Case] = {
         CLUSTER_FIRST_KUNPENG920,
         CLUSTER_FIRST_JACOBSVILLE,
         IDLER_LLC,
+        EAS_HIKEY960,
     )
 }
 
@@ -492,6 +494,7 @@ def run_case(
                 jobs=jobs,
                 progress=inner,
                 stop=stop,
+                governor=case.governor,
             )
         except MatrixInterrupted as e:
             if e.done < e.total:

@@ -41,6 +41,7 @@ CASE_NAMES = [
     "cluster-first-kunpeng920",
     "cluster-first-jacobsville",
     "idler-llc",
+    "eas-hikey960",
 ]
 
 
