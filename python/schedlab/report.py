@@ -257,6 +257,60 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+#: The pages' style sheet: long labels wrap rather than widen the page, and a
+#: table too wide for it scrolls inside its own box.
+PAGE_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:1100px}"
+    "h1,h2,h3,td{overflow-wrap:anywhere}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "figure{margin:1.5em 0}figure img{max-width:100%}"
+    ".wide{overflow-x:auto;max-width:100%}"
+)
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines (``|`` in a cell escaped)."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
+
+
+def html_table(header: list[str], rows: list[list[str]], left: int = 0) -> str:
+    """An HTML table of text cells, escaped; its first ``left`` columns are
+    left-aligned (labels), the rest right-aligned (figures). Wrapped in a box
+    that scrolls sideways if the table is wider than the page."""
+    esc = html.escape
+    align = ' style="text-align:left"'
+
+    def cells(tag: str, row: list[str]) -> str:
+        return "".join(
+            f"<{tag}{align if i < left else ''}>{esc(c)}</{tag}>" for i, c in enumerate(row)
+        )
+
+    body = "\n".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
+    return f'<div class="wide"><table><tr>{cells("th", header)}</tr>\n{body}\n</table></div>'
+
+
+def html_figure(src: str, caption: str) -> str:
+    """A figure whose image is ``src`` (relative to the page)."""
+    esc = html.escape
+    return (
+        f'<figure><img src="{esc(src)}" alt="{esc(caption)}">'
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+    )
+
+
+def html_page(title: str, body: str) -> str:
+    """A whole page around ``body`` (already HTML)."""
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_STYLE}</style></head>\n"
+        f"<body>{body}\n</body></html>\n"
+    )
+
+
 def write_report(
     runs: pd.DataFrame,
     meta: dict[str, Any],
@@ -313,31 +367,16 @@ def write_report(
         [r.metric, r.policy, r.n, r.mean, r.sd, r.pct_vs_first] for r in summary.itertuples()
     ]
     md = [f"# {title}", "", f"Policies: {', '.join(_policies(runs))}; seeds: {seeds}.", ""]
-    md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in table_rows]
+    md += md_table(header, [[_fmt(v) for v in row] for row in table_rows])
     md += ["", "Figures:", ""] + [f"- `{p.name}`: {cap}" for p, cap in figures]
     (out / "report.md").write_text("\n".join(md) + "\n")
     esc = html.escape
-    rows_html = "\n".join(
-        "<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>" for row in table_rows
-    )
-    figs_html = "\n".join(
-        f'<figure><img src="{esc(p.name)}" alt="{esc(cap)}">'
-        f"<figcaption>{esc(cap)}</figcaption></figure>"
-        for p, cap in figures
-    )
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}
-h1,h2,td{{overflow-wrap:anywhere}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}figure{{margin:1.5em 0}}</style></head>
-<body><h1>{esc(title)}</h1>
-<p>Policies: {esc(", ".join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>
-<table><tr>{"".join(f"<th>{esc(h)}</th>" for h in header)}</tr>
-{rows_html}
-</table>
-{figs_html}
-</body></html>
-"""
+    body = [
+        f"<h1>{esc(title)}</h1>",
+        f"<p>Policies: {esc(', '.join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>",
+        html_table(header, [[_fmt(v) for v in row] for row in table_rows]),
+        *(html_figure(p.name, cap) for p, cap in figures),
+    ]
+    page = html_page(title, "\n".join(body))
     (out / "index.html").write_text(page)
     return [p for p, _ in figures]
