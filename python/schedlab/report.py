@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,20 @@ MIGRATION_KINDS = (
     "migrations_package",
     "migrations_node",
 )
+
+
+#: Where a figure goes: one file, or several (one per format: .png, .svg).
+Outputs = Path | Sequence[Path]
+
+
+def _save(fig: Any, out: Outputs) -> None:
+    """Saves ``fig`` to each of ``out`` (format from the suffix), then closes
+    it: drawn once, written as often as asked."""
+    import matplotlib.pyplot as plt
+
+    for path in [out] if isinstance(out, Path) else out:
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def load(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -123,7 +138,7 @@ def _metric_figure(runs: pd.DataFrame, metric: str, unit: str, better: str, out:
     plt.close(fig)
 
 
-def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) -> bool:
+def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Outputs) -> bool:
     """Per policy, the mean of each of ``cols`` as a share of their sum."""
     import matplotlib
 
@@ -150,8 +165,7 @@ def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) 
     ax.set_title(title, fontsize="medium")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", frameon=False)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    _save(fig, out)
     return True
 
 
@@ -191,7 +205,7 @@ def _latency_figure(runs: pd.DataFrame, out: Path) -> bool:
     return True
 
 
-def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) -> bool:
+def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Outputs) -> bool:
     """Policies x ``cols`` as a heat map of the mean per run, each cell
     written out. False when every mean is 0."""
     import matplotlib
@@ -221,8 +235,7 @@ def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) 
     ax.set_title(title, fontsize="medium")
     fig.colorbar(im, ax=ax, label="per run")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    _save(fig, out)
     return True
 
 
