@@ -98,7 +98,7 @@ def placement_table(cr: CaseRun) -> tuple[list[str], list[list[str]]]:
         rows.append([f"placed by {c.removeprefix(_report.PLACE_PREFIX)}", *cells])
     for c in ("migrations", *_report.MIGRATION_KINDS):
         if c in runs:
-            label = "migrations" if c == "migrations" else f"  {c.removeprefix('migrations_')}"
+            label = "migrations" if c == "migrations" else f"migrations: {c[len('migrations_') :]}"
             rows.append([label, *(fmt_num(_mean(by[p], c)) for p in policies)])
     return header, rows
 
@@ -186,10 +186,13 @@ def _case_parts(cr: CaseRun, figs: list[tuple[Path, str]]) -> tuple[list[str], l
     parts = [f'<h2 id="{esc(c.name)}">{esc(head)}</h2>', f"<p>{esc(facts)}</p>"]
     parts.append(f"<p>{esc(c.notes)}</p>")
     md += ["### Verdicts", "", *_report.md_table(VERDICT_HEADER, verdict_rows(cr.judged)), ""]
-    parts += ["<h3>Verdicts</h3>", _report.html_table(VERDICT_HEADER, verdict_rows(cr.judged), 3)]
+    parts += [
+        "<h3>Verdicts</h3>",
+        _report.html_table(VERDICT_HEADER, verdict_rows(cr.judged), (0, 1, 2, 7)),
+    ]
     header, rows = placement_table(cr)
     md += ["### Placement", "", *_report.md_table(header, rows), ""]
-    parts += ["<h3>Placement</h3>", _report.html_table(header, rows, 1)]
+    parts += ["<h3>Placement</h3>", _report.html_table(header, rows, (0,))]
     md += ["### Sensitivity", ""]
     parts.append("<h3>Sensitivity</h3>")
     if cr.sensitivity is None:
@@ -206,7 +209,7 @@ def _case_parts(cr: CaseRun, figs: list[tuple[Path, str]]) -> tuple[list[str], l
         md += [src, "", *_report.md_table(SENSITIVITY_HEADER, _sensitivity_rows(cr)), ""]
         parts += [
             f"<p>{esc(src)}</p>",
-            _report.html_table(SENSITIVITY_HEADER, _sensitivity_rows(cr), 4),
+            _report.html_table(SENSITIVITY_HEADER, _sensitivity_rows(cr), range(6)),
         ]
     md += ["### Figures", "", *(f"- `{p.name}`: {cap}" for p, cap in figs), ""]
     parts += [_report.html_figure(p.with_suffix(".svg").name, cap) for p, cap in figs]
@@ -240,7 +243,7 @@ def write_report(done: list[CaseRun], out: Path, meta: dict[str, Any]) -> list[P
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         f"<p>{html.escape(intro)}</p>",
-        _report.html_table(summary_header, summary, 3),
+        _report.html_table(summary_header, summary, (0, 1, 2)),
     ]
     figures: list[Path] = []
     for cr in done:

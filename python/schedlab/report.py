@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -290,16 +290,16 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
 
 
-def html_table(header: list[str], rows: list[list[str]], left: int = 0) -> str:
-    """An HTML table of text cells, escaped; its first ``left`` columns are
-    left-aligned (labels), the rest right-aligned (figures). Wrapped in a box
-    that scrolls sideways if the table is wider than the page."""
+def html_table(header: list[str], rows: list[list[str]], left: Collection[int] = ()) -> str:
+    """An HTML table of text cells, escaped; the columns numbered in ``left``
+    are left-aligned (labels, words), the rest right-aligned (figures).
+    Wrapped in a box that scrolls sideways if the table is wider than the page."""
     esc = html.escape
     align = ' style="text-align:left"'
 
     def cells(tag: str, row: list[str]) -> str:
         return "".join(
-            f"<{tag}{align if i < left else ''}>{esc(c)}</{tag}>" for i, c in enumerate(row)
+            f"<{tag}{align if i in left else ''}>{esc(c)}</{tag}>" for i, c in enumerate(row)
         )
 
     body = "\n".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
