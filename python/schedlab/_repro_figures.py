@@ -83,8 +83,10 @@ def _wrap(label: str, width: int = 22) -> str:
     return "\n".join(textwrap.wrap(label, width)) or label
 
 
-#: Inches above the panels for the title and the legend.
-_TOP_IN = 0.9
+#: Inches above the panels for the title and the legend (before its rows).
+_TOP_IN = 0.4
+#: Inches per row of the legend (three entries to a row).
+_LEGEND_ROW_IN = 0.2
 
 
 def verdict_figure(judged: list[Judged], policies: tuple[str, ...], title: str) -> Figure | None:
@@ -97,11 +99,11 @@ def verdict_figure(judged: list[Judged], policies: tuple[str, ...], title: str) 
     plt = _pyplot()
     others = list(policies[1:])
     rows = list(dict.fromkeys(j.row for j in judged))
+    top = _TOP_IN + _LEGEND_ROW_IN * math.ceil((len(others) + 1) / 3)
+    height = top + 3.0 * len(metrics)
     width = 0.8 / max(1, 2 * len(others))
     fig_w = max(6.5, 1.6 + len(rows) * max(1.2, 0.5 * len(others)))
-    fig, axes = plt.subplots(
-        len(metrics), 1, figsize=(min(fig_w, 15.0), _TOP_IN + 3.0 * len(metrics)), squeeze=False
-    )
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(min(fig_w, 15.0), height), squeeze=False)
     for ax, metric in zip(axes[:, 0], metrics, strict=True):
         cells = [j for j in judged if j.metric == metric]
         bases = {j.row: j for j in cells if j.verdict == "baseline"}
@@ -137,10 +139,10 @@ def verdict_figure(judged: list[Judged], policies: tuple[str, ...], title: str) 
                 )
                 mark = _mark(j.verdict)
                 if mark:
-                    top = sim + (spread or 0) if sim >= 0 else sim - (spread or 0)
+                    end = sim + (spread or 0) if sim >= 0 else sim - (spread or 0)
                     ax.annotate(
                         mark,
-                        (x + width, top),
+                        (x + width, end),
                         ha="center",
                         va="bottom" if sim >= 0 else "top",
                         fontsize="small",
@@ -151,12 +153,14 @@ def verdict_figure(judged: list[Judged], policies: tuple[str, ...], title: str) 
         ax.set_ylabel(f"% vs {policies[0]}", fontsize="small")
         ax.set_title(metric, fontsize="medium")
         ax.grid(True, axis="y", alpha=0.3)
+    # Panels first, in the figure below the band the title and legend take
+    # (laid out after them, tight_layout would also try to fit those).
+    fig.tight_layout(rect=(0, 0, 1, 1 - top / height))
     handles = [
         plt.Rectangle((0, 0), 1, 1, color=_COLOURS[k % len(_COLOURS)]) for k in range(len(others))
     ]
     handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="grey", hatch="///"))
     labels = [f"{p} (simulated ± spread)" for p in others] + ["published"]
-    height = _TOP_IN + 3.0 * len(metrics)
     fig.suptitle(title, fontsize="medium", y=1 - 0.08 / height, va="top")
     fig.legend(
         handles,
@@ -167,8 +171,6 @@ def verdict_figure(judged: list[Judged], policies: tuple[str, ...], title: str) 
         frameon=False,
         bbox_to_anchor=(0.5, 1 - 0.3 / height),
     )
-    # The title and legend (up to three lines) take the band above the panels.
-    fig.tight_layout(rect=(0, 0, 1, 1 - (_TOP_IN - 0.1) / height))
     return cast("Figure", fig)
 
 

@@ -280,3 +280,41 @@ def test_the_machine_drawn_holds_every_cpu_core_and_cluster(machine: str) -> Non
 
         leaves(llc)
         assert sorted(cpus) == parse_cpulist(entry["cpus"])
+
+
+@pytest.mark.slow
+def test_sigint_writes_the_report_of_the_finished_cases(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "rep"
+    # At scale 0.3 roy-saturation takes about a second, ni-retry-schbench
+    # (second) tens of seconds: the signal comes during the second case.
+    args = ["reproduce", "--all", "--scale", "0.3", "-j", "1", "--report", str(out), "--json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "schedlab", *args],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(10)
+    assert proc.poll() is None, "the suite finished before the signal"
+    proc.send_signal(signal.SIGINT)
+    stdout, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "reproduce stopped" in lines[0]
+    assert f"report in {out}" in lines[0]
+    doc = json.loads(stdout)
+    assert doc["complete"] is False
+    assert doc["cases"][0]["complete"] is True
+    assert json.loads((out / "results.json").read_text()) == doc
+    names = [c["case"] for c in doc["cases"]]
+    assert 1 <= len(names) < len(reproduce.CASES)
+    md = (out / "report.md").read_text()
+    for name in names:
+        assert f"## {name} (idea" in md
