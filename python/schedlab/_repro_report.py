@@ -37,6 +37,10 @@ VERDICT_HEADER = ["row", "metric", "policy", "published", "pub %", "simulated", 
 #: Columns of a case's sensitivity table.
 SENSITIVITY_HEADER = ["row", "metric", "policy", "verdict", "holds", "where it changes"]
 
+#: Cells break between words only (a metric or policy name stays whole, a
+#: table too wide for the page scrolls in its box), figures not at all.
+_STYLE = "td,th{overflow-wrap:normal}td{white-space:normal}th{white-space:nowrap}"
+
 #: Verdict prefixes counted in the summary table, with their column names.
 _COUNTED = (
     ("reproduced", "reproduced"),
@@ -253,7 +257,7 @@ def write_report(done: list[CaseRun], out: Path, meta: dict[str, Any]) -> list[P
         md += case_md
         parts += case_html
     (out / "report.md").write_text("\n".join(md) + "\n")
-    (out / "index.html").write_text(_report.html_page(title, "\n".join(parts)))
+    (out / "index.html").write_text(_report.html_page(title, "\n".join(parts), _STYLE))
     return figures
 
 

@@ -315,11 +315,12 @@ def html_figure(src: str, caption: str) -> str:
     )
 
 
-def html_page(title: str, body: str) -> str:
-    """A whole page around ``body`` (already HTML)."""
+def html_page(title: str, body: str, style: str = "") -> str:
+    """A whole page around ``body`` (already HTML); ``style`` is added to
+    `PAGE_STYLE`."""
     return (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>\n<style>{PAGE_STYLE}</style></head>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_STYLE}{style}</style></head>\n"
         f"<body>{body}\n</body></html>\n"
     )
 
