@@ -40,7 +40,9 @@ def _run(opts: Options) -> tuple[list[_repro_all.CaseRun], _repro_all.AllInterru
     for the case under way (its sensitivity runs included)."""
     planned = {c.name: _repro_all.planned_runs(c, opts.runs, opts.sensitivity) for c in opts.cases}
     with cli._progress(cli._err()) as bar:
-        overall = bar.add_task(f"{len(opts.cases)} cases", total=sum(planned.values()))
+        overall = bar.add_task(
+            _repro_report.count(len(opts.cases), "case"), total=sum(planned.values())
+        )
         current: dict[str, TaskID] = {}
 
         def advance(name: str, n: int) -> None:
@@ -104,7 +106,13 @@ def reproduce_many(opts: Options, sensitivity_from: list[Path], json_out: bool) 
         "wall_s": round(time.monotonic() - started, 3),
     }
     if opts.report is not None:
-        figures = _repro_report.write_report(done, opts.report, meta)
+        # Drawing every case's figures takes a second or so each.
+        err = cli._err()
+        if err.is_terminal:
+            with err.status(f"writing the report into {opts.report}"):
+                figures = _repro_report.write_report(done, opts.report, meta)
+        else:
+            figures = _repro_report.write_report(done, opts.report, meta)
     if json_out:
         cli._echo_json(_repro_report.results_doc(done, meta))
     else:

@@ -29,7 +29,14 @@ from ._repro_figures import machine_figure, save, verdict_figure
 from ._resolve import resolve_machine
 from .reproduce import Judged
 
-__all__ = ["placement_table", "results_doc", "verdict_rows", "verdict_text", "write_report"]
+__all__ = [
+    "count",
+    "placement_table",
+    "results_doc",
+    "verdict_rows",
+    "verdict_text",
+    "write_report",
+]
 
 #: Columns of a case's verdict table.
 VERDICT_HEADER = ["row", "metric", "policy", "published", "pub %", "simulated", "sim %", "verdict"]
@@ -49,6 +56,11 @@ _COUNTED = (
     ("structural", "structural"),
     ("no published figure", "observed"),
 )
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def verdict_text(j: Judged) -> str:
@@ -227,7 +239,7 @@ def write_report(done: list[CaseRun], out: Path, meta: dict[str, Any]) -> list[P
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(_nan_free(results_doc(done, meta)), indent=1))
     machines: dict[str, Path] = {}
-    title = f"schedlab reproduce: {len(done)} cases"
+    title = f"schedlab reproduce: {count(len(done), 'case')}"
     scale = f"scale {meta.get('scale')}, {meta.get('runs') or 'default'} runs per policy"
     state = meta.get("stopped") or "all cases finished"
     intro = f"{scale}; {state}; wall time {meta.get('wall_s', 0):.0f} s."
