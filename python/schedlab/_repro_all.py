@@ -176,11 +176,10 @@ def run_all(
     sensitivity: bool = False,
     advance: Advance | None = None,
     stop: Callable[[], bool] | None = None,
-    finished: Callable[[CaseRun], None] | None = None,
 ) -> list[CaseRun]:
     """Each of ``cases`` in turn (and, with ``sensitivity``, on its changed
-    machines). ``advance`` hears of every finished run, ``finished`` of every
-    finished case. A stop raises `AllInterrupted` with what finished."""
+    machines). ``advance`` hears of every finished run. A stop raises
+    `AllInterrupted` with what finished."""
     out: list[CaseRun] = []
     for case in cases:
         try:
@@ -205,8 +204,6 @@ def run_all(
             rows = [r.to_dict() for r in results]
             done.sensitivity = SensitivityTable(columns, rows, "run with this report", scale)
         out.append(done)
-        if finished is not None:
-            finished(done)
     return out
 
 
