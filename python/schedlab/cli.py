@@ -13,8 +13,8 @@ import os
 import signal
 import stat
 import sys
-import tempfile
 import threading
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,11 +23,11 @@ from typing import Annotated, Any, NoReturn, TypeVar, cast
 import typer
 import typer.core
 import typer.exceptions
+from typer._click import exceptions as click_errors
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from typer._click import exceptions as click_errors
 
 from . import _native, reproduce
 from ._compare import (
@@ -44,7 +44,6 @@ from ._compare import (
 from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
 from ._result import U64_MAX, RunResult, check_u64, run_sources
-
 
 # typer 0.29 vendors click as `typer._click`; its exceptions are not click's.
 class _OneLineErrors(typer.core.TyperGroup):
@@ -240,9 +239,7 @@ def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             t.join(0.05)
             if show and time.monotonic() - started > 1.0:
                 now_ns, end_ns = _native.run_progress()
-                what = f"simulated {now_ns / 1e9:.3f} s" + (
-                    f" of {end_ns / 1e9:.3f} s" if end_ns else ""
-                )
+                what = f"simulated {now_ns / 1e9:.3f} s" + (f" of {end_ns / 1e9:.3f} s" if end_ns else "")
                 if status is None:
                     status = _err().status(what)
                     status.start()
@@ -412,29 +409,12 @@ def run_cmd(
     """Run one simulation and print its metrics."""
     streamed = trace is not None and str(trace) != "-"
     if plot is not None and streamed and trace_format_of(trace) != "ftrace":  # type: ignore[arg-type]
-        raise typer.BadParameter(
-            "--plot reads the trace as ftrace text: give --trace a .txt name or leave it out"
-        )
+        raise typer.BadParameter("--plot reads the trace as ftrace text: give --trace a .txt name or leave it out")
     if streamed:
-        result = _run_streaming_trace(
-            machine,
-            workload,
-            policy,
-            seed,
-            trace,  # type: ignore[arg-type]
-            check_invariants,
-            governor,
-        )
+        result = _run_streaming_trace(machine, workload, policy, seed, trace, check_invariants, governor)  # type: ignore[arg-type]
     else:
         result = _run_keeping_trace(
-            machine,
-            workload,
-            policy,
-            seed,
-            trace,
-            check_invariants,
-            keep=plot is not None,
-            governor=governor,
+            machine, workload, policy, seed, trace, check_invariants, keep=plot is not None, governor=governor
         )
     if plot is not None:
         from . import plot as _plot
@@ -502,13 +482,7 @@ def trace_format_of(path: Path) -> str:
 
 
 def _run_streaming_trace(
-    machine: str,
-    workload: list[str],
-    policy: str,
-    seed: int,
-    trace: Path,
-    check: bool,
-    governor: str | None = None,
+    machine: str, workload: list[str], policy: str, seed: int, trace: Path, check: bool, governor: str | None = None
 ) -> RunResult:
     """A run that writes its trace to ``trace`` while it goes (memory stays
     bounded), with the output-file rules of `_write_output`: a regular file
@@ -697,7 +671,9 @@ def compare_cmd(
     ],
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Runs per policy.")] = 5,
     seed: Annotated[
-        int, typer.Option("--seed", "-s", min=0, max=U64_MAX, help="Base seed: run i uses seed+i.")
+        int, typer.Option(
+            "--seed", "-s", min=0, max=U64_MAX, help="Base seed: run i uses seed+i."
+        )
     ] = 0,
     jobs: Annotated[
         int | None,
@@ -730,9 +706,7 @@ def compare_cmd(
             "(machines = [...] in the spec)",
             2,
         )
-    _do_compare(
-        machine[0], workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor
-    )
+    _do_compare(machine[0], workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor)
 
 
 @app.command("sweep")
@@ -1076,16 +1050,11 @@ def demo_cmd(json_out: JsonOpt = False) -> None:
 def record_cmd(
     ctx: typer.Context,
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for trace.txt, machine.toml and kernel.json."),
+        Path, typer.Option("--out", "-o", help="Directory for trace.txt, machine.toml and kernel.json.")
     ] = Path("record"),
     buffer_kb: Annotated[
         int,
-        typer.Option(
-            "--buffer-kb",
-            min=64,
-            help="Per-CPU trace buffer, KiB (raise it if kernel.json shows overruns).",
-        ),
+        typer.Option("--buffer-kb", min=64, help="Per-CPU trace buffer, KiB (raise it if kernel.json shows overruns)."),
     ] = 16384,
     json_out: JsonOpt = False,
 ) -> None:
@@ -1098,19 +1067,14 @@ def record_cmd(
     argv = list(ctx.args)
     info = _tracefs.record(argv, out, buffer_kb=buffer_kb, stop_signal=lambda: _stop_signal)
     if info["stopped_by"]:
-        _fail(
-            f"interrupted by {info['stopped_by']}: the command was stopped; the recording so far "
-            f"is kept in {out}",
-            _stop_exit_code(),
-        )
+        _fail(f"interrupted by {info['stopped_by']}: the command was stopped; the recording so far is kept in {out}", _stop_exit_code())
     if json_out:
         _echo_json(info)
         return
     overruns = info["overruns"]
     lost = [o for o in overruns if o != "0"] if isinstance(overruns, list) else []
     _out().print(
-        f"recorded {' '.join(argv)} (exit {info['exit_status']}) into {out}/trace.txt, "
-        "machine.toml, kernel.json"
+        f"recorded {' '.join(argv)} (exit {info['exit_status']}) into {out}/trace.txt, machine.toml, kernel.json"
         + (f"; WARNING: {len(lost)} CPUs lost events (raise --buffer-kb)" if lost else "")
     )
 
@@ -1119,8 +1083,7 @@ def record_cmd(
 @_cli_errors
 def calibrate_cmd(
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml."),
+        Path, typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml.")
     ] = Path("calibrate"),
     chunks: Annotated[int, typer.Option("--chunks", min=50, help="Wakeups per probe.")] = 400,
     json_out: JsonOpt = False,
@@ -1135,10 +1098,9 @@ def calibrate_cmd(
         _echo_json(figures)
         return
     _out().print(
-        f"same-CPU wakeup-to-run p50 {figures['same']['p50_ns']} ns, cross-CPU to an idle CPU "
-        f"p50 {figures['split']['p50_ns']} ns -> context_switch_ns "
-        f"{figures['context_switch_ns']}, ipi_ns {figures['ipi_ns']} (idle exit "
-        f"{figures['idle_exit_ns']} ns); wrote {out / 'machine.toml'}"
+        f"same-CPU wakeup-to-run p50 {figures['same']['p50_ns']} ns, cross-CPU to an idle CPU p50 "
+        f"{figures['split']['p50_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, ipi_ns "
+        f"{figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns); wrote {out / 'machine.toml'}"
     )
 
 
@@ -1146,16 +1108,12 @@ def calibrate_cmd(
 @_cli_errors
 def validate_cmd(
     out: Annotated[
-        Path,
-        typer.Option(
-            "--out", "-o", help="Directory for the recordings (one per case and repetition)."
-        ),
+        Path, typer.Option("--out", "-o", help="Directory for the recordings (one per case and repetition).")
     ] = Path("validate"),
     reps: Annotated[int, typer.Option("--reps", min=1, help="Real recordings per case.")] = 3,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Simulated seeds per case.")] = 3,
     scale: Annotated[
-        float,
-        typer.Option("--scale", min=0.001, help="Workload size factor (1 = the cases' defaults)."),
+        float, typer.Option("--scale", min=0.001, help="Workload size factor (1 = the cases' defaults).")
     ] = 1.0,
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the tables as markdown here.")
@@ -1170,16 +1128,13 @@ def validate_cmd(
             "without kprobes; default 0).",
         ),
     ] = None,
-    title: Annotated[
-        str, typer.Option("--title", help="Heading of the --markdown section.")
-    ] = "This VM",
+    title: Annotated[str, typer.Option("--title", help="Heading of the --markdown section.")] = "This VM",
     qemu: Annotated[
         str | None,
         typer.Option(
             "--qemu",
-            help="Record inside a QEMU guest instead of this host: sockets=,cores=,threads=,"
-            "nodes=,kernel=6.12|6.1,mem= (Debian's kernel package, downloaded once into "
-            "~/.cache/schedlab).",
+            help="Record inside a QEMU guest instead of this host: sockets=,cores=,threads=,nodes=,"
+            "kernel=6.12|6.1,mem= (Debian's kernel package, downloaded once into ~/.cache/schedlab).",
         ),
     ] = None,
     wl_bin: Annotated[
@@ -1247,15 +1202,11 @@ def report_cmd(
         typer.Argument(help="What `schedlab compare --json` or `--csv` wrote.", show_default=False),
     ],
     out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for index.html, report.md and the figures."),
+        Path, typer.Option("--out", "-o", help="Directory for index.html, report.md and the figures.")
     ] = Path("report"),
     metric: Annotated[
         list[str] | None,
-        typer.Option(
-            "--metric",
-            help="Metric to draw (repeatable; default: the primary and the usual secondaries).",
-        ),
+        typer.Option("--metric", help="Metric to draw (repeatable; default: the primary and the usual secondaries)."),
     ] = None,
     trace: Annotated[
         list[Path] | None,
@@ -1430,9 +1381,7 @@ def analyze_cmd(
     ] = None,
     comm: Annotated[
         list[str] | None,
-        typer.Option(
-            "--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."
-        ),
+        typer.Option("--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."),
     ] = None,
     pid: Annotated[
         list[int] | None, typer.Option("--pid", help="Count only these pids (repeatable).")
@@ -1510,8 +1459,7 @@ def topo_import_cmd(
         Path,
         typer.Option(
             "--sysfs",
-            help="A copy of /sys: the directory holding devices/system/cpu (and "
-            "devices/system/node).",
+            help="A copy of /sys: the directory holding devices/system/cpu (and devices/system/node).",
         ),
     ] = Path("/sys"),
     output: Annotated[
@@ -1623,9 +1571,7 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
 @workload_app.command("show")
 @_cli_errors
 def workload_show_cmd(
-    name: Annotated[
-        str, typer.Argument(help="Family name (see 'schedlab workload list'), or rtapp.")
-    ],
+    name: Annotated[str, typer.Argument(help="Family name (see 'schedlab workload list'), or rtapp.")],
     json_out: JsonOpt = False,
 ) -> None:
     """Show one workload family: what it models, its structure (tasks, how they block
