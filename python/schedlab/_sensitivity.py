@@ -16,10 +16,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._compare import Progress
 from ._resolve import Source, resolve_machine
 from .reproduce import DEFAULT_RESOLUTION_PCT, Case, Judged, run_case
 
-__all__ = ["CASE_KNOBS", "KNOBS", "Knob", "Sensitivity", "knobs_for", "run_sensitivity"]
+__all__ = [
+    "CASE_KNOBS",
+    "KNOBS",
+    "Knob",
+    "Sensitivity",
+    "knobs_for",
+    "run_sensitivity",
+    "variants",
+]
 
 Doc = dict[str, Any]
 
@@ -232,6 +241,13 @@ def _labelled(judged: list[Judged]) -> list[tuple[Judged, str]]:
     return [(j, _label(j, bases[j.row, j.metric])) for j in judged if j.verdict != "baseline"]
 
 
+def variants(case: Case) -> int:
+    """How many changed machines `run_sensitivity` runs the case on (besides
+    the case as it is), for a progress bar's total."""
+    doc = _machine_doc(case)
+    return sum(len(k.values) for k in knobs_for(case) if k.applies(doc))
+
+
 def _machine_doc(case: Case) -> Doc:
     src = resolve_machine(case.machine)
     return tomllib.loads(src.text)
@@ -244,13 +260,19 @@ def run_sensitivity(
     jobs: int | None = None,
     knobs: tuple[Knob, ...] | None = None,
     stop: Callable[[], bool] | None = None,
+    base: list[Judged] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[Sensitivity], list[str]]:
-    """The case as it is, then once per value of every knob (default:
-    `knobs_for` the case) that applies to its machine; returns the
+    """The case as it is (or ``base``, its verdicts from a run already
+    made with the same runs and scale), then once per value of every knob
+    (default: `knobs_for` the case) that applies to its machine; returns the
     comparisons (the baseline policy's rows left out) and the ``knob=value``
-    columns tried. A stop (``stop()`` true) raises `CaseInterrupted` from the
-    run under way."""
-    judged = _labelled(run_case(case, runs=runs, scale=scale, jobs=jobs, stop=stop))
+    columns tried. ``progress`` is handed to each of those runs of the case
+    in turn, so its count starts again with each. A stop (``stop()`` true)
+    raises `CaseInterrupted` from the run under way."""
+    if base is None:
+        base = run_case(case, runs=runs, scale=scale, jobs=jobs, stop=stop, progress=progress)
+    judged = _labelled(base)
     doc = _machine_doc(case)
     out = [Sensitivity(j.row, j.metric, j.policy, label, {}) for j, label in judged]
     columns: list[str] = []
@@ -262,7 +284,7 @@ def run_sensitivity(
             knob.apply(changed, value)
             column = f"{knob.name}={value:g}"
             columns.append(column)
-            varied = _judged_on(case, changed, runs, scale, jobs, stop)
+            varied = _judged_on(case, changed, runs, scale, jobs, stop, progress)
             for s, (_, label) in zip(out, varied, strict=True):
                 s.varied[column] = label
     return out, columns
@@ -275,7 +297,11 @@ def _judged_on(
     scale: float,
     jobs: int | None,
     stop: Callable[[], bool] | None,
+    progress: Progress | None = None,
 ) -> list[tuple[Judged, str]]:
     src: Source = resolve_machine(machine)
     src = Source(src.text, src.format, f"{case.machine} (changed)")
-    return _labelled(run_case(case, runs=runs, scale=scale, jobs=jobs, machine=src, stop=stop))
+    judged = run_case(
+        case, runs=runs, scale=scale, jobs=jobs, machine=src, stop=stop, progress=progress
+    )
+    return _labelled(judged)

@@ -805,7 +805,11 @@ def sweep_cmd(
 @_cli_errors
 def reproduce_cmd(
     case: Annotated[
-        str | None, typer.Argument(help="Case to run (see --list).", show_default=False)
+        list[str] | None,
+        typer.Argument(
+            help="Case to run (see --list); several run one after the other, like --all.",
+            show_default=False,
+        ),
     ] = None,
     list_cases: Annotated[bool, typer.Option("--list", help="List the cases and exit.")] = False,
     runs: Annotated[
@@ -842,14 +846,45 @@ def reproduce_cmd(
             "--sensitivity",
             help="Also run the case with each assumed machine parameter (SMT speed, IPI cost, "
             "idle exit latencies, and those the case names: scan or refill costs) moved over its "
-            "plausible range, and say per row whether the verdict holds across it.",
+            "plausible range, and say per row whether the verdict holds across it. With several "
+            "cases, each one: 7 to 16 times their runs.",
         ),
     ] = False,
+    all_cases: Annotated[
+        bool, typer.Option("--all", help="Run every case, one after the other (see --list).")
+    ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write DIR/index.html and DIR/report.md: per case a figure of published vs "
+            "simulated changes (error bars: the seeds' spread), the machine drawn, placement "
+            "statistics per policy, the verdict table and, with --sensitivity or "
+            "--sensitivity-from, the sensitivity table; figures as PNG and SVG, and "
+            "DIR/results.json (what --json prints). On Ctrl-C the finished cases are written.",
+            metavar="DIR",
+        ),
+    ] = None,
+    sensitivity_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--sensitivity-from",
+            help="With --report: sensitivity tables from files 'reproduce CASE --sensitivity "
+            "--json' wrote, or a report's results.json (a directory: its *.json), for the cases "
+            "not run with --sensitivity now (repeatable).",
+            metavar="PATH",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run a published experiment of SEEDS.md: published vs simulated figures, with a verdict
-    (at least 3 seeds per policy; --no-verdict for figures from fewer)."""
-    if list_cases or case is None:
+    (at least 3 seeds per policy; --no-verdict for figures from fewer). --all runs every case;
+    --report DIR writes a page and a markdown summary of what ran."""
+    if all_cases and case:
+        _fail(f"give cases or --all, not both (got '{' '.join(case)}' and --all)", 2)
+    if sensitivity_from and report is None:
+        _fail("--sensitivity-from goes into a report: add --report DIR", 2)
+    if list_cases or (not case and not all_cases):
         if json_out:
             _echo_json(
                 [
@@ -871,19 +906,35 @@ def reproduce_cmd(
             table.add_row(c.name, c.seed_idea, c.machine, ", ".join(c.policies), c.title)
         _out().print(table)
         return
-    chosen = reproduce.CASES.get(case)
-    if chosen is None:
-        _fail(f"unknown case '{case}'; valid: {', '.join(reproduce.CASES)}", 2)
-    n_runs = runs or chosen.default_runs
-    if not no_verdict and n_runs < reproduce.MIN_VERDICT_RUNS:
-        _fail(
-            f"--runs {n_runs}: a verdict needs at least {reproduce.MIN_VERDICT_RUNS} runs per "
-            "policy (one seed has no spread); add --no-verdict for figures only",
-            2,
+    cases = list(reproduce.CASES.values())
+    if case:
+        unknown = [c for c in case if c not in reproduce.CASES]
+        if unknown:
+            _fail(f"unknown case '{unknown[0]}'; valid: {', '.join(reproduce.CASES)}", 2)
+        cases = [reproduce.CASES[c] for c in dict.fromkeys(case)]
+    for c in cases:
+        n_runs = runs or c.default_runs
+        if not no_verdict and n_runs < reproduce.MIN_VERDICT_RUNS:
+            _fail(
+                f"--runs {n_runs}: a verdict needs at least {reproduce.MIN_VERDICT_RUNS} runs per "
+                "policy (one seed has no spread); add --no-verdict for figures only",
+                2,
+            )
+    if sensitivity and no_verdict:
+        _fail("--sensitivity compares verdicts: it cannot go with --no-verdict", 2)
+    if len(cases) > 1 or report is not None:
+        from . import _repro_cli
+
+        _repro_cli.reproduce_many(
+            _repro_cli.Options(
+                cases, runs, scale, jobs, no_change_pct, not no_verdict, sensitivity, report
+            ),
+            sensitivity_from or [],
+            json_out,
         )
+        return
+    chosen = cases[0]
     if sensitivity:
-        if no_verdict:
-            _fail("--sensitivity compares verdicts: it cannot go with --no-verdict", 2)
         _reproduce_sensitivity(chosen, runs, scale, jobs, json_out)
         return
     err = _err()
@@ -948,17 +999,19 @@ def _reproduce_sensitivity(
             }
         )
         return
-    table = _new_table(
+    _show_sensitivity(
         f"{chosen.name}: sensitivity · {chosen.machine} · scale {scale}",
-        "row",
-        "policy",
-        "verdict",
-        "holds",
-        "where it changes",
+        [r.to_dict() for r in results],
+        columns,
     )
+
+
+def _show_sensitivity(title: str, results: list[dict[str, Any]], columns: list[str]) -> None:
+    """A sensitivity table (`_sensitivity.Sensitivity.to_dict` rows)."""
+    table = _new_table(title, "row", "policy", "verdict", "holds", "where it changes")
     for r in results:
-        changes = "; ".join(f"{c}: {v}" for c, v in r.varied.items() if v != r.verdict)
-        table.add_row(r.row, r.policy, r.verdict, "yes" if r.holds else "no", changes)
+        changes = "; ".join(f"{c}: {v}" for c, v in r["varied"].items() if v != r["verdict"])
+        table.add_row(r["row"], r["policy"], r["verdict"], "yes" if r["holds"] else "no", changes)
     _out().print(table)
     _out().print("tried: " + ", ".join(columns))
 

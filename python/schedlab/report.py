@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,20 @@ MIGRATION_KINDS = (
     "migrations_package",
     "migrations_node",
 )
+
+
+#: Where a figure goes: one file, or several (one per format: .png, .svg).
+Outputs = Path | Sequence[Path]
+
+
+def _save(fig: Any, out: Outputs) -> None:
+    """Saves ``fig`` to each of ``out`` (format from the suffix), then closes
+    it: drawn once, written as often as asked."""
+    import matplotlib.pyplot as plt
+
+    for path in [out] if isinstance(out, Path) else out:
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def load(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -123,7 +138,7 @@ def _metric_figure(runs: pd.DataFrame, metric: str, unit: str, better: str, out:
     plt.close(fig)
 
 
-def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) -> bool:
+def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Outputs) -> bool:
     """Per policy, the mean of each of ``cols`` as a share of their sum."""
     import matplotlib
 
@@ -150,8 +165,7 @@ def _stacked_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) 
     ax.set_title(title, fontsize="medium")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small", frameon=False)
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    _save(fig, out)
     return True
 
 
@@ -191,7 +205,7 @@ def _latency_figure(runs: pd.DataFrame, out: Path) -> bool:
     return True
 
 
-def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) -> bool:
+def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Outputs) -> bool:
     """Policies x ``cols`` as a heat map of the mean per run, each cell
     written out. False when every mean is 0."""
     import matplotlib
@@ -221,8 +235,7 @@ def _heatmap_figure(runs: pd.DataFrame, cols: list[str], title: str, out: Path) 
     ax.set_title(title, fontsize="medium")
     fig.colorbar(im, ax=ax, label="per run")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    _save(fig, out)
     return True
 
 
@@ -255,6 +268,61 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+#: The pages' style sheet: long labels wrap rather than widen the page, and a
+#: table too wide for it scrolls inside its own box.
+PAGE_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:1100px}"
+    "h1,h2,h3,td{overflow-wrap:anywhere}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "figure{margin:1.5em 0}figure img{max-width:100%}"
+    ".wide{overflow-x:auto;max-width:100%}"
+)
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines (``|`` in a cell escaped)."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return [line(header), "|" + "---|" * len(header), *(line(r) for r in rows)]
+
+
+def html_table(header: list[str], rows: list[list[str]], left: Collection[int] = ()) -> str:
+    """An HTML table of text cells, escaped; the columns numbered in ``left``
+    are left-aligned (labels, words), the rest right-aligned (figures).
+    Wrapped in a box that scrolls sideways if the table is wider than the page."""
+    esc = html.escape
+    align = ' style="text-align:left"'
+
+    def cells(tag: str, row: list[str]) -> str:
+        return "".join(
+            f"<{tag}{align if i in left else ''}>{esc(c)}</{tag}>" for i, c in enumerate(row)
+        )
+
+    body = "\n".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
+    return f'<div class="wide"><table><tr>{cells("th", header)}</tr>\n{body}\n</table></div>'
+
+
+def html_figure(src: str, caption: str) -> str:
+    """A figure whose image is ``src`` (relative to the page)."""
+    esc = html.escape
+    return (
+        f'<figure><img src="{esc(src)}" alt="{esc(caption)}">'
+        f"<figcaption>{esc(caption)}</figcaption></figure>"
+    )
+
+
+def html_page(title: str, body: str, style: str = "") -> str:
+    """A whole page around ``body`` (already HTML); ``style`` is added to
+    `PAGE_STYLE`."""
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title>\n<style>{PAGE_STYLE}{style}</style></head>\n"
+        f"<body>{body}\n</body></html>\n"
+    )
 
 
 def write_report(
@@ -313,31 +381,16 @@ def write_report(
         [r.metric, r.policy, r.n, r.mean, r.sd, r.pct_vs_first] for r in summary.itertuples()
     ]
     md = [f"# {title}", "", f"Policies: {', '.join(_policies(runs))}; seeds: {seeds}.", ""]
-    md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in table_rows]
+    md += md_table(header, [[_fmt(v) for v in row] for row in table_rows])
     md += ["", "Figures:", ""] + [f"- `{p.name}`: {cap}" for p, cap in figures]
     (out / "report.md").write_text("\n".join(md) + "\n")
     esc = html.escape
-    rows_html = "\n".join(
-        "<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in row) + "</tr>" for row in table_rows
-    )
-    figs_html = "\n".join(
-        f'<figure><img src="{esc(p.name)}" alt="{esc(cap)}">'
-        f"<figcaption>{esc(cap)}</figcaption></figure>"
-        for p, cap in figures
-    )
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}
-h1,h2,td{{overflow-wrap:anywhere}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}figure{{margin:1.5em 0}}</style></head>
-<body><h1>{esc(title)}</h1>
-<p>Policies: {esc(", ".join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>
-<table><tr>{"".join(f"<th>{esc(h)}</th>" for h in header)}</tr>
-{rows_html}
-</table>
-{figs_html}
-</body></html>
-"""
+    body = [
+        f"<h1>{esc(title)}</h1>",
+        f"<p>Policies: {esc(', '.join(_policies(runs)))}; seeds: {esc(str(seeds))}.</p>",
+        html_table(header, [[_fmt(v) for v in row] for row in table_rows]),
+        *(html_figure(p.name, cap) for p, cap in figures),
+    ]
+    page = html_page(title, "\n".join(body))
     (out / "index.html").write_text(page)
     return [p for p, _ in figures]

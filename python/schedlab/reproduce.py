@@ -40,6 +40,11 @@ from ._cases_idea5 import JOEL_PING_HACKBENCH
 from ._cases_idea6 import EAS_HIKEY960
 from ._compare import MatrixInterrupted, Progress, run_matrix
 from ._resolve import Source, resolve_machine, resolve_workloads
+from ._result import RunResult
+
+#: Called with a row's index and its runs (``runs[p][i]``: policy ``p``, seed
+#: ``i``) once the row has finished, before it is judged.
+RowRuns = Callable[[int, list[list[RunResult]]], None]
 
 #: Smallest spread (percent of the baseline mean) a comparison uses. A
 #: simulation whose workload draws nothing from its seed (a fixed amount of
@@ -459,13 +464,16 @@ def run_case(
     stop: Callable[[], bool] | None = None,
     verdict: bool = True,
     machine: Source | None = None,
+    on_row: RowRuns | None = None,
 ) -> list[Judged]:
     """Simulate every row of ``case`` and judge each policy against the first
     (with ``verdict`` false: figures only, "no verdict", allowed with fewer
     than `MIN_VERDICT_RUNS` seeds), on the case's machine or on ``machine``
     (a changed copy of it: `schedlab._sensitivity`). When ``stop()`` turns
     true (or an in-process run is interrupted) raises `CaseInterrupted` with
-    the verdicts of the rows that finished."""
+    the verdicts of the rows that finished. ``on_row`` sees each finished
+    row's runs, with every metric they measured (the report's placement
+    statistics come from there)."""
     if scale <= 0:
         raise ValueError("scale must be positive")
     n = runs or case.default_runs
@@ -501,6 +509,8 @@ def run_case(
                 raise CaseInterrupted(out, ri, total_rows) from None
             # The stop came after the row's last run: judge it, then stop.
             results, stopped = e.results, True
+        if on_row is not None:
+            on_row(ri, results)
         for metric in case.metrics:
             pubs = case.published_by_metric.get(metric)
             published = pubs[ri] if pubs else row.published

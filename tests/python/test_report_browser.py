@@ -110,3 +110,33 @@ def test_report_images_display_in_chromium(tmp_path: Path, browser: Any) -> None
     if artifacts := os.environ.get("SCHEDLAB_TEST_ARTIFACTS"):
         Path(artifacts).mkdir(parents=True, exist_ok=True)
         print(f"full-page screenshot: {shutil.copy(shot, artifacts)}")
+
+
+def test_reproduce_report_displays_in_chromium(tmp_path: Path, browser: Any) -> None:
+    """The page `reproduce --report` writes: every SVG figure decodes, one
+    per figure report.md lists (a machine shared by cases is drawn once and
+    shown with each), and the wide tables scroll in their boxes instead of
+    widening the page."""
+    out = tmp_path / "repro"
+    cases = ["joel-ping-hackbench", "cluster-first-jacobsville"]
+    res = CliRunner().invoke(
+        app, ["reproduce", *cases, "--scale", "0.01", "-j", "1", "--report", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    listed = re.findall(r"^- `([^`]+)\.png`:", (out / "report.md").read_text(), re.MULTILINE)
+    assert listed, "report.md lists no figures"
+    assert sorted(set(listed)) == sorted(p.stem for p in out.glob("*.svg"))
+
+    browser.get((out / "index.html").as_uri())
+    page = browser.execute_script(IMAGES_JS)
+    assert page["broken"] == [], "images that did not load or decode"
+    assert page["images"] == page["figures"] == len(listed), page
+    assert page["overflow"] <= 0, page
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors
+
+    shot = tmp_path / "reproduce-report-full-page.png"
+    shot.write_bytes(_full_page_png(browser))
+    if artifacts := os.environ.get("SCHEDLAB_TEST_ARTIFACTS"):
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        print(f"full-page screenshot: {shutil.copy(shot, artifacts)}")
