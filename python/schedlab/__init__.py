@@ -28,8 +28,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import trace
-from . import sweep
+from . import sweep, trace
 from ._compare import compare, summarize
 from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines
@@ -52,6 +51,6 @@ __all__ = [
     "list_machines",
     "run",
     "summarize",
-    "trace",
     "sweep",
+    "trace",
 ]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
 import signal
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any

@@ -27,6 +27,7 @@ from ._compare import fmt_mean_sd, fmt_num, fmt_pct
 from ._repro_all import CaseRun
 from ._repro_figures import machine_figure, save, verdict_figure
 from ._resolve import resolve_machine
+from ._result import json_safe
 from .reproduce import Judged
 
 __all__ = [
@@ -237,7 +238,7 @@ def write_report(done: list[CaseRun], out: Path, meta: dict[str, Any]) -> list[P
     (scale, runs, complete, ...) goes into results.json and the heading.
     Returns the figures written (PNG; an SVG beside each)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(_nan_free(results_doc(done, meta)), indent=1))
+    (out / "results.json").write_text(json.dumps(json_safe(results_doc(done, meta)), indent=1))
     machines: dict[str, Path] = {}
     title = f"schedlab reproduce: {count(len(done), 'case')}"
     scale = f"scale {meta.get('scale')}, {meta.get('runs') or 'default'} runs per policy"
@@ -271,14 +272,3 @@ def write_report(done: list[CaseRun], out: Path, meta: dict[str, Any]) -> list[P
     (out / "report.md").write_text("\n".join(md) + "\n")
     (out / "index.html").write_text(_report.html_page(title, "\n".join(parts), _STYLE))
     return figures
-
-
-def _nan_free(obj: Any) -> Any:
-    """NaN is not JSON: an undefined figure (a mean of no runs) becomes null."""
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _nan_free(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_nan_free(v) for v in obj]
-    return obj

@@ -218,3 +218,15 @@ def run(
         governor=governor,
         idle_governor=idle_governor,
     )
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN is not JSON: undefined numbers (sd of one run, % of a zero, a mean
+    of no runs) become null, in any nesting of dicts, lists and tuples."""
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj

@@ -17,6 +17,7 @@ Recording needs root and tracefs; each missing piece is a one-line error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -159,14 +160,10 @@ def record(
         raise RecordError(f"tracefs refused a write ({e.filename}): not root?") from e
     finally:
         for ev in enabled:
-            try:
+            with contextlib.suppress(OSError):
                 (inst / "events" / ev / "enable").write_text("0")
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             inst.rmdir()
-        except OSError:
-            pass
     _write(out / "trace.txt", trace)
     try:
         machine = _native.topo_import(str(sysfs))

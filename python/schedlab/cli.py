@@ -13,8 +13,8 @@ import os
 import signal
 import stat
 import sys
-import threading
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,11 +23,11 @@ from typing import Annotated, Any, NoReturn, TypeVar, cast
 import typer
 import typer.core
 import typer.exceptions
-from typer._click import exceptions as click_errors
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer._click import exceptions as click_errors
 
 from . import _native, reproduce
 from ._compare import (
@@ -43,7 +43,8 @@ from ._compare import (
 )
 from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError, UnknownNameError
 from ._resolve import list_machines, resolve_machine, resolve_workload, resolve_workloads
-from ._result import U64_MAX, RunResult, check_u64, run_sources
+from ._result import U64_MAX, RunResult, check_u64, json_safe, run_sources
+
 
 # typer 0.29 vendors click as `typer._click`; its exceptions are not click's.
 class _OneLineErrors(typer.core.TyperGroup):
@@ -239,7 +240,9 @@ def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             t.join(0.05)
             if show and time.monotonic() - started > 1.0:
                 now_ns, end_ns = _native.run_progress()
-                what = f"simulated {now_ns / 1e9:.3f} s" + (f" of {end_ns / 1e9:.3f} s" if end_ns else "")
+                what = f"simulated {now_ns / 1e9:.3f} s" + (
+                    f" of {end_ns / 1e9:.3f} s" if end_ns else ""
+                )
                 if status is None:
                     status = _err().status(what)
                     status.start()
@@ -254,18 +257,7 @@ def _interruptible(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def _echo_json(obj: Any) -> None:
-    typer.echo(json.dumps(_json_safe(obj), indent=2))
-
-
-def _json_safe(obj: Any) -> Any:
-    """NaN is not JSON: undefined numbers (sd of one run, % of a zero) become null."""
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    return obj
+    typer.echo(json.dumps(json_safe(obj), indent=2))
 
 
 def _current_umask() -> int:
@@ -418,7 +410,9 @@ def run_cmd(
     """Run one simulation and print its metrics."""
     streamed = trace is not None and str(trace) != "-"
     if plot is not None and streamed and trace_format_of(trace) != "ftrace":  # type: ignore[arg-type]
-        raise typer.BadParameter("--plot reads the trace as ftrace text: give --trace a .txt name or leave it out")
+        raise typer.BadParameter(
+            "--plot reads the trace as ftrace text: give --trace a .txt name or leave it out"
+        )
     if streamed:
         result = _run_streaming_trace(
             machine,
@@ -707,9 +701,7 @@ def compare_cmd(
     ],
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Runs per policy.")] = 5,
     seed: Annotated[
-        int, typer.Option(
-            "--seed", "-s", min=0, max=U64_MAX, help="Base seed: run i uses seed+i."
-        )
+        int, typer.Option("--seed", "-s", min=0, max=U64_MAX, help="Base seed: run i uses seed+i.")
     ] = 0,
     jobs: Annotated[
         int | None,
@@ -742,7 +734,9 @@ def compare_cmd(
             "(machines = [...] in the spec)",
             2,
         )
-    _do_compare(machine[0], workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor)
+    _do_compare(
+        machine[0], workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor
+    )
 
 
 @app.command("sweep")
@@ -1086,11 +1080,16 @@ def demo_cmd(json_out: JsonOpt = False) -> None:
 def record_cmd(
     ctx: typer.Context,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory for trace.txt, machine.toml and kernel.json.")
+        Path,
+        typer.Option("--out", "-o", help="Directory for trace.txt, machine.toml and kernel.json."),
     ] = Path("record"),
     buffer_kb: Annotated[
         int,
-        typer.Option("--buffer-kb", min=64, help="Per-CPU trace buffer, KiB (raise it if kernel.json shows overruns)."),
+        typer.Option(
+            "--buffer-kb",
+            min=64,
+            help="Per-CPU trace buffer, KiB (raise it if kernel.json shows overruns).",
+        ),
     ] = 16384,
     json_out: JsonOpt = False,
 ) -> None:
@@ -1103,7 +1102,10 @@ def record_cmd(
     argv = list(ctx.args)
     info = _tracefs.record(argv, out, buffer_kb=buffer_kb, stop_signal=lambda: _stop_signal)
     if info["stopped_by"]:
-        _fail(f"interrupted by {info['stopped_by']}: the command was stopped; the recording so far is kept in {out}", _stop_exit_code())
+        _fail(
+            f"interrupted by {info['stopped_by']}: the command was stopped; the recording so far is kept in {out}",
+            _stop_exit_code(),
+        )
     if json_out:
         _echo_json(info)
         return
@@ -1119,7 +1121,8 @@ def record_cmd(
 @_cli_errors
 def calibrate_cmd(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml.")
+        Path,
+        typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml."),
     ] = Path("calibrate"),
     chunks: Annotated[int, typer.Option("--chunks", min=50, help="Wakeups per probe.")] = 400,
     json_out: JsonOpt = False,
@@ -1144,12 +1147,16 @@ def calibrate_cmd(
 @_cli_errors
 def validate_cmd(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory for the recordings (one per case and repetition).")
+        Path,
+        typer.Option(
+            "--out", "-o", help="Directory for the recordings (one per case and repetition)."
+        ),
     ] = Path("validate"),
     reps: Annotated[int, typer.Option("--reps", min=1, help="Real recordings per case.")] = 3,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Simulated seeds per case.")] = 3,
     scale: Annotated[
-        float, typer.Option("--scale", min=0.001, help="Workload size factor (1 = the cases' defaults).")
+        float,
+        typer.Option("--scale", min=0.001, help="Workload size factor (1 = the cases' defaults)."),
     ] = 1.0,
     markdown: Annotated[
         Path | None, typer.Option("--markdown", help="Also write the tables as markdown here.")
@@ -1164,7 +1171,9 @@ def validate_cmd(
             "without kprobes; default 0).",
         ),
     ] = None,
-    title: Annotated[str, typer.Option("--title", help="Heading of the --markdown section.")] = "This VM",
+    title: Annotated[
+        str, typer.Option("--title", help="Heading of the --markdown section.")
+    ] = "This VM",
     qemu: Annotated[
         str | None,
         typer.Option(
@@ -1238,11 +1247,15 @@ def report_cmd(
         typer.Argument(help="What `schedlab compare --json` or `--csv` wrote.", show_default=False),
     ],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Directory for index.html, report.md and the figures.")
+        Path,
+        typer.Option("--out", "-o", help="Directory for index.html, report.md and the figures."),
     ] = Path("report"),
     metric: Annotated[
         list[str] | None,
-        typer.Option("--metric", help="Metric to draw (repeatable; default: the primary and the usual secondaries)."),
+        typer.Option(
+            "--metric",
+            help="Metric to draw (repeatable; default: the primary and the usual secondaries).",
+        ),
     ] = None,
     trace: Annotated[
         list[Path] | None,
@@ -1417,7 +1430,9 @@ def analyze_cmd(
     ] = None,
     comm: Annotated[
         list[str] | None,
-        typer.Option("--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."),
+        typer.Option(
+            "--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."
+        ),
     ] = None,
     pid: Annotated[
         list[int] | None, typer.Option("--pid", help="Count only these pids (repeatable).")
@@ -1607,7 +1622,9 @@ def workload_list_cmd(json_out: JsonOpt = False) -> None:
 @workload_app.command("show")
 @_cli_errors
 def workload_show_cmd(
-    name: Annotated[str, typer.Argument(help="Family name (see 'schedlab workload list'), or rtapp.")],
+    name: Annotated[
+        str, typer.Argument(help="Family name (see 'schedlab workload list'), or rtapp.")
+    ],
     json_out: JsonOpt = False,
 ) -> None:
     """Show one workload family: what it models, its structure (tasks, how they block

@@ -238,7 +238,8 @@ def test_analyze_warns_on_bad_and_reversed_lines_and_strict_fails(tmp_path: Path
     assert result.exit_code == 0, result.output
     warnings = [ln for ln in result.stderr.splitlines() if ln.startswith("warning: ")]
     assert len(warnings) == 2
-    assert "1 malformed line(s)" in warnings[0] and "line 2" in warnings[0]
+    assert "1 malformed line(s)" in warnings[0]
+    assert "line 2" in warnings[0]
     assert "line 3" in warnings[1]
     strict = runner.invoke(app, ["analyze", str(trace), "--strict"])
     assert strict.exit_code == 2
@@ -253,7 +254,10 @@ def test_analyze_warns_on_bad_and_reversed_lines_and_strict_fails(tmp_path: Path
         (["compare", "-w", "hackbench", "-p", "eevdf", "--runs", "0"], "--runs"),
         (["run", "-w", "hackbench", "--no-such-option"], "--no-such-option"),
         (["run"], "--workload"),
-        (["compare", "-w", "hackbench", "-p", "eevdf", "--seed", str(2**64 - 1), "--runs", "2"], "seed"),
+        (
+            ["compare", "-w", "hackbench", "-p", "eevdf", "--seed", str(2**64 - 1), "--runs", "2"],
+            "seed",
+        ),
     ],
 )
 def test_argument_errors_are_one_line_exit_2(
@@ -278,4 +282,5 @@ def test_argument_error_one_line_through_the_runner(tiny_machine: Path) -> None:
 
 def test_help_still_exits_0() -> None:
     result = runner.invoke(app, ["run", "--help"])
-    assert result.exit_code == 0 and "--seed" in result.stdout
+    assert result.exit_code == 0
+    assert "--seed" in result.stdout

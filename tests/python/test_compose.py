@@ -88,7 +88,8 @@ def test_bad_priority_exits_2_with_one_line(tiny_machine: Path) -> None:
     )
     assert result.exit_code == 2
     line = _error_line(result.stderr)
-    assert "workload.priority" in line and "1 to 99" in line
+    assert "workload.priority" in line
+    assert "1 to 99" in line
 
 
 def test_api_takes_a_list_and_reports_a_second_benchmark_under_its_prefix(

@@ -91,7 +91,8 @@ def test_a_guest_boots_and_reports_its_topology(tmp_path: Path):
     result = g.boot(shape, kernel, rd, tmp_path, timeout_s=600)
     assert (result / "job.stdout").read_text().strip() == "4"
     domains = (result / "sched_domains").read_text()
-    assert " SMT " in domains and " MC " in domains
+    assert " SMT " in domains
+    assert " MC " in domains
     assert (result / "sys/devices/system/cpu/cpu3/topology/thread_siblings_list").exists()
 
 
@@ -124,7 +125,8 @@ def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path
     argv = ["/bin/sh", "-c", "for i in 1 2 3 4; do /bin/busybox usleep 2000; done"]
     out = g.record_in_guest(shape, argv, {}, tmp_path / "rec")
     trace = (out / "trace.txt").read_text()
-    assert "sched_switch:" in trace and "sched_wakeup_new:" in trace
+    assert "sched_switch:" in trace
+    assert "sched_wakeup_new:" in trace
     info = json.loads((out / "kernel.json").read_text())
     assert info["kernel_release"].startswith("6.12")
     assert isinstance(info["launcher_wakee_flips"], int)

@@ -53,7 +53,7 @@ def test_signal_stops_a_long_run_within_2s(tmp_path: Path, sig: int, code: int) 
     proc = _start(
         ["run", "-m", "laptop-4c8t", "-w", LONG_WORKLOAD, "--trace", str(trace)], tmp_path
     )
-    rc, out, err, took = _stop_and_wait(proc, sig, started=tmp_path / ".t.trace.*")
+    rc, _out, err, took = _stop_and_wait(proc, sig, started=tmp_path / ".t.trace.*")
     assert rc == code, err
     assert took < 2.0
     lines = [ln for ln in err.splitlines() if ln.strip()]

@@ -41,7 +41,8 @@ def test_symlink_is_kept_and_its_target_written(
     link.symlink_to(target)
     code, _, err = _run_with_trace(tiny_machine, small_workload, str(link))
     assert code == 0, err
-    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert link.is_symlink()
+    assert os.readlink(link) == str(target)
     assert "sched_switch" in target.read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.trace", "real.trace"]
 
@@ -61,7 +62,8 @@ def test_fifo_is_written_in_place(tmp_path: Path, tiny_machine: Path, small_work
     t.join(timeout=30)
     assert code == 0, err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
-    assert got and "sched_switch" in got[0]
+    assert got
+    assert "sched_switch" in got[0]
 
 
 def test_dash_writes_to_stdout(tiny_machine: Path, small_workload: str) -> None:

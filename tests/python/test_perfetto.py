@@ -91,7 +91,8 @@ def test_every_event_kind_and_every_cpu_decode(tmp_path: Path) -> None:
     assert 2**32 - 1 in idle
     tree = next(p.process_tree for p in trace.packet if p.HasField("process_tree"))
     names = {t.name for t in tree.threads}
-    assert "hackbench" in names and "ksoftirqd/0" in names
+    assert "hackbench" in names
+    assert "ksoftirqd/0" in names
     # A switch names both sides with the pids the ftrace writer uses.
     sw = next(
         e.sched_switch
@@ -100,7 +101,8 @@ def test_every_event_kind_and_every_cpu_decode(tmp_path: Path) -> None:
         for e in p.ftrace_events.event
         if e.HasField("sched_switch") and e.sched_switch.next_pid >= 1000
     )
-    assert sw.next_comm and sw.next_prio == 120
+    assert sw.next_comm
+    assert sw.next_prio == 120
     # Placement annotations carry the decision.
     place = next(
         p.track_event

@@ -56,7 +56,8 @@ def test_a_real_recording_analyzes_with_its_machine(tmp_path: Path) -> None:
     res = runner.invoke(app, ["record", "-o", str(out), "--", sys.executable, "-c", code])
     assert res.exit_code == 0, res.output
     info = json.loads((out / "kernel.json").read_text())
-    assert info["exit_status"] == 0 and "sched/sched_switch" in info["events"]
+    assert info["exit_status"] == 0
+    assert "sched/sched_switch" in info["events"]
     assert "sched_switch:" in (out / "trace.txt").read_text()
     assert "[topology]" in (out / "machine.toml").read_text()
     res = runner.invoke(

@@ -48,7 +48,8 @@ def test_guest_workqueue_placement_fractions() -> None:
     # docs/kernel-probes.md): 492 wakeups of the five wl-wq threads, 445 onto
     # the CPU the task last ran on, 308 onto the waker's CPU, 112 migrations.
     # The other 47 split 15 onto the SMT sibling, 32 onto the other core.
-    assert m["wakeups"] == 492 and m["migrations"] == 112
+    assert m["wakeups"] == 492
+    assert m["migrations"] == 112
     assert m["wake_prev_cpu_pct"] == pytest.approx(100 * 445 / 492)
     assert m["wake_smt_sibling_pct"] == pytest.approx(100 * 15 / 492)
     assert m["wake_same_llc_pct"] == pytest.approx(100 * 32 / 492)
@@ -58,8 +59,10 @@ def test_guest_workqueue_placement_fractions() -> None:
 
 def test_host_pipe_ping_pong_stays_on_one_cpu() -> None:
     m = _analyze("host-pipe", "wl-pipe-*")
-    assert m["wakeups"] == 339 and m["migrations"] == 0
-    assert m["wake_prev_cpu_pct"] == 100 and m["wake_on_waker_cpu_pct"] == 100
+    assert m["wakeups"] == 339
+    assert m["migrations"] == 0
+    assert m["wake_prev_cpu_pct"] == 100
+    assert m["wake_on_waker_cpu_pct"] == 100
 
 
 def test_guest_machine_builds_the_domains_the_guest_kernel_printed() -> None:

@@ -40,7 +40,8 @@ def _check(out: Path) -> list[str]:
     page = (out / "index.html").read_text()
     embedded = re.findall(r'<img src="([^"]+)"', page)
     pngs = sorted(p.name for p in out.glob("*.png"))
-    assert sorted(embedded) == pngs and pngs
+    assert sorted(embedded) == pngs
+    assert pngs
     for name in pngs:
         img = mpimg.imread(out / name)
         assert img.shape[0] > 100 and img.shape[1] > 100, name
@@ -69,7 +70,8 @@ def test_report_from_compare_json(tmp_path: Path) -> None:
         "timeline-0.png",
     } <= set(pngs)
     page = (out / "index.html").read_text()
-    assert "eevdf-WA_IDLE" in page and "completion_time_s" in page
+    assert "eevdf-WA_IDLE" in page
+    assert "completion_time_s" in page
 
 
 def test_report_from_compare_csv_with_chosen_metrics(tmp_path: Path) -> None:
@@ -89,9 +91,11 @@ def test_report_errors_are_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1
     res = runner.invoke(app, ["report", str(_compare(tmp_path, "json")), "--metric", "nope"])
-    assert res.exit_code == 2 and "nope" in res.output
+    assert res.exit_code == 2
+    assert "nope" in res.output
     res = runner.invoke(app, ["report", str(bad), "--trace", str(tmp_path / "none.txt")])
-    assert res.exit_code == 2 and "none.txt" in res.output
+    assert res.exit_code == 2
+    assert "none.txt" in res.output
 
 
 def test_report_from_a_sweep_dataset(tmp_path: Path) -> None:

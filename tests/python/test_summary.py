@@ -130,7 +130,14 @@ def test_compare_table_layout() -> None:
     headers = [str(c.header) for c in table.columns]
     assert headers == ["metric", "unit", "eevdf", "eevdf+x", "% vs eevdf", "better"]
     first_row = [str(c._cells[0]) for c in table.columns]
-    assert first_row == ["completion_time_s", "s", "12.0 ± 2.0", "9.0 ± 1.0", "-25.0%", "lower is better"]
+    assert first_row == [
+        "completion_time_s",
+        "s",
+        "12.0 ± 2.0",
+        "9.0 ± 1.0",
+        "-25.0%",
+        "lower is better",
+    ]
 
 
 @given(

@@ -48,14 +48,17 @@ def _write_tree(root: Path) -> None:
 def test_import_then_show(tmp_path: Path) -> None:
     _write_tree(tmp_path / "sys")
     out = tmp_path / "m.toml"
-    result = runner.invoke(app, ["topo", "import", "--sysfs", str(tmp_path / "sys"), "-o", str(out)])
+    result = runner.invoke(
+        app, ["topo", "import", "--sysfs", str(tmp_path / "sys"), "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     text = out.read_text(encoding="utf-8")
     assert 'smt_numbering = "adjacent"' in text
     assert "# from cpu0/cache/index2/size" in text
     shown = runner.invoke(app, ["topo", "show", str(out)])
     assert shown.exit_code == 0, shown.output
-    assert "SMT" in shown.output and "MC" in shown.output
+    assert "SMT" in shown.output
+    assert "MC" in shown.output
 
 
 def test_import_to_stdout(tmp_path: Path) -> None:
@@ -77,4 +80,6 @@ def test_import_help_says_what_dir_is() -> None:
     result = runner.invoke(app, ["topo", "import", "--help"])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "--sysfs" in out and "devices/system/cpu" in out and "--output" in out
+    assert "--sysfs" in out
+    assert "devices/system/cpu" in out
+    assert "--output" in out

@@ -58,7 +58,8 @@ def test_a_case_compares_a_recording_with_its_simulation(tmp_path: Path) -> None
         assert got[m]["verdict"] == "pass", got[m]
         assert got[m]["diff"] == pytest.approx(0.0, abs=1e-9), got[m]
     md = _validate.markdown([res, {"case": "other", "skipped": "'x' not found"}], "Test")
-    assert "| wake_prev_cpu_pct |" in md and "### other: skipped ('x' not found)" in md
+    assert "| wake_prev_cpu_pct |" in md
+    assert "### other: skipped ('x' not found)" in md
 
 
 def test_a_case_without_its_tasks_in_the_trace_fails_clearly(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ def test_pipe_prints_its_metric_as_one_json_line() -> None:
     done = _wl("pipe:loops=1000")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert doc["family"] == "pipe" and doc["usecs_per_op"] > 0
+    assert doc["family"] == "pipe"
+    assert doc["usecs_per_op"] > 0
 
 
 @pytest.mark.parametrize(
