@@ -84,8 +84,12 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     f.set(Feat::avg_idle_put_prev, false);
     // Forked tasks preempted like any wakee until v6.19.
     f.set(Feat::wakeup_preempt_no_fork, false);
-    // The slow path counted every CPU of a group until v6.18.
+    // The slow path counted every CPU of a group until 2025.
     f.set(Feat::wakeup_stats_allowed, false);
+    // The 2026 lag rework: clamp from the longest slice, a delayed entity's
+    // lag kept.
+    f.set(Feat::lag_clamp_max_slice, false);
+    f.set(Feat::delayed_lag_floor, false);
     (ClassKind::Fair, f, Confine::None)
 }
 

@@ -75,6 +75,10 @@ fn scenario(f: Feat) -> Option<Scenario> {
         // window in between. Without it, forks among hogs preempt (v6.12) or
         // wait (v6.19+).
         wakeup_preempt_no_fork => s("laptop-4c8t", AMONG_HOGS, "eevdf-RUN_TO_PARITY"),
+        // Lag at the clamp: many hogs keep V far from a waking sleeper.
+        lag_clamp_max_slice => s("laptop-4c8t", AMONG_MORE_HOGS, "eevdf"),
+        // Delayed sleepers among hogs, woken before they are picked.
+        delayed_lag_floor => s("laptop-4c8t", AMONG_HOGS, "eevdf"),
         // Forks confined to CPUs 0-4: the core {4,5} is half allowed.
         wakeup_stats_allowed => s("laptop-4c8t", &["hackbench:groups=2,fds=4,loops=100,buf=8,cpus=0-4"], "eevdf"),
         EEVDF | START_DEBIT => s("laptop-4c8t", AMONG_MORE_HOGS, "v5.9"),

@@ -323,3 +323,63 @@ proptest! {
         }
     }
 }
+
+/// An entity that ran 20 ms ahead of a waiting one (8 CPUs: 2.8 ms slices,
+/// 4 ms tick) and leaves without sleeping: its saved lag is clamped.
+fn lag_after_running_ahead(f: &Features) -> i64 {
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), f);
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), f);
+    cfs.set_next_entity(&mut ses, TaskId(0), 0, f);
+    cfs.update_curr(&mut ses, 20_000_000);
+    cfs.dequeue_entity(&mut ses, TaskId(0), 20_000_000, DequeueFlags::MOVE, f);
+    ses[0].vlag
+}
+
+#[test]
+fn lag_clamp_is_the_longest_slice_plus_a_tick_since_2026() {
+    // V - v is about -10 ms: clamped at -(slice + tick) now, at
+    // -max(2 x slice, tick) before (nice 0: virtual time is real time).
+    let p = rq(8).params;
+    assert_eq!((p.base_slice_ns, p.tick_ns), (2_800_000, 4_000_000));
+    let f = Features::mainline();
+    assert_eq!(lag_after_running_ahead(&f), -6_800_000);
+    let mut old = f;
+    old.set(crate::features::Feat::lag_clamp_max_slice, false);
+    assert_eq!(lag_after_running_ahead(&old), -5_600_000);
+}
+
+/// Entity 0 runs 2 ms ahead and sleeps (delayed: not eligible); entity 2
+/// then joins far behind (a large positive lag), pulling V back, and entity
+/// 0 is woken: returns its (vlag, vruntime) before and after the requeue.
+fn delayed_then_woken(f: &Features) -> ((i64, u64), (i64, u64)) {
+    let mut cfs = rq(8);
+    let mut ses = [ent(0, &cfs), ent(0, &cfs), ent(0, &cfs)];
+    cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), f);
+    cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), f);
+    cfs.set_next_entity(&mut ses, TaskId(0), 0, f);
+    cfs.update_curr(&mut ses, 2_000_000);
+    assert!(!cfs.dequeue_entity(&mut ses, TaskId(0), 2_000_000, DequeueFlags::SLEEP, f), "delayed");
+    let before = (ses[0].vlag, ses[0].vruntime);
+    ses[2].vlag = 3_000_000;
+    cfs.enqueue_entity(&mut ses, TaskId(2), 2_000_000, EnqueueFlags::WAKEUP, f);
+    cfs.requeue_delayed_entity(&mut ses, TaskId(0), f);
+    (before, (ses[0].vlag, ses[0].vruntime))
+}
+
+#[test]
+fn a_delayed_entity_keeps_the_lag_it_was_delayed_with_since_2026() {
+    let f = Features::mainline();
+    let ((saved, v0), (kept, v1)) = delayed_then_woken(&f);
+    // The lag at delay is saved (about -1 ms: V is the mean of 2 ms and 0),
+    // the later V is lower, and the woken entity is placed back at the
+    // lag it was delayed with instead of the worse one.
+    assert!(saved < 0, "{saved}");
+    assert_eq!(kept, saved);
+    assert_ne!(v1, v0, "placed again");
+    let mut old = f;
+    old.set(crate::features::Feat::delayed_lag_floor, false);
+    let ((_, v0), (_, v1)) = delayed_then_woken(&old);
+    assert_eq!(v1, v0, "before 2026 a negative lag is left where it is");
+}
