@@ -11,6 +11,7 @@ pub mod cfs;
 pub mod class;
 pub mod eas;
 pub mod eevdf;
+pub mod eevdf_lag;
 pub mod lb_stats;
 pub mod newidle;
 pub mod nohz;
