@@ -1072,173 +1072,6 @@ def demo_cmd(json_out: JsonOpt = False) -> None:
         )
 
 
-@app.command(
-    "record",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)
-@_cli_errors
-def record_cmd(
-    ctx: typer.Context,
-    out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for trace.txt, machine.toml and kernel.json."),
-    ] = Path("record"),
-    buffer_kb: Annotated[
-        int,
-        typer.Option(
-            "--buffer-kb",
-            min=64,
-            help="Per-CPU trace buffer, KiB (raise it if kernel.json shows overruns).",
-        ),
-    ] = 16384,
-    json_out: JsonOpt = False,
-) -> None:
-    """Run a command under the kernel's sched tracepoints (root; a tracefs instance of its own):
-    `schedlab record -o DIR -- CMD ARGS...` writes DIR/trace.txt, DIR/machine.toml (this
-    machine, imported from /sys) and DIR/kernel.json, for `schedlab analyze DIR/trace.txt
-    --machine DIR/machine.toml`."""
-    from . import _tracefs
-
-    argv = list(ctx.args)
-    info = _tracefs.record(argv, out, buffer_kb=buffer_kb, stop_signal=lambda: _stop_signal)
-    if info["stopped_by"]:
-        _fail(
-            f"interrupted by {info['stopped_by']}: the command was stopped; the recording so far is kept in {out}",
-            _stop_exit_code(),
-        )
-    if json_out:
-        _echo_json(info)
-        return
-    overruns = info["overruns"]
-    lost = [o for o in overruns if o != "0"] if isinstance(overruns, list) else []
-    _out().print(
-        f"recorded {' '.join(argv)} (exit {info['exit_status']}) into {out}/trace.txt, machine.toml, kernel.json"
-        + (f"; WARNING: {len(lost)} CPUs lost events (raise --buffer-kb)" if lost else "")
-    )
-
-
-@app.command("calibrate")
-@_cli_errors
-def calibrate_cmd(
-    out: Annotated[
-        Path,
-        typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml."),
-    ] = Path("calibrate"),
-    chunks: Annotated[int, typer.Option("--chunks", min=50, help="Wakeups per probe.")] = 400,
-    json_out: JsonOpt = False,
-) -> None:
-    """Measure this machine's wakeup costs (root: two schedlab-wl probes under tracing) and
-    write OUT/machine.toml: this machine imported from /sys with cost.context_switch_ns and
-    cost.ipi_ns set from the measurements, each with a comment saying how it was measured."""
-    from . import _calibrate
-
-    figures = _interruptible(_calibrate.calibrate, out, chunks=chunks)
-    if json_out:
-        _echo_json(figures)
-        return
-    _out().print(
-        f"same-CPU wakeup-to-run p50 {figures['same']['p50_ns']} ns, cross-CPU to an idle CPU p50 "
-        f"{figures['split']['p50_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, ipi_ns "
-        f"{figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns); wrote {out / 'machine.toml'}"
-    )
-
-
-@app.command("validate")
-@_cli_errors
-def validate_cmd(
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", "-o", help="Directory for the recordings (one per case and repetition)."
-        ),
-    ] = Path("validate"),
-    reps: Annotated[int, typer.Option("--reps", min=1, help="Real recordings per case.")] = 3,
-    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Simulated seeds per case.")] = 3,
-    scale: Annotated[
-        float,
-        typer.Option("--scale", min=0.001, help="Workload size factor (1 = the cases' defaults)."),
-    ] = 1.0,
-    markdown: Annotated[
-        Path | None, typer.Option("--markdown", help="Also write the tables as markdown here.")
-    ] = None,
-    parent_wakee_flips: Annotated[
-        int | None,
-        typer.Option(
-            "--parent-wakee-flips",
-            min=0,
-            max=1_000_000,
-            help="The launcher's wakee_flips the simulated tasks inherit (an assumption on a host "
-            "without kprobes; default 0).",
-        ),
-    ] = None,
-    title: Annotated[
-        str, typer.Option("--title", help="Heading of the --markdown section.")
-    ] = "This VM",
-    qemu: Annotated[
-        str | None,
-        typer.Option(
-            "--qemu",
-            help="Record inside a QEMU guest instead of this host: sockets=,cores=,threads=,nodes=,"
-            "kernel=6.12|6.1,mem= (Debian's kernel package, downloaded once into ~/.cache/schedlab).",
-        ),
-    ] = None,
-    wl_bin: Annotated[
-        Path | None, typer.Option("--wl-bin", help="The static schedlab-wl binary for --qemu.")
-    ] = None,
-    machine: Annotated[
-        Path | None,
-        typer.Option(
-            "--machine",
-            "-m",
-            help="Simulate on this machine file instead of the recording's import (e.g. what "
-            "`schedlab calibrate` wrote: then completion times are compared too, within 15%).",
-        ),
-    ] = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Run each validation case natively here under tracing (root) and in the simulator on
-    this machine's imported description, with the policy that models this kernel; print
-    real vs simulated per metric with the difference and the verdict against the targets
-    (placement fractions within 5 points, migrations per wakeup within 25% or 0.01, context
-    switches within 10%; times shown, not compared until calibrated)."""
-    from . import _validate
-
-    results = _interruptible(
-        _validate.validate,
-        out,
-        reps=reps,
-        seeds=seeds,
-        scale=scale,
-        parent_wakee_flips=parent_wakee_flips,
-        qemu=qemu,
-        wl_bin=wl_bin,
-        machine_file=machine,
-    )
-    if markdown is not None:
-        _write_output(markdown, _validate.markdown(results, title))
-    if json_out:
-        _echo_json(results)
-        return
-    for r in results:
-        if "skipped" in r:
-            _out().print(f"{r['case']}: skipped ({r['skipped']})")
-            continue
-        table = _new_table(
-            f"{r['case']} · real: {r['native']} · sim: {r['policy']}",
-            "metric", "real", "simulated", "sim - real", "verdict",
-            right=("real", "simulated", "sim - real"),
-        )  # fmt: skip
-        for row in r["rows"]:
-            table.add_row(
-                row["metric"],
-                _validate._fmt(row["real"]),
-                _validate._fmt(row["sim"]),
-                _validate._fmt(row["diff"]),
-                row["verdict"],
-            )
-        _out().print(table)
-
-
 @app.command("report")
 @_cli_errors
 def report_cmd(
@@ -1381,91 +1214,6 @@ def _bench_scale(json_out: bool) -> None:
     _out().print(table)
 
 
-def _report_trace_problems(trace: Path, doc: Any, strict: bool) -> None:
-    """Malformed lines and reversed timestamps: one warning line each on
-    stderr, or with ``--strict`` the first of them is an error (exit 2)."""
-    if not isinstance(doc, dict):
-        return
-    problems = []
-    bad = int(doc.get("bad_lines") or 0)
-    if bad:
-        problems.append(
-            f"{trace}: line {doc.get('first_bad_line')}: {bad} malformed line(s) skipped "
-            f"(first at line {doc.get('first_bad_line')})"
-        )
-    rev = int(doc.get("reversed_lines") or 0)
-    if rev:
-        problems.append(
-            f"{trace}: line {doc.get('first_reversed_line')}: {rev} line(s) with a timestamp "
-            f"before the previous event's (first at line {doc.get('first_reversed_line')}); "
-            "events were sorted by time"
-        )
-    if strict and problems:
-        _fail(problems[0] + " (--strict)", 2)
-    for p in problems:
-        _err().print(f"[yellow]warning:[/yellow] {escape(p)}", soft_wrap=True)
-
-
-@app.command("analyze")
-@_cli_errors
-def analyze_cmd(
-    trace: Annotated[Path, typer.Argument(help="An ftrace text file (real or simulated).")],
-    json_out: JsonOpt = False,
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="Make malformed lines and out-of-order timestamps an error (exit 2) "
-            "instead of a warning.",
-        ),
-    ] = False,
-    machine: Annotated[
-        str | None,
-        typer.Option(
-            "--machine",
-            "-m",
-            help="The machine the trace was taken on (preset, TOML file, or what `schedlab record` "
-            "wrote): migration distances and placement fractions follow its topology.",
-        ),
-    ] = None,
-    comm: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."
-        ),
-    ] = None,
-    pid: Annotated[
-        list[int] | None, typer.Option("--pid", help="Count only these pids (repeatable).")
-    ] = None,
-) -> None:
-    """Metrics of a real or simulated ftrace text, by the same code as simulated runs:
-    context switches, migrations by distance, wakeup placement fractions (previous CPU,
-    SMT sibling, same LLC, other LLC, other node, waker's CPU), latencies. Times count
-    from the trace's first event."""
-    text = trace.read_text(encoding="utf-8", errors="replace")
-    src = resolve_machine(machine) if machine is not None else None
-    mtuple = (src.text, src.format, src.origin) if src is not None else None
-    doc = _native.analyze_trace(text, str(trace), mtuple, list(comm or []), list(pid or []))
-    _report_trace_problems(trace, doc, strict)
-    if json_out:
-        _echo_json(doc)
-        return
-    metrics = doc.get("metrics") if isinstance(doc, dict) else None
-    if isinstance(metrics, list):
-        rows = [
-            (
-                str(m["name"]),
-                math.nan if m["value"] is None else float(m["value"]),
-                str(m.get("unit", "")),
-                str(m.get("better", "neither")),
-            )
-            for m in metrics
-        ]
-        _out().print(_metrics_table(f"analyze: {trace}", rows))
-    else:
-        _echo_json(doc)
-
-
 @topo_app.command("list")
 @_cli_errors
 def topo_list_cmd(json_out: JsonOpt = False) -> None:
@@ -1510,7 +1258,8 @@ def topo_import_cmd(
         Path,
         typer.Option(
             "--sysfs",
-            help="A copy of /sys: the directory holding devices/system/cpu (and devices/system/node).",
+            help="A copy of /sys: the directory holding devices/system/cpu "
+            "(and devices/system/node).",
         ),
     ] = Path("/sys"),
     output: Annotated[
@@ -1653,3 +1402,7 @@ def main() -> None:
     """Entry point of the ``schedlab`` command and ``python -m schedlab``."""
     _install_stop_handlers()
     app(prog_name="schedlab")
+
+
+# Commands kept in their own modules; importing them registers them on `app`.
+from . import _cli_kernel  # noqa: E402, F401
