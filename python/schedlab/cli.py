@@ -1034,22 +1034,11 @@ def _show_reproduce(
         table.add_column(
             col, justify="right" if col in ("published", "pub %", "simulated", "sim %") else "left"
         )
-    for j in judged:
-        table.add_row(
-            j.row,
-            j.metric,
-            j.policy,
-            "-" if j.published is None else fmt_num(j.published),
-            "" if j.published_change_pct is None else fmt_pct(j.published_change_pct),
-            fmt_mean_sd(j.sim_mean, j.sim_sd),
-            "" if j.sim_change_pct is None else fmt_pct(j.sim_change_pct),
-            j.verdict
-            + (
-                ""
-                if j.magnitude_within_2x is None
-                else (", magnitude within 2x" if j.magnitude_within_2x else ", magnitude off")
-            ),
-        )
+    # The report's cells: the terminal and the HTML/markdown tables agree.
+    from ._repro_report import verdict_rows
+
+    for cells in verdict_rows(judged):
+        table.add_row(*cells)
     _out().print(table)
     if chosen.notes:
         _out().print(chosen.notes)
