@@ -60,6 +60,16 @@ struct Names {
     masks: Vec<CpuMask>,
     /// CPUs of the machine.
     nr_cpus: usize,
+    /// Per task (`tasks`' order): created by a `fork` op (`forked = true`),
+    /// not at the start.
+    forked: Vec<bool>,
+    /// The task being compiled.
+    current: usize,
+    /// How many times an op at this point of the current task runs in all
+    /// (its loop counts multiplied), `None` inside an endless loop.
+    mult: Option<u64>,
+    /// `fork` ops: (forked task, op path, times it runs, forking task).
+    forks: Vec<(usize, String, Option<u64>, usize)>,
 }
 
 /// Builds a user program on `machine`.
@@ -142,6 +152,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         if n.tasks.iter().any(|(x, _, _)| *x == name) {
             return Err(err(origin, &format!("task[{i}].name"), format!("a name used once, got '{name}' twice")));
         }
+        n.forked.push(matches!(t.get("forked"), Some(Value::Boolean(true))));
         n.tasks.push((name, first, count));
         first += count;
     }
@@ -161,6 +172,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         let Value::Table(t) = t else { unreachable!("checked above") };
         task(origin, i, t, &mut n, machine, &mut w)?;
     }
+    check_forks(origin, &n)?;
     w.barriers = n.barrier_users.iter().map(|&parties| BarrierSpec { parties: parties.max(1) }).collect();
     w.masks = n.masks.clone();
     Ok(w)
@@ -186,6 +198,9 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
         };
         match k.as_str() {
             "name" | "count" => {}
+            "forked" => {
+                v.as_bool().ok_or_else(|| err(origin, &path, "true or false"))?;
+            }
             "loop" => repeat = int(0, i64::MAX)? as u64,
             "nice" => nice = int(-20, 19)? as i32,
             "priority" => priority = Some(int(1, 99)? as u32),
@@ -203,7 +218,7 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
                 return Err(err(
                     origin,
                     &path,
-                    "one of name, count, loop, ops, cpus, nice, policy, priority, start, footprint",
+                    "one of name, count, loop, ops, cpus, nice, policy, priority, start, footprint, forked",
                 ))
             }
         }
@@ -215,12 +230,17 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
     if repeat == 0 && w.duration_ns.is_none() {
         return Err(err(origin, &format!("{at}.loop"), "a count > 0, or a top-level duration (loop = 0 is forever)"));
     }
+    if n.forked[i] && start_ns != 0 {
+        return Err(err(origin, &format!("{at}.start"), "no start time for a forked task: its fork starts it"));
+    }
     let mut b = OpsBuilder::new();
     if repeat == 0 {
         b.begin_forever();
     } else {
         b.begin_loop(repeat);
     }
+    n.current = i;
+    n.mult = (repeat != 0).then_some(repeat);
     let mut named_barriers = Vec::new();
     let mut timers = Vec::new();
     compile(origin, &format!("{at}.ops"), list, n, &mut b, &mut named_barriers, &mut timers)?;
@@ -240,6 +260,9 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
         spec.rt_priority = priority.unwrap_or(0);
         spec.allowed = allowed;
         spec.start_ns = start_ns;
+        if n.forked[i] {
+            spec.start = super::StartKind::Spawned;
+        }
         w.tasks.push(spec);
     }
     Ok(())
@@ -282,7 +305,7 @@ fn compile(
     timers: &mut Vec<(Ns, u16)>,
 ) -> Result<()> {
     const KINDS: &str = "compute, runtime, sleep, timer, send, recv, lock, unlock, wait, signal, broadcast, \
-                         barrier, semwait, sempost, park, unpark, yield, cpus, policy, request, loop";
+                         barrier, semwait, sempost, park, unpark, yield, cpus, policy, request, fork, loop";
     for (j, op) in list.iter().enumerate() {
         let path = format!("{at}[{j}]");
         let Value::Table(t) = op else {
@@ -467,6 +490,19 @@ fn compile(
                 };
                 b.push(Op::Mark(mark));
             }
+            "fork" => {
+                let name = v.as_str().ok_or_else(|| err(origin, &kp, "the name of a [[task]] with forked = true"))?;
+                let Some(ti) = n.tasks.iter().position(|(x, _, _)| x == name) else {
+                    return Err(err(origin, &kp, format!("the name of a [[task]], got '{name}'")));
+                };
+                if !n.forked[ti] {
+                    return Err(err(origin, &kp, format!("a task with forked = true ('{name}' starts by itself)")));
+                }
+                let (_, first, count) = n.tasks[ti].clone();
+                n.forks.push((ti, kp.clone(), n.mult, n.current));
+                let slot = b.counter_slot();
+                b.push(Op::Spawn { first: TaskId(first), count, slot });
+            }
             "loop" => {
                 let times =
                     v.as_integer().filter(|x| *x >= 1).ok_or_else(|| err(origin, &kp, "a loop count >= 1"))? as u64;
@@ -475,13 +511,61 @@ fn compile(
                 };
                 let from = b.len();
                 b.begin_loop(times);
+                let outer = n.mult;
+                n.mult = outer.and_then(|m| m.checked_mul(times));
                 compile(origin, &format!("{path}.do"), body, n, b, barriers, timers)?;
+                n.mult = outer;
                 if !b.takes_time_since(from) {
                     return Err(err(origin, &format!("{path}.do"), "ops that compute, sleep or block"));
                 }
                 b.end_loop();
             }
             _ => unreachable!("KINDS lists every op"),
+        }
+    }
+    Ok(())
+}
+
+/// Every forked task is forked by exactly one `fork` op, in a task of one
+/// instance (each instance would fork the same tasks), which runs exactly as
+/// many times as the forked task has instances: schedlab makes the forked
+/// tasks when it builds the workload, so their number must be known.
+fn check_forks(origin: &str, n: &Names) -> Result<()> {
+    for (ti, (name, _, count)) in n.tasks.iter().enumerate() {
+        let ops: Vec<_> = n.forks.iter().filter(|f| f.0 == ti).collect();
+        if !n.forked[ti] {
+            continue;
+        }
+        let [(_, path, times, parent)] = ops.as_slice() else {
+            return Err(err(
+                origin,
+                &format!("task[{ti}].forked"),
+                format!("one fork op naming '{name}' (found {})", ops.len()),
+            ));
+        };
+        if n.tasks[*parent].2 != 1 {
+            return Err(err(
+                origin,
+                path,
+                "a fork in a task of count 1: each of its instances would fork the same tasks",
+            ));
+        }
+        match times {
+            None => {
+                return Err(err(
+                    origin,
+                    path,
+                    "a fork with a known number of runs: not inside an endless loop (loop = 0 or a duration)",
+                ))
+            }
+            Some(t) if *t != *count as u64 => {
+                return Err(err(
+                    origin,
+                    path,
+                    format!("as many forks as '{name}' has instances: the op runs {t} times, count = {count}"),
+                ))
+            }
+            Some(_) => {}
         }
     }
     Ok(())

@@ -123,3 +123,45 @@ fn a_cpus_op_moves_the_task_where_it_says() {
         .to_string()
         .contains("ops[0].cpus"));
 }
+
+/// A parent forking a worker every 2 ms, 4 times; each worker computes 3 ms.
+const FORKS: &str = r#"
+[[task]]
+name = "parent"
+ops = [ { loop = 4, do = [ { fork = "worker" }, { sleep = "2ms" } ] } ]
+
+[[task]]
+name = "worker"
+count = 4
+forked = true
+ops = [ { compute = "3ms" } ]
+"#;
+
+#[test]
+fn fork_creates_each_worker_when_its_parent_forks_it() {
+    let w = build(FORKS).unwrap();
+    assert_eq!(w.tasks.len(), 5);
+    assert!(w.tasks[1..].iter().all(|t| t.start == crate::workload::StartKind::Spawned));
+    // Forks at 0, 2, 4 and 6 ms, 3 ms of work each, CPUs to spare: the last
+    // worker ends at about 9 ms (not 3 ms, as if all had started at once).
+    let t = end(&w);
+    assert!((8_900_000..9_600_000).contains(&t), "{t} ns");
+}
+
+#[test]
+fn forks_must_match_their_tasks() {
+    let bad = |from: &str, to: &str, key: &str| {
+        let e = build(&FORKS.replace(from, to)).unwrap_err().to_string();
+        assert!(e.contains(key), "{e}");
+    };
+    // Three forks of four workers; a fork in an endless loop; a task not
+    // marked forked; a forked task nobody forks; a forking task with two
+    // instances.
+    bad("loop = 4", "loop = 3", "task[0].ops[0].do[0].fork");
+    let endless = format!("duration = \"20ms\"\n{}", FORKS.replace("name = \"parent\"", "name = \"parent\"\nloop = 0"));
+    let e = build(&endless).unwrap_err().to_string();
+    assert!(e.contains("task[0].ops[0].do[0].fork") && e.contains("endless"), "{e}");
+    bad("forked = true", "forked = false", "task[0].ops[0].do[0].fork");
+    bad("{ fork = \"worker\" }, ", "", "task[1].forked");
+    bad("name = \"parent\"", "name = \"parent\"\ncount = 2", "task[0].ops[0].do[0].fork");
+}
