@@ -25,9 +25,10 @@ pub const RESIDENCY_THRESHOLD_NS: Ns = 15 * NSEC_PER_USEC;
 ///
 /// schedlab's default is `avg_idle`, not the kernel's `menu`, until menu is
 /// checked against a real kernel: under menu the big.LITTLE presets slow
-/// down far more than their sleep states should allow (the 12 golden runs:
-/// pixel2 hackbench 0.025 -> 0.052 s, hikey960 0.024 -> 0.037 s; laptop
-/// hackbench +10%), because their cluster states are entered per CPU here
+/// down far more than their sleep states should allow (hackbench, 1 group
+/// of 8 fds, 300 loops: pixel2 0.025 -> 0.052 s, hikey960 0.023 -> 0.036 s;
+/// test `tests/idle_governor_default.rs`), because their cluster states are
+/// entered per CPU here
 /// (no coupling: the kernel enters a cluster state only when the whole
 /// cluster is idle) and futex wakeups leave menu no timer to go by, so the
 /// deep ms-exit states are chosen. Both need the real kernel as referee

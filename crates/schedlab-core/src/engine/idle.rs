@@ -17,7 +17,7 @@
 //! re-enters the idle loop and runs the governor again); the next wakeup
 //! that does is measured from the state's entry.
 
-use super::{Ev, Sim};
+use super::Sim;
 use crate::cpuidle::{cpuidle_reflect, cpuidle_select, Selection, SleepLength};
 use crate::ids::CpuId;
 use crate::trace::Event;
@@ -109,14 +109,11 @@ impl Sim {
     pub(super) fn exit_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let exit = self.cpuidle_exit_state(cpu, false);
-        let t = self.next_tick_time();
         let rq = &mut self.rqs[cpu.idx()];
         rq.ready_at = rq.ready_at.max(now) + exit;
         rq.tick_gen += 1;
         let was_busy = !std::mem::replace(&mut rq.tick_stopped, false);
-        let gen = rq.tick_gen;
-        let t = t.max(now);
-        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
+        self.arm_tick(cpu);
         self.nohz_idle.clear(cpu);
         if !was_busy {
             let llc = self.llc_of(cpu);
@@ -131,10 +128,7 @@ impl Sim {
     /// selects again.
     pub(super) fn sched_tick_idle(&mut self, cpu: CpuId) -> crate::Result<()> {
         self.cpuidle_exit_state(cpu, true);
-        let t = self.next_tick_time();
-        let gen = self.rqs[cpu.idx()].tick_gen;
-        let t = t.max(self.now);
-        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
+        self.arm_tick(cpu);
         if self.normal_class == crate::class::SchedClass::Fair {
             self.sched_balance_trigger(cpu)?;
         }

@@ -1,7 +1,7 @@
 //! The runqueues of the machine, one per CPU, and which of them changed.
 //!
-//! Every mutable access to a runqueue goes through `IndexMut` (or
-//! [`Rqs::for_each_mut`]), which notes the CPU as *changed*. The fair class
+//! Every mutable access to a runqueue goes through `IndexMut`, which notes
+//! the CPU as *changed*. The fair class
 //! keeps per-group sums of what `update_sg_lb_stats` reads
 //! (`fair::sg_sums`) and brings them up to date from this list before a
 //! balance pass, so a pass costs its groups instead of their CPUs. Noting a
@@ -31,17 +31,6 @@ impl Rqs {
     pub fn new(rqs: Vec<Rq>) -> Self {
         let n = rqs.len();
         Rqs { rqs, is_changed: vec![true; n], changed: (0..n as u32).collect(), spare: Vec::with_capacity(n) }
-    }
-
-    /// Mutable access to every runqueue (each is noted changed).
-    pub fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut Rq)) {
-        for (i, rq) in self.rqs.iter_mut().enumerate() {
-            f(i, rq);
-            if !self.is_changed[i] {
-                self.is_changed[i] = true;
-                self.changed.push(i as u32);
-            }
-        }
     }
 
     /// Whether runqueue `i` changed since the last take.
@@ -134,7 +123,5 @@ mod tests {
         r[2].nr_running += 1;
         r[0].need_resched = true;
         assert_eq!(drained(&mut r), vec![2, 0]);
-        r.for_each_mut(|_, rq| rq.need_resched = false);
-        assert_eq!(drained(&mut r), vec![0, 1, 2, 3]);
     }
 }

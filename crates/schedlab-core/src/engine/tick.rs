@@ -11,6 +11,14 @@ impl Sim {
         (self.now / self.tick_ns + 1) * self.tick_ns
     }
 
+    /// Queue `cpu`'s next tick at the next tick boundary under its current
+    /// `tick_gen`, in place of any pending one (the tick's queue key).
+    pub(super) fn arm_tick(&mut self, cpu: CpuId) {
+        let t = self.next_tick_time();
+        let gen = self.rqs[cpu.idx()].tick_gen;
+        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
+    }
+
     /// `sched_tick` on `cpu`.
     pub(super) fn sched_tick(&mut self, cpu: CpuId) -> crate::Result<()> {
         let Some(p) = self.rqs[cpu.idx()].curr else {
@@ -25,10 +33,7 @@ impl Sim {
         if self.class_task_tick(cpu, p, resched) {
             self.resched_curr(cpu, cpu);
         }
-        let t = self.next_tick_time();
-        let gen = self.rqs[cpu.idx()].tick_gen;
-        let t = t.max(self.now);
-        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
+        self.arm_tick(cpu);
         // sched_balance_trigger and the NOHZ kick belong to the fair class;
         // a peer replacing it has its own balancing.
         if self.normal_class != crate::class::SchedClass::Fair {

@@ -271,11 +271,10 @@ impl Sim {
                 }
             }
         };
-        if !env.cpus_pruned && group.within_sd {
+        if group.wholly_considered(env) {
             // Every CPU of the group, in span order: its list, not a mask
             // walk over the machine's words (16 at 1024 CPUs).
-            let at = group.cpus_at as usize;
-            for &i in &self.sg_cpus[at..at + group.nr_cpus as usize] {
+            for &i in group.cpus(&self.sg_cpus) {
                 consider(i);
             }
         } else {

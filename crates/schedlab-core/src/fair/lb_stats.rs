@@ -91,6 +91,21 @@ pub struct GroupRef {
     pub within_sd: bool,
 }
 
+impl GroupRef {
+    /// The group's CPUs, ascending (its run of `Sim::sg_cpus`).
+    #[inline]
+    pub fn cpus<'a>(&self, sg_cpus: &'a [CpuId]) -> &'a [CpuId] {
+        &sg_cpus[self.cpus_at as usize..(self.cpus_at + self.nr_cpus) as usize]
+    }
+
+    /// Whether a pass over `env` considers every CPU of the group, so that
+    /// its CPU list (not a walk of `span & env->cpus`) is what to visit.
+    #[inline]
+    pub fn wholly_considered(&self, env: &LbEnv) -> bool {
+        (!env.cpus_pruned && self.within_sd) || self.span.is_subset(&env.cpus)
+    }
+}
+
 /// `struct sd_lb_stats`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SdLbStats {
@@ -217,7 +232,7 @@ impl Sim {
         let sd = self.domains.sd(env.sd);
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
-        let all_considered = (!env.cpus_pruned && g.within_sd) || g.span.is_subset(&env.cpus);
+        let all_considered = g.wholly_considered(env);
         let mut sgs = match self.sg_lb_stats_summed(env, sd, g, local_group, all_considered) {
             Some((sgs, overloaded)) => {
                 *sg_overloaded |= balancing_at_rd && overloaded;
@@ -264,8 +279,7 @@ impl Sim {
         let mut sgs = SgLbStats::default();
         if all_considered {
             // Every CPU of the group: its precomputed list, in span order.
-            let at = g.cpus_at as usize;
-            for &i in &self.sg_cpus[at..at + g.nr_cpus as usize] {
+            for &i in g.cpus(&self.sg_cpus) {
                 self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
         } else {

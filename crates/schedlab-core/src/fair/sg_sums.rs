@@ -168,8 +168,7 @@ impl SgSums {
             for g in groups {
                 debug_assert_eq!(g.slot as usize, imbalance_pct.len());
                 imbalance_pct.push(pct[sd]);
-                let at = g.cpus_at as usize;
-                for c in &sg_cpus[at..at + g.nr_cpus as usize] {
+                for c in g.cpus(sg_cpus) {
                     per_cpu[c.idx()].push(g.slot);
                 }
             }
@@ -208,8 +207,7 @@ impl SgSums {
             for g in groups {
                 let pct = self.imbalance_pct[g.slot as usize];
                 let mut want = GroupSums::default();
-                let at = g.cpus_at as usize;
-                for c in &sg_cpus[at..at + g.nr_cpus as usize] {
+                for c in g.cpus(sg_cpus) {
                     let t = &self.terms[c.idx()];
                     want.apply(&TermsDelta::new(&CpuTerms::default(), t), &CpuTerms::default(), t, pct);
                 }

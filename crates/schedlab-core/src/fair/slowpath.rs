@@ -45,8 +45,7 @@ impl Sim {
         // of a group does not see the rest's load or idleness).
         let only_allowed = sched_feat!(self.features, wakeup_stats_allowed);
         let allowed = &self.tasks[p.idx()].allowed;
-        let at = g.cpus_at as usize;
-        for &i in &self.sg_cpus[at..at + g.nr_cpus as usize] {
+        for &i in g.cpus(&self.sg_cpus) {
             if only_allowed && !allowed.test(i) {
                 continue;
             }
@@ -66,7 +65,7 @@ impl Sim {
                 sgs.group_misfit_task_load = 0;
             }
         }
-        sgs.group_capacity = self.sg_cpus[at..at + g.nr_cpus as usize].iter().map(|&c| self.capacity_of(c)).sum();
+        sgs.group_capacity = g.cpus(&self.sg_cpus).iter().map(|&c| self.capacity_of(c)).sum();
         sgs.group_weight = g.nr_cpus;
         let imbalanced = self.nohz.sgc_imbalance(sd.depth as usize, g.first);
         sgs.group_type = group_classify(sd.imbalance_pct, imbalanced, &sgs);

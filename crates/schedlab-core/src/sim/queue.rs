@@ -155,7 +155,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Whether `key` has a pending event.
-    #[inline]
+    #[cfg(test)]
     pub fn key_queued(&self, key: u32) -> bool {
         self.pos[key as usize] != NOT_QUEUED
     }
