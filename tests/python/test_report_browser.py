@@ -89,27 +89,32 @@ def _full_page_png(driver: Any) -> bytes:
     return base64.b64decode(shot["data"])
 
 
+def _check_page(browser: Any, out: Path, figures: int, shot: Path) -> None:
+    """Load ``out/index.html``: every image loads and decodes, there are
+    ``figures`` of them, long content wraps (no sideways scroll in a 1280 px
+    window), the console shows no error; then save a full-page screenshot
+    (copied to $SCHEDLAB_TEST_ARTIFACTS when set)."""
+    browser.get((out / "index.html").as_uri())  # returns after the load event
+    page = browser.execute_script(IMAGES_JS)
+    assert page["broken"] == [], "images that did not load or decode"
+    assert page["images"] == page["figures"] == figures, page
+    assert page["overflow"] <= 0, page
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors
+    shot.write_bytes(_full_page_png(browser))
+    print(f"full-page screenshot: {shot}")
+    if artifacts := os.environ.get("SCHEDLAB_TEST_ARTIFACTS"):
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        print(f"full-page screenshot: {shutil.copy(shot, artifacts)}")
+
+
 def test_report_images_display_in_chromium(tmp_path: Path, browser: Any) -> None:
     out = _report(tmp_path)
     listed = re.findall(r"^- `([^`]+\.png)`:", (out / "report.md").read_text(), re.MULTILINE)
     assert listed, "report.md lists no figures"
     assert sorted(listed) == sorted(p.name for p in out.glob("*.png"))
 
-    browser.get((out / "index.html").as_uri())  # returns after the load event
-    page = browser.execute_script(IMAGES_JS)
-    assert page["broken"] == [], "images that did not load or decode"
-    assert page["images"] == page["figures"] == len(listed), page
-    # Long specs wrap: the page does not scroll sideways in a 1280 px window.
-    assert page["overflow"] <= 0, page
-    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert errors == [], errors
-
-    shot = tmp_path / "report-full-page.png"
-    shot.write_bytes(_full_page_png(browser))
-    print(f"full-page screenshot: {shot}")
-    if artifacts := os.environ.get("SCHEDLAB_TEST_ARTIFACTS"):
-        Path(artifacts).mkdir(parents=True, exist_ok=True)
-        print(f"full-page screenshot: {shutil.copy(shot, artifacts)}")
+    _check_page(browser, out, len(listed), tmp_path / "report-full-page.png")
 
 
 def test_reproduce_report_displays_in_chromium(tmp_path: Path, browser: Any) -> None:
@@ -127,16 +132,4 @@ def test_reproduce_report_displays_in_chromium(tmp_path: Path, browser: Any) -> 
     assert listed, "report.md lists no figures"
     assert sorted(set(listed)) == sorted(p.stem for p in out.glob("*.svg"))
 
-    browser.get((out / "index.html").as_uri())
-    page = browser.execute_script(IMAGES_JS)
-    assert page["broken"] == [], "images that did not load or decode"
-    assert page["images"] == page["figures"] == len(listed), page
-    assert page["overflow"] <= 0, page
-    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert errors == [], errors
-
-    shot = tmp_path / "reproduce-report-full-page.png"
-    shot.write_bytes(_full_page_png(browser))
-    if artifacts := os.environ.get("SCHEDLAB_TEST_ARTIFACTS"):
-        Path(artifacts).mkdir(parents=True, exist_ok=True)
-        print(f"full-page screenshot: {shutil.copy(shot, artifacts)}")
+    _check_page(browser, out, len(listed), tmp_path / "reproduce-report-full-page.png")
