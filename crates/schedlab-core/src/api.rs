@@ -275,6 +275,7 @@ fn run_inner(spec: &RunSpec, file: Option<&crate::trace::TraceFile>) -> std::res
         )
         .into());
     }
+    crate::engine::uclamp::check_uclamp_supported(&workload, &policy, &spec.policy)?;
     let cfg = crate::engine::build::SimConfig {
         features: policy.features,
         class: policy.class,

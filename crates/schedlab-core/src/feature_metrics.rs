@@ -37,6 +37,8 @@ pub fn shown_by(f: Feat) -> &'static str {
         CACHE_HOT_BUDDY => "periodic_balance_pulls (with NEXT_BUDDY on)",
         NI_RANDOM => "newidle_balance_calls, newidle_balance_pulls",
         NI_RATE => "newidle_balance_calls",
+        UCLAMP_TASK => "migrations, place_* (RT tasks on asymmetric machines); clamped tasks' placement and frequency",
+        uclamp_inc_before_enqueue => "energy_j, freq residency (clamped tasks waking under schedutil)",
         avg_idle_put_prev => "avg_idle_error_us, newidle_balance_calls (fork or migration onto an idle CPU)",
         avg_idle_stamp_guard => "newidle_balance_calls (idle entered while a wakeup was pending)",
         lag_clamp_max_slice => "wakeup_latency_* (lag that hits the clamp: long sleepers among hogs)",

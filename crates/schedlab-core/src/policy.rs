@@ -90,6 +90,8 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     // lag kept.
     f.set(Feat::lag_clamp_max_slice, false);
     f.set(Feat::delayed_lag_floor, false);
+    // uclamp_rq_inc after the class's enqueue until 2025.
+    f.set(Feat::uclamp_inc_before_enqueue, false);
     (ClassKind::Fair, f, Confine::None)
 }
 
@@ -122,6 +124,9 @@ fn v5_9() -> (ClassKind, Features, Confine) {
     // Before v6.12 RT time was limited by root throttling, not the fair server.
     f.set(Feat::rt_bandwidth, true);
     f.set(Feat::fair_server, false);
+    // Clamps as v6.2+ applies them are not v5.9's (uclamp_task_util,
+    // uclamp_rq_util_with): refused; see UCLAMP_TASK.
+    f.set(Feat::UCLAMP_TASK, false);
     (c, f, k)
 }
 

@@ -120,6 +120,7 @@ pub fn script_tasks(n: usize, actions: &[Action], repeat: u64) -> Vec<TaskSpec> 
             rt_priority: 0,
             noise: false,
             wakee_flips: 0,
+            uclamp: Default::default(),
         })
         .collect()
 }

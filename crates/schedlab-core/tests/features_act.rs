@@ -49,6 +49,16 @@ const PIXEL2_RT: &[&str] =
 const PERIODIC_FREQ: &[&str] = &["[[task]]\nname = \"per\"\ncount = 2\n\
      ops = [ { loop = 50, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n"];
 
+/// RT tasks free to run anywhere on a big.LITTLE machine: their default
+/// uclamp_min of 1024 keeps them on the big CPUs (rt_task_fits_capacity).
+const PIXEL2_RT_FREE: &[&str] =
+    &["hackbench:groups=1,fds=8,loops=200,buf=8", "rt-periodic:count=3,period=10ms,runtime=1ms"];
+
+/// Periodic tasks with a uclamp_min under schedutil: when the clamp reaches
+/// the frequency request depends on where uclamp_rq_inc runs.
+const CLAMPED_FREQ: &[&str] = &["[[task]]\nname = \"per\"\ncount = 2\nuclamp_min = 700\n\
+     ops = [ { loop = 50, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n"];
+
 /// Wakeups within a cluster done by the waker itself (no TTWU_QUEUE): remote
 /// cpufreq updates.
 const REMOTE_FREQ: &[&str] = &["hackbench:groups=1,fds=8,loops=100,buf=8"];
@@ -107,6 +117,8 @@ fn scenario(f: Feat) -> Option<Scenario> {
         fair_server => s("laptop-4c8t", RT_HOG_SHARED, "eevdf"),
         soft_affinity => s("laptop-4c8t", &["hackbench:groups=4,fds=4,loops=400,buf=8,preferred=0-1"], "eevdf"),
         capacity_spare_wake_current => s("pixel2", PIXEL2_RT, "v4.14"),
+        UCLAMP_TASK => s("pixel2", PIXEL2_RT_FREE, "eevdf"),
+        uclamp_inc_before_enqueue => s("hikey960@schedutil", CLAMPED_FREQ, "eevdf"),
         legacy_find_idlest_group | wake_cap => s("pixel2", PIXEL2_RT, "v4.14+capacity_spare_wake_current"),
         PLACE_REL_DEADLINE
         | PREEMPT_SHORT

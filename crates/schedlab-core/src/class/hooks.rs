@@ -112,6 +112,15 @@ impl Sim {
         }
     }
 
+    /// `p->se.sched_delayed`, as core.c reads it (`uclamp_rq_inc`): the
+    /// class keeps `p` queued although it sleeps. Called from `uclamp_rq_inc`.
+    pub(crate) fn class_task_delayed(&self, p: TaskId) -> bool {
+        match self.task_class(p) {
+            SchedClass::Fair => self.ses[p.idx()].sched_delayed,
+            SchedClass::Rt | SchedClass::Ext | SchedClass::Bmq => false,
+        }
+    }
+
     /// `ttwu_runnable`: `p` is still queued (a delayed fair entity) when its
     /// wakeup comes: the class requeues it in place. Called from
     /// `try_to_wake_up`.

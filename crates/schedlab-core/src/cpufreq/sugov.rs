@@ -55,6 +55,7 @@ pub fn with_sugov_kthreads(workload: Workload, machine: &Machine) -> (Workload, 
             rt_priority: SUGOV_RT_PRIORITY,
             noise: true,
             wakee_flips: 0,
+            uclamp: Default::default(),
         });
     }
     (w, Some(first))

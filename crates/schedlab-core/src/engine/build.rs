@@ -120,8 +120,11 @@ impl Sim {
                 has_run: false,
                 last_ran_ns: 0,
                 runnable_since: 0,
+                uclamp: super::uclamp::TaskUclamp::new(ts.uclamp.min, ts.uclamp.max, ts.policy.is_rt()),
             });
         }
+        // The `sched_uclamp_used` static key: switched on by the first clamp asked for.
+        let uclamp_used = workload.tasks.iter().any(|t| t.uclamp.is_set());
         let base_slice = base_slice_ns(nr);
         let ses = (0..tasks.len()).map(|i| SchedEntity::new(tasks[i].nice, base_slice)).collect();
         let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload);
@@ -165,6 +168,7 @@ impl Sim {
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
             timers: super::timers::TimerQueues::new(nr, tasks.len()),
+            uclamp_used,
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),

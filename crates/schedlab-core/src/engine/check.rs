@@ -18,8 +18,11 @@ impl Sim {
     ///   and departed tasks' share decays, so one extra 1024 of slack);
     /// - the balance statistics' group sums (`fair::sg_sums`) hold, for every
     ///   CPU not noted changed since they were brought up to date, what its
-    ///   runqueue gives now, and each group's sums are its CPUs' terms.
+    ///   runqueue gives now, and each group's sums are its CPUs' terms;
+    /// - with clamps in use, each runqueue's clamp buckets count exactly its
+    ///   queued tasks that count (`engine::uclamp`).
     pub fn check(&self) -> Result<(), String> {
+        self.check_uclamp()?;
         let nr = self.rqs.len();
         let mut queued = vec![0u32; nr];
         let mut in_flight = vec![0u32; nr];

@@ -78,7 +78,16 @@ impl Sim {
     /// counts it (`add_nr_running`, which also sets the root domain
     /// overloaded) and samples the idle period it ends.
     pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
+        // uclamp_rq_inc: before the class since 2025, so that the frequency
+        // request of its enqueue sees the task's clamps; after it before.
+        let uclamp_before = sched_feat!(self.features, uclamp_inc_before_enqueue);
+        if uclamp_before {
+            self.uclamp_rq_inc(cpu, p, flags.has(EnqueueFlags::DELAYED));
+        }
         self.class_enqueue_task(cpu, p, flags);
+        if !uclamp_before {
+            self.uclamp_rq_inc(cpu, p, flags.has(EnqueueFlags::DELAYED));
+        }
         self.tasks[p.idx()].on_rq = true;
         let rq = &mut self.rqs[cpu.idx()];
         rq.nr_running += 1;
@@ -94,6 +103,9 @@ impl Sim {
     /// `dequeue_task` (core.c): take `p` off its runqueue. Returns `false`
     /// when the class keeps it queued (DELAY_DEQUEUE).
     pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
+        // Before the class, which may keep the task queued as delayed: a
+        // delayed task leaves the clamps when it sleeps.
+        self.uclamp_rq_dec(cpu, p);
         let done = self.class_dequeue_task(cpu, p, flags);
         if done {
             self.tasks[p.idx()].on_rq = false;
@@ -213,7 +225,16 @@ impl Sim {
         // ttwu_runnable: still queued (a delayed entity) on its old CPU.
         if self.tasks[p.idx()].on_rq {
             let cpu = self.tasks[p.idx()].cpu;
+            // `enqueue_task(rq, p, ENQUEUE_DELAYED)`: the task rejoins its
+            // runqueue's clamps, before or after the class requeues it.
+            let before = sched_feat!(self.features, uclamp_inc_before_enqueue);
+            if before {
+                self.uclamp_rq_inc(cpu, p, true);
+            }
             self.class_ttwu_runnable(cpu, p);
+            if !before {
+                self.uclamp_rq_inc(cpu, p, true);
+            }
             self.emit(Event::Wakeup { task: p, cpu, new: false });
             self.wakeup_preempt(cpu, p, waker_cpu);
             return Ok(());

@@ -135,6 +135,7 @@ pub(super) fn with_ksoftirqd(
             rt_priority: 0,
             noise: true,
             wakee_flips: 0,
+            uclamp: Default::default(),
         });
     }
     Ok((w, irq, streams))

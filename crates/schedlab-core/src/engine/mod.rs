@@ -29,6 +29,7 @@ pub mod setsched;
 pub mod task;
 pub mod tick;
 pub mod timers;
+pub mod uclamp;
 
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -253,6 +254,8 @@ pub struct Sim {
     pub(crate) idle_devs: Vec<crate::cpuidle::CpuidleDevice>,
     /// Pending sleep timers per CPU (the governor's next timer event).
     pub(crate) timers: timers::TimerQueues,
+    /// `sched_uclamp_used`: some task asked for a clamp (`engine::uclamp`).
+    pub(crate) uclamp_used: bool,
 }
 
 impl Sim {

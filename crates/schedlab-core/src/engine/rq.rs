@@ -125,6 +125,8 @@ pub struct Rq {
     pub seg_speed: u64,
     /// A run segment is in progress (a `RunDone` for its end is queued).
     pub seg_active: bool,
+    /// `rq->uclamp[]` and `rq->uclamp_flags` (`engine::uclamp`).
+    pub uclamp: super::uclamp::RqUclamp,
 }
 
 impl Rq {
@@ -165,6 +167,7 @@ impl Rq {
             seg_start: 0,
             seg_speed: 1024,
             seg_active: false,
+            uclamp: super::uclamp::RqUclamp::default(),
         }
     }
 

@@ -49,6 +49,8 @@ impl Sim {
         (t.policy, t.rt_priority, t.nice) = (policy, rt_priority, nice);
         t.prio = crate::rt::class::task_prio(policy, rt_priority, nice);
         t.class = class;
+        // __setscheduler_uclamp: an unrequested minimum follows the policy.
+        t.uclamp.policy_changed(policy.is_rt());
         if class == SchedClass::Fair {
             self.set_load_weight_fair(p);
         }

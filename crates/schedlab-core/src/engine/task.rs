@@ -105,6 +105,8 @@ pub struct Task {
     pub last_ran_ns: Ns,
     /// When it became runnable-waiting (for wasted-idle bookkeeping), ns.
     pub runnable_since: Ns,
+    /// `p->uclamp_req[]` and `p->uclamp[]` (`engine::uclamp`).
+    pub uclamp: super::uclamp::TaskUclamp,
 }
 
 impl Task {

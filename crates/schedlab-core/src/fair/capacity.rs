@@ -171,11 +171,13 @@ impl Sim {
         r.saturating_sub(self.tasks[p.idx()].avg.runnable_avg)
     }
 
-    /// `task_fits_cpu(p, cpu)` without uclamp: the task's estimated
-    /// utilisation fits the CPU's capacity with a 20% margin.
+    /// `task_fits_cpu(p, cpu)`: the task's estimated utilisation fits the
+    /// CPU's capacity with a 20% margin, and its clamps are met
+    /// (`util_fits_cpu` > 0).
     #[inline]
     pub fn task_fits_cpu(&self, p: TaskId, cpu: CpuId) -> bool {
-        crate::fair::wakeup::fits_capacity(self.task_util_est(p), self.capacity_of(cpu))
+        let (min, max) = self.task_uclamp(p);
+        self.util_fits_cpu(self.task_util_est(p), min, max, cpu) > 0
     }
 
     /// `rq->misfit_task_load`, as `update_misfit_status` last set it.

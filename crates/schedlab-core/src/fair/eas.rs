@@ -16,8 +16,10 @@
 //! anything.
 
 use crate::cpumask::CpuMask;
+use crate::engine::uclamp::{UCLAMP_MAX, UCLAMP_MIN};
 use crate::engine::Sim;
 use crate::ids::{CpuId, TaskId};
+use crate::pelt::SCHED_CAPACITY_SCALE;
 use crate::sched_feat;
 use crate::topology::{Domains, Machine};
 use crate::trace::PlacePath;
@@ -198,9 +200,11 @@ impl Sim {
 
     /// `effective_cpu_util(cpu, util_cfs, &min, &max)`: the CPU's utilisation
     /// as frequency selection sees it, (util, min, max). RT time adds to the
-    /// fair utilisation, IRQ time scales it (`irq + (max - irq) / max * U`).
-    // DEVIATION(kernel): no DL class and no uclamp; RT pressure is an average
-    // without runnable RT tasks, so the "RT runnable -> max OPP" floor never applies.
+    /// fair utilisation, IRQ time scales it (`irq + (max - irq) / max * U`);
+    /// the runqueue's clamps bound the request: `min` at least its
+    /// `uclamp_min`, `max` at most its `uclamp_max`.
+    // DEVIATION(kernel): no DL class; the "RT runnable and no uclamp -> max
+    // OPP" floor is not applied (RT pressure enters as its average).
     pub fn effective_cpu_util(&self, cpu: CpuId, util_cfs: u64) -> (u64, u64, u64) {
         let scale = self.machine.capacity_orig(cpu) as u64;
         let rq = &self.rqs[cpu.idx()];
@@ -208,13 +212,14 @@ impl Sim {
         if irq >= scale {
             return (scale, scale, scale);
         }
-        let min = irq;
+        let min = irq.max(self.uclamp_rq_get(cpu, UCLAMP_MIN));
+        let max = scale.min(self.uclamp_rq_get(cpu, UCLAMP_MAX));
         let util = util_cfs + rq.rt_avg.util_avg;
         if util >= scale {
-            return (scale, min, scale);
+            return (scale, min, max);
         }
         let util = util * (scale - irq) / scale + irq;
-        (util.min(scale), min, scale)
+        (util.min(scale), min, max)
     }
 
     /// `eenv_task_busy_time`: the task's util_est scaled by prev's IRQ pressure.
@@ -237,7 +242,15 @@ impl Sim {
     /// `dst` (`None`: `p` runs nowhere): one step of `eenv_pd_max_util`.
     pub fn eas_cpu_perf(&self, cpu: CpuId, p: TaskId, dst: Option<CpuId>) -> u64 {
         let util = self.cpu_util_boost(cpu, Some(p), dst, true);
-        let (eff, min, max) = self.effective_cpu_util(cpu, util);
+        let (eff, mut min, mut max) = self.effective_cpu_util(cpu, util);
+        // The task's clamps join the CPU it would run on; with no task
+        // counted there (its uclamp_max held from the last one) its own
+        // uclamp_max stands.
+        if dst == Some(cpu) && self.uclamp_is_used() {
+            let (p_min, p_max) = self.task_uclamp(p);
+            min = min.max(p_min);
+            max = if self.uclamp_rq_is_idle(cpu) { p_max } else { max.max(p_max) };
+        }
         sugov_effective_cpu_perf(eff, min, max)
     }
 
@@ -298,8 +311,10 @@ impl Sim {
         }
         let sd_span = self.domains.sd(sd_id).span;
         let target = prev;
+        let used = self.uclamp_is_used();
+        let (p_util_min, p_util_max) = if used { self.task_uclamp(p) } else { (0, SCHED_CAPACITY_SCALE) };
         // DEVIATION(kernel): no sync_entity_load_avg (see the slow path).
-        if self.task_util_est(p) == 0 {
+        if self.task_util_est(p) == 0 && p_util_min == 0 {
             return Some(target);
         }
         let allowed = self.tasks[p.idx()].allowed;
@@ -322,8 +337,14 @@ impl Sim {
                 *scanned += 1;
                 let util = self.cpu_util(cpu, Some(p), Some(cpu));
                 let cpu_cap = self.capacity_of(cpu);
-                // util_fits_cpu without uclamp: 1 or 0.
-                let fits = fits_capacity(util, cpu_cap) as i32;
+                // The runqueue's clamps, max-aggregated with the task's (not
+                // applied to util: util_fits_cpu weighs them separately).
+                let (mut util_min, mut util_max) = (p_util_min, p_util_max);
+                if used && !self.uclamp_rq_is_idle(cpu) {
+                    util_min = util_min.max(self.uclamp_rq_get(cpu, UCLAMP_MIN));
+                    util_max = util_max.max(self.uclamp_rq_get(cpu, UCLAMP_MAX));
+                }
+                let fits = self.util_fits_cpu(util, util_min, util_max, cpu);
                 if fits == 0 {
                     continue;
                 }

@@ -28,6 +28,7 @@
 //! a domain when its periodic balance is due (`eas_balance_skip`, the role
 //! `update_sd_lb_stats` plays in the kernel).
 
+use crate::engine::uclamp::{UCLAMP_MAX, UCLAMP_MIN};
 use crate::engine::Sim;
 use crate::ids::CpuId;
 use crate::sched_feat;
@@ -44,7 +45,11 @@ impl Sim {
     /// `cpu_overutilized(cpu)`: its fair utilisation does not fit its
     /// capacity (false when EAS is not enabled).
     pub fn cpu_overutilized(&self, cpu: CpuId) -> bool {
-        self.sched_energy_enabled() && !self.util_fits_cpu(self.cpu_util_cfs(cpu), cpu)
+        if !self.sched_energy_enabled() {
+            return false;
+        }
+        let (min, max) = (self.uclamp_rq_get(cpu, UCLAMP_MIN), self.uclamp_rq_get(cpu, UCLAMP_MAX));
+        self.util_fits_cpu(self.cpu_util_cfs(cpu), min, max, cpu) == 0
     }
 
     /// `is_rd_overutilized(rd)`: true when EAS is not enabled.

@@ -6,8 +6,10 @@
 
 use crate::cpumask::CpuMask;
 use crate::engine::core::{WF_FORK, WF_SYNC, WF_TTWU};
+use crate::engine::uclamp::{UCLAMP_MAX, UCLAMP_MIN};
 use crate::engine::Sim;
 use crate::ids::{CpuId, TaskId};
+use crate::pelt::SCHED_CAPACITY_SCALE;
 use crate::sched_feat;
 use crate::topology::domains::{SD_BALANCE_EXEC, SD_BALANCE_FORK, SD_WAKE_AFFINE};
 use crate::trace::PlacePath;
@@ -211,20 +213,55 @@ impl Sim {
         this_cpu
     }
 
-    /// `util_fits_cpu` without uclamp: the utilisation fits the CPU's current capacity.
-    pub fn util_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
-        fits_capacity(util, self.capacity_of(cpu))
+    /// `util_fits_cpu(util, uclamp_min, uclamp_max, cpu)`: 1 when `util`
+    /// fits the CPU's current capacity with the 20% margin, or a
+    /// `uclamp_max` below its original capacity caps it there; -1 when it
+    /// fits but a `uclamp_min` above both `util` and the CPU's actual
+    /// capacity asks for more (a better CPU is wanted, this one will do);
+    /// else 0. Without clamps in use (`uclamp_is_used`), 1 or 0 on `util` alone.
+    pub fn util_fits_cpu(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: CpuId) -> i32 {
+        let fits = fits_capacity(util, self.capacity_of(cpu));
+        if !self.uclamp_is_used() {
+            return fits as i32;
+        }
+        // Clamps compare with the original capacity: pressure from RT and
+        // IRQ only bears on the real utilisation. A uclamp_max of 1024 on a
+        // 1024 CPU is no cap (the task may still be misfit there).
+        let capacity_orig = self.machine.capacity_orig(cpu) as u64;
+        let no_cap = capacity_orig == SCHED_CAPACITY_SCALE && uclamp_max == SCHED_CAPACITY_SCALE;
+        let uclamp_max_fits = !no_cap && uclamp_max <= capacity_orig;
+        let fits = fits || uclamp_max_fits;
+        let uclamp_min = uclamp_min.min(uclamp_max);
+        if fits && util < uclamp_min && uclamp_min > self.get_actual_cpu_capacity(cpu) {
+            return -1;
+        }
+        fits as i32
     }
 
-    /// `asym_fits_cpu`: on asymmetric-capacity machines the task must fit.
+    /// `get_actual_cpu_capacity(cpu)`: the original capacity less thermal
+    /// and cpufreq-cap pressure, neither of which is modelled.
+    #[inline]
+    pub fn get_actual_cpu_capacity(&self, cpu: CpuId) -> u64 {
+        self.machine.capacity_orig(cpu) as u64
+    }
+
+    /// `(uclamp_eff_value(p, UCLAMP_MIN), uclamp_eff_value(p, UCLAMP_MAX))`,
+    /// as `select_idle_sibling` reads them once per wakeup.
+    #[inline]
+    pub fn task_uclamp(&self, p: TaskId) -> (u64, u64) {
+        (self.uclamp_eff_value(p, UCLAMP_MIN), self.uclamp_eff_value(p, UCLAMP_MAX))
+    }
+
+    /// `asym_fits_cpu(util, util_min, util_max, cpu)`: on asymmetric-capacity
+    /// machines the task must fully fit (utilisation and clamps).
     /// Under `wake_cap` (v4.9 .. v5.6) the idle search was capacity-blind:
     /// a wakee that did not fit had already been sent down the slow path.
-    pub fn asym_fits_cpu(&self, util: u64, cpu: CpuId) -> bool {
+    pub fn asym_fits_cpu(&self, util: u64, util_min: u64, util_max: u64, cpu: CpuId) -> bool {
         if sched_feat!(self.features, wake_cap) {
             return true;
         }
         if self.domains.asym_cpucap_active {
-            return self.util_fits_cpu(util, cpu);
+            return self.util_fits_cpu(util, util_min, util_max, cpu) > 0;
         }
         true
     }
@@ -252,13 +289,17 @@ impl Sim {
         sync: bool,
     ) -> CpuId {
         let task_util = self.task_util_est(p);
+        let (umin, umax) = self.task_uclamp(p);
         let cluster_active = self.machine.has_clusters;
         // prefer_prev_idle_core changes the order and the idleness tests of
         // the three checks below (fair/wakeup_seeds.rs).
         if let Some(c) = self.sis_recent_idle_core_first(p, prev, target, ctx) {
             return c;
         }
-        if self.sis_target_ok(target, sync) && self.asym_fits_cpu(task_util, target) && self.cas_full_capacity(target) {
+        if self.sis_target_ok(target, sync)
+            && self.asym_fits_cpu(task_util, umin, umax, target)
+            && self.cas_full_capacity(target)
+        {
             ctx.path = PlacePath::Target;
             return target;
         }
@@ -266,7 +307,7 @@ impl Sim {
         if prev != target
             && self.machine.cpus_share_cache(prev, target)
             && self.sis_prev_ok(prev)
-            && self.asym_fits_cpu(task_util, prev)
+            && self.asym_fits_cpu(task_util, umin, umax, prev)
             && self.cas_full_capacity(prev)
         {
             if !cluster_active || self.cpus_share_resources(prev, target) {
@@ -281,7 +322,7 @@ impl Sim {
             if self.tasks[cur.idx()].kthread
                 && prev == this
                 && self.rqs[this.idx()].nr_running <= 1
-                && self.asym_fits_cpu(task_util, prev)
+                && self.asym_fits_cpu(task_util, umin, umax, prev)
             {
                 ctx.path = PlacePath::KthreadStack;
                 return prev;
@@ -295,7 +336,7 @@ impl Sim {
             && self.machine.cpus_share_cache(recent, target)
             && self.idle_or_sched_idle(recent)
             && self.tasks[p.idx()].allowed.test(recent)
-            && self.asym_fits_cpu(task_util, recent)
+            && self.asym_fits_cpu(task_util, umin, umax, recent)
             && self.cas_full_capacity(recent)
         {
             if !cluster_active || self.cpus_share_resources(recent, target) {
@@ -515,18 +556,25 @@ impl Sim {
     pub fn select_idle_capacity(&self, p: TaskId, span: &CpuMask, target: CpuId, ctx: &mut WakeCtx) -> Option<CpuId> {
         let cpus = span.and(&self.tasks[p.idx()].allowed);
         let task_util = self.task_util_est(p);
+        let (util_min, util_max) = self.task_uclamp(p);
+        // (CPU, capacity, fits): -1 (only uclamp_min unmet) beats 0.
         let mut best: Option<(CpuId, u64)> = None;
+        let mut best_fits = 0;
         for cpu in cpus.iter_wrap(target) {
             ctx.scanned += 1;
             if !self.idle_or_sched_idle(cpu) {
                 continue;
             }
-            let cap = self.capacity_of(cpu);
-            if self.util_fits_cpu(task_util, cpu) {
+            let mut cap = self.capacity_of(cpu);
+            let fits = self.util_fits_cpu(task_util, util_min, util_max, cpu);
+            if fits > 0 {
                 return Some(cpu);
+            } else if fits < 0 {
+                cap = self.get_actual_cpu_capacity(cpu);
             }
-            if best.is_none_or(|(_, c)| cap > c) {
+            if fits < best_fits || (fits == best_fits && best.is_none_or(|(_, c)| cap > c)) {
                 best = Some((cpu, cap));
+                best_fits = fits;
             }
         }
         best.map(|(c, _)| c)

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::cpumask::CpuMask;
 use crate::engine::task::Task;
+use crate::engine::uclamp::{UCLAMP_MAX, UCLAMP_MIN};
 use crate::engine::{Ev, Sim};
 use crate::fair::eevdf::{DequeueFlags, EnqueueFlags};
 use crate::ids::{CpuId, Ns, TaskId};
@@ -114,11 +115,18 @@ impl Sim {
         }
     }
 
-    /// `rt_task_fits_capacity` on asymmetric machines: an RT task's
-    /// `uclamp_min` defaults to 1024 (`sysctl_sched_uclamp_util_min_rt_default`),
-    /// so only CPUs of full original capacity fit.
-    fn rt_fits(&self, cpu: CpuId) -> bool {
-        self.domains.sd_asym_cpucapacity[cpu.idx()].is_none() || self.machine.capacity_orig(cpu) >= 1024
+    /// `rt_task_fits_capacity(p, cpu)` on asymmetric machines: the CPU's
+    /// original capacity reaches the task's clamps (`min(uclamp_min,
+    /// uclamp_max)`). An RT task's `uclamp_min` defaults to 1024
+    /// (`sysctl_sched_uclamp_util_min_rt_default`), so unless it asked for
+    /// less only CPUs of full capacity fit. Without UCLAMP_TASK the clamps
+    /// read as 0..1024 (`uclamp_eff_value` is `uclamp_none`): every CPU fits.
+    fn rt_fits(&self, p: TaskId, cpu: CpuId) -> bool {
+        if self.domains.sd_asym_cpucapacity[cpu.idx()].is_none() || !sched_feat!(self.features, UCLAMP_TASK) {
+            return true;
+        }
+        let (min, max) = (self.uclamp_eff_value(p, UCLAMP_MIN), self.uclamp_eff_value(p, UCLAMP_MAX));
+        self.machine.capacity_orig(cpu) as u64 >= min.min(max)
     }
 
     /// Record what `cpu` now runs, for the RT decisions (`rq->curr->prio`).
@@ -157,7 +165,7 @@ impl Sim {
         let prio = self.tasks[p.idx()].prio;
         let mut cursor = self.rt.cursor[this_cpu.idx()];
         let asym = self.domains.asym_cpucap_active;
-        let fits = |_: TaskId, c: CpuId| self.rt_fits(c);
+        let fits = |t: TaskId, c: CpuId| self.rt_fits(t, c);
         let mut env = self.rt_env();
         if asym {
             env.fits = Some(&fits);

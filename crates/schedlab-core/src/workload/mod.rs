@@ -199,6 +199,26 @@ pub struct TaskSpec {
     /// count decides `wake_wide()` for its wakeups; see the `parent_wakee_flips`
     /// key. 0 for tasks not forked by a workload's parent.
     pub wakee_flips: u32,
+    /// `sched_setattr`'s utilisation clamps, when asked for (`uclamp_min=`,
+    /// `uclamp_max=`, rt-app's `util_min`/`util_max`).
+    pub uclamp: UclampReq,
+}
+
+/// A task's requested utilisation clamps (`sched_attr.sched_util_min/max`),
+/// 0..=1024; `None` = not asked for (the default applies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UclampReq {
+    /// `sched_util_min`.
+    pub min: Option<u32>,
+    /// `sched_util_max`.
+    pub max: Option<u32>,
+}
+
+impl UclampReq {
+    /// Whether any clamp was asked for.
+    pub fn is_set(&self) -> bool {
+        self.min.is_some() || self.max.is_some()
+    }
 }
 
 /// A task's scheduling policy, as `sched_setscheduler` names them.
@@ -261,6 +281,7 @@ pub(crate) fn forked_task(name: &str, program: Program, footprint_kib: u32) -> T
         rt_priority: 0,
         noise: false,
         wakee_flips: 0,
+        uclamp: Default::default(),
     }
 }
 

@@ -189,6 +189,7 @@ fn kworker(cpu: CpuId, period_ns: Ns, runtime_ns: Ns) -> TaskSpec {
         rt_priority: 0,
         noise: true,
         wakee_flips: 0,
+        uclamp: Default::default(),
     }
 }
 

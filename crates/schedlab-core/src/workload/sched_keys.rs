@@ -9,12 +9,15 @@
 //!   priority for a fair policy with EINVAL).
 //! * `nice=-20..19`: fair policies only (an RT task's nice does not change
 //!   its scheduling, so giving one is taken as a mistake).
+//! * `uclamp_min=0..1024`, `uclamp_max=0..1024`: `sched_setattr`'s
+//!   utilisation clamps (SCHED_FLAG_UTIL_CLAMP), any policy; the kernel
+//!   rejects a minimum above the maximum (EINVAL), and so do these keys.
 //!
 //! Each family has a [`PolicyDefault`]: fair families default to `other`;
 //! `rt-periodic` defaults to `fifo` at priority 50; `irq` makes no tasks and
 //! rejects the keys.
 
-use super::{SchedPolicy, Workload};
+use super::{SchedPolicy, UclampReq, Workload};
 use crate::error::{Result, SchedlabError};
 
 /// What a family's tasks run as when no policy key is given.
@@ -32,7 +35,7 @@ pub(crate) enum PolicyDefault {
 }
 
 /// The keys, for `schedlab workload list` (name, unit, doc).
-pub(crate) const SCHED_KEY_DOCS: [(&str, &str, &str); 3] = [
+pub(crate) const SCHED_KEY_DOCS: [(&str, &str, &str); 5] = [
     (
         "policy",
         "other|batch|idle|fifo|rr",
@@ -46,6 +49,18 @@ pub(crate) const SCHED_KEY_DOCS: [(&str, &str, &str); 3] = [
          with policy=fifo|rr.",
     ),
     ("nice", "-20..19", "nice value of every task; fair policies (other, batch, idle) only."),
+    (
+        "uclamp_min",
+        "0..1024",
+        "utilisation clamp minimum of every task (sched_setattr sched_util_min): the task is placed and its \
+         CPU's frequency chosen as if it used at least this much. Default none (0; 1024 for RT tasks).",
+    ),
+    (
+        "uclamp_max",
+        "0..1024",
+        "utilisation clamp maximum of every task (sched_setattr sched_util_max): its CPU's frequency is \
+         chosen as if it used at most this much, and a CPU of at least this capacity fits it. Default none (1024).",
+    ),
 ];
 
 /// The policy keys of one spec, resolved against the family's default.
@@ -57,6 +72,8 @@ pub(crate) struct SchedKeys {
     pub rt_priority: u32,
     /// Nice value, when given.
     pub nice: Option<i32>,
+    /// Utilisation clamps, when given.
+    pub uclamp: UclampReq,
     /// Whether anything must appear in the normalised name.
     named: bool,
 }
@@ -92,7 +109,7 @@ pub(crate) fn take_sched_keys(
     family: &str,
     default: PolicyDefault,
 ) -> Result<(SchedKeys, Vec<(String, String)>)> {
-    let mut given: [Option<String>; 3] = [None, None, None];
+    let mut given: [Option<String>; 5] = Default::default();
     let mut rest = Vec::with_capacity(pairs.len());
     for (k, v) in pairs {
         match SCHED_KEY_DOCS.iter().position(|d| d.0 == k) {
@@ -103,13 +120,35 @@ pub(crate) fn take_sched_keys(
             None => rest.push((k, v)),
         }
     }
-    let [policy_t, prio_t, nice_t] = given;
     if default == PolicyDefault::NoTasks {
-        if let Some((i, _)) = [&policy_t, &prio_t, &nice_t].iter().enumerate().find(|(_, v)| v.is_some()) {
+        if let Some((i, _)) = given.iter().enumerate().find(|(_, v)| v.is_some()) {
             let key = SCHED_KEY_DOCS[i].0;
             return Err(err(origin, key, format!("expected no {key} key: {family} makes no tasks")));
         }
-        return Ok((SchedKeys { policy: SchedPolicy::Normal, rt_priority: 0, nice: None, named: false }, rest));
+        let none = SchedKeys {
+            policy: SchedPolicy::Normal,
+            rt_priority: 0,
+            nice: None,
+            uclamp: UclampReq::default(),
+            named: false,
+        };
+        return Ok((none, rest));
+    }
+    let [policy_t, prio_t, nice_t, umin_t, umax_t] = given;
+    let clamp = |key: &str, t: &Option<String>| -> Result<Option<u32>> {
+        match t {
+            None => Ok(None),
+            Some(t) => match t.trim().parse::<u32>() {
+                Ok(n) if n <= 1024 => Ok(Some(n)),
+                _ => Err(err(origin, key, format!("expected a whole number from 0 to 1024, got '{t}'"))),
+            },
+        }
+    };
+    let uclamp = UclampReq { min: clamp("uclamp_min", &umin_t)?, max: clamp("uclamp_max", &umax_t)? };
+    if let (Some(lo), Some(hi)) = (uclamp.min, uclamp.max) {
+        if lo > hi {
+            return Err(err(origin, "uclamp_min", format!("expected at most uclamp_max ({hi}), got {lo}")));
+        }
     }
     let policy = match &policy_t {
         None => match default {
@@ -169,7 +208,7 @@ pub(crate) fn take_sched_keys(
         },
     };
     let named = policy_t.is_some() || nice_t.is_some() || matches!(default, PolicyDefault::Rt { .. });
-    Ok((SchedKeys { policy, rt_priority, nice, named }, rest))
+    Ok((SchedKeys { policy, rt_priority, nice, uclamp, named }, rest))
 }
 
 impl SchedKeys {
@@ -183,6 +222,9 @@ impl SchedKeys {
             if let Some(n) = self.nice {
                 t.nice = n;
             }
+            if self.uclamp.is_set() {
+                t.uclamp = self.uclamp;
+            }
         }
         if self.named {
             w.name.push_str(&format!(",policy={}", policy_word(self.policy)));
@@ -192,6 +234,12 @@ impl SchedKeys {
             if let Some(n) = self.nice {
                 w.name.push_str(&format!(",nice={n}"));
             }
+        }
+        if let Some(v) = self.uclamp.min {
+            w.name.push_str(&format!(",uclamp_min={v}"));
+        }
+        if let Some(v) = self.uclamp.max {
+            w.name.push_str(&format!(",uclamp_max={v}"));
         }
     }
 }
@@ -250,6 +298,22 @@ mod tests {
             let (k, exp) = key_of(take(&spec, d).unwrap_err());
             assert_eq!(k, key, "{spec:?}");
             assert!(exp.starts_with("expected") && exp.contains(want), "{spec:?}: {exp}");
+        }
+    }
+
+    #[test]
+    fn clamp_keys_any_policy_min_at_most_max() {
+        let k = take(&[("uclamp_min", "256"), ("uclamp_max", "1024")], PolicyDefault::Fair).unwrap();
+        assert_eq!((k.uclamp.min, k.uclamp.max), (Some(256), Some(1024)));
+        let k = take(&[("uclamp_min", "0")], PolicyDefault::Rt { priority: 50 }).unwrap();
+        assert_eq!(k.uclamp.min, Some(0));
+        for (spec, key) in [
+            (vec![("uclamp_min", "1025")], "workload.uclamp_min"),
+            (vec![("uclamp_max", "-1")], "workload.uclamp_max"),
+            (vec![("uclamp_min", "9"), ("uclamp_max", "8")], "workload.uclamp_min"),
+        ] {
+            let (k, exp) = key_of(take(&spec, PolicyDefault::Fair).unwrap_err());
+            assert_eq!(k, key, "{spec:?}: {exp}");
         }
     }
 

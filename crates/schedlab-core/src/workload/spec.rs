@@ -204,8 +204,10 @@ fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
     }
     let defaults = match f.policy {
         PolicyDefault::NoTasks => return v,
-        PolicyDefault::Fair => ["other".to_string(), "none".into(), "0".into()],
-        PolicyDefault::Rt { priority } => ["fifo".to_string(), priority.to_string(), "none".into()],
+        PolicyDefault::Fair => ["other".to_string(), "none".into(), "0".into(), "none".into(), "none".into()],
+        PolicyDefault::Rt { priority } => {
+            ["fifo".to_string(), priority.to_string(), "none".into(), "none".into(), "none".into()]
+        }
     };
     for ((name, unit, doc), default) in SCHED_KEY_DOCS.iter().zip(defaults) {
         // An RT family takes only the RT policies.

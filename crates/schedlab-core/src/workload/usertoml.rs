@@ -188,6 +188,7 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
     let mut allowed = None;
     let mut start_ns = 0;
     let mut footprint = 64u32;
+    let mut uclamp = super::UclampReq::default();
     let mut ops = None;
     for (k, v) in t {
         let path = format!("{at}.{k}");
@@ -205,6 +206,8 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
             "nice" => nice = int(-20, 19)? as i32,
             "priority" => priority = Some(int(1, 99)? as u32),
             "footprint" => footprint = int(0, 1 << 30)? as u32,
+            "uclamp_min" => uclamp.min = Some(int(0, 1024)? as u32),
+            "uclamp_max" => uclamp.max = Some(int(0, 1024)? as u32),
             "policy" => policy = policy_of(origin, &path, v)?,
             "cpus" => {
                 allowed = Some(cpu_list(origin, &path, v, machine.nr_cpus())?);
@@ -218,13 +221,19 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
                 return Err(err(
                     origin,
                     &path,
-                    "one of name, count, loop, ops, cpus, nice, policy, priority, start, footprint, forked",
+                    "one of name, count, loop, ops, cpus, nice, policy, priority, uclamp_min, uclamp_max, start, \
+                     footprint, forked",
                 ))
             }
         }
     }
     if policy.is_rt() != priority.is_some() {
         return Err(err(origin, &format!("{at}.priority"), "a priority 1..99 with policy fifo or rr, and only then"));
+    }
+    if let (Some(lo), Some(hi)) = (uclamp.min, uclamp.max) {
+        if lo > hi {
+            return Err(err(origin, &format!("{at}.uclamp_min"), format!("at most uclamp_max ({hi})")));
+        }
     }
     let Some(Value::Array(list)) = ops else { return Err(err(origin, &format!("{at}.ops"), "an array of ops")) };
     if repeat == 0 && w.duration_ns.is_none() {
@@ -259,6 +268,7 @@ fn task(origin: &str, i: usize, t: &Table, n: &mut Names, machine: &Machine, w: 
         spec.policy = policy;
         spec.rt_priority = priority.unwrap_or(0);
         spec.allowed = allowed;
+        spec.uclamp = uclamp;
         spec.start_ns = start_ns;
         if n.forked[i] {
             spec.start = super::StartKind::Spawned;

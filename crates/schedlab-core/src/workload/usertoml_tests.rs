@@ -165,3 +165,16 @@ fn forks_must_match_their_tasks() {
     bad("{ fork = \"worker\" }, ", "", "task[1].forked");
     bad("name = \"parent\"", "name = \"parent\"\ncount = 2", "task[0].ops[0].do[0].fork");
 }
+
+#[test]
+fn uclamp_keys_set_every_instance_and_bad_ones_name_their_path() {
+    let prog = |keys: &str| format!("[[task]]\nname = \"t\"\ncount = 2\n{keys}\nops = [ {{ compute = \"1ms\" }} ]\n");
+    let w = build(&prog("uclamp_min = 128\nuclamp_max = 640")).unwrap();
+    assert!(w.tasks.iter().all(|t| t.uclamp.min == Some(128) && t.uclamp.max == Some(640)));
+    for (keys, path) in
+        [("uclamp_min = 2000", "task[0].uclamp_min"), ("uclamp_min = 700\nuclamp_max = 600", "task[0].uclamp_min")]
+    {
+        let e = build(&prog(keys)).unwrap_err().to_string();
+        assert!(e.contains(path), "{keys}: {e}");
+    }
+}

@@ -24,8 +24,9 @@
 //! | `fork` | create the named thread (pre-made, started from here by the fork path) |
 //!
 //! What would change scheduling but is not modelled is refused with the key
-//! and its path: a fork without bound, SCHED_DEADLINE, uclamp (`util_min`,
-//! `util_max`), task groups, memory binding, a phase priority without its
+//! and its path: a fork without bound, SCHED_DEADLINE, uclamp keys of a
+//! phase (a thread's `util_min`/`util_max` are its clamps from the start,
+//! `sched_setattr(SCHED_FLAG_UTIL_CLAMP)`), `hold_ns`, task groups, memory binding, a phase priority without its
 //! policy, priority-inheritance mutexes, timers shared between threads. A
 //! phase's `policy` (and `priority`) is set with `sched_setattr` at the
 //! start of each of its loops, as rt-app's `set_thread_param` does. rt-app's own
@@ -73,7 +74,7 @@ pub(crate) fn family_doc() -> super::FamilyDoc {
             calibration CPU), runtime (wall time), sleep, timer (relative|absolute), lock, unlock, wait, signal, \
             broad, sync, suspend, resume, barrier, mem, iorun, yield, fork (a countable number of times). Refused (not \
             modelled): unbounded forks, SCHED_DEADLINE, \
-            util_min/util_max, taskgroup, nodes_membind, a phase priority without its policy, timers shared \
+            util_min/util_max of a phase (a thread's are its clamps), hold_ns, taskgroup, nodes_membind, a phase priority without its policy, timers shared \
             between threads, pi_enabled. A phase's policy/priority is set at each of its loops (sched_setattr)."
             .into(),
         source: "rt-app doc/tutorial.txt and src/rt-app.c (run_event, thread_body)".into(),
@@ -202,6 +203,7 @@ fn thread_task(d: &ThreadDef, name: String, program: super::ops::Ops) -> super::
     t.rt_priority = d.rt_priority;
     t.nice = d.nice;
     t.allowed = d.allowed;
+    t.uclamp = d.uclamp;
     t
 }
 
@@ -223,6 +225,8 @@ struct ThreadDef {
     rt_priority: u32,
     nice: i32,
     allowed: Option<CpuMask>,
+    /// The thread's `util_min` / `util_max`.
+    uclamp: super::UclampReq,
 }
 
 /// Named resources and global settings gathered while compiling.
@@ -390,6 +394,7 @@ impl<'a> Builder<'a> {
         let mut policy = None;
         let mut priority = None;
         let mut allowed = None;
+        let mut uclamp = super::UclampReq::default();
         let mut phases: Vec<(String, &Vec<(String, JVal)>)> = Vec::new();
         let mut inline = Vec::new();
         for (k, v) in items {
@@ -401,6 +406,8 @@ impl<'a> Builder<'a> {
                 "policy" => policy = Some(self.string(&path, v).and_then(|s| self.policy(&path, s))?),
                 "priority" => priority = Some(self.int(&path, v)?),
                 "cpus" => allowed = Some(self.cpus(&path, v)?),
+                "util_min" => uclamp.min = Some(self.count(&path, v, 0, 1024)? as u32),
+                "util_max" => uclamp.max = Some(self.count(&path, v, 0, 1024)? as u32),
                 "phases" => {
                     let JVal::Obj(ps) = v else { return Err(self.e(&path, "an object of phases")) };
                     for (pn, pv) in ps {
@@ -423,6 +430,11 @@ impl<'a> Builder<'a> {
         }
         let policy = policy.or(self.default_policy).unwrap_or(SchedPolicy::Normal);
         let (rt_priority, nice) = self.priority(&format!("{at}.priority"), policy, priority)?;
+        if let (Some(lo), Some(hi)) = (uclamp.min, uclamp.max) {
+            if lo > hi {
+                return Err(self.e(&format!("{at}.util_min"), format!("at most util_max ({hi}), got {lo}")));
+            }
+        }
         let mut ops = OpsBuilder::new();
         let mut timers: Vec<(String, u16)> = Vec::new();
         ops.push(Op::Start { delay });
@@ -516,6 +528,7 @@ impl<'a> Builder<'a> {
             rt_priority,
             nice,
             allowed,
+            uclamp,
         })
     }
 
@@ -545,7 +558,10 @@ impl<'a> Builder<'a> {
     /// Keys rt-app knows that change scheduling in ways not modelled.
     fn refuse_unmodelled(&self, path: &str, k: &str) -> Result<()> {
         let why = match k {
-            "util_min" | "util_max" | "hold_ns" => "no uclamp keys: utilization clamping is not modelled yet",
+            "util_min" | "util_max" => {
+                "no util_min/util_max in a phase: clamps changed between phases are not modelled; give them on the thread"
+            }
+            "hold_ns" => "no hold_ns: not modelled",
             "taskgroup" => "no taskgroup: cgroup task groups are not modelled yet",
             "nodes_membind" => "no nodes_membind: memory placement is not modelled",
             "dl-runtime" | "dl-period" | "dl-deadline" => {

@@ -180,7 +180,12 @@ fn bad_files_fail_with_the_key_and_its_path() {
             r#"{"global": {"duration": 1}, "tasks": {"t": {"run": 10, "fork": "u"}, "u": {"instance": 0, "loop": 1, "run": 5}}}"#,
             "rtapp.tasks.t.fork",
         ),
-        (r#"{"tasks": {"t": {"loop": 1, "util_min": 100, "run": 1}}}"#, "rtapp.tasks.t.util_min"),
+        (
+            r#"{"tasks": {"t": {"loop": 1, "phases": {"p": {"util_min": 100, "run": 1}}}}}"#,
+            "rtapp.tasks.t.phases.p.util_min",
+        ),
+        (r#"{"tasks": {"t": {"loop": 1, "util_max": 1025, "run": 1}}}"#, "rtapp.tasks.t.util_max"),
+        (r#"{"tasks": {"t": {"loop": 1, "util_min": 600, "util_max": 500, "run": 1}}}"#, "rtapp.tasks.t.util_min"),
         (r#"{"tasks": {"t": {"loop": 1, "policy": "SCHED_DEADLINE", "run": 1}}}"#, "rtapp.tasks.t.policy"),
         (r#"{"tasks": {"t": {"run": 10}}}"#, "rtapp.tasks.t.loop"),
         (r#"{"tasks": {"t": {"loop": 1, "cpus": [8], "run": 1}}}"#, "rtapp.tasks.t.cpus"),
@@ -332,4 +337,15 @@ fn fork_creates_the_template_thread_each_time_it_runs() {
         assert!((want..want + MS / 5).contains(e), "worker {k} exited at {e}, want ~{want}");
     }
     assert!((6 * MS..6 * MS + MS / 5).contains(&end), "ended at {end}");
+}
+
+#[test]
+fn a_threads_util_min_and_util_max_are_its_clamps() {
+    let w = build_on(
+        TWO_LLC,
+        r#"{"tasks": {"a": {"loop": 1, "util_min": 256, "util_max": 512, "run": 10}, "b": {"loop": 1, "run": 10}}}"#,
+    )
+    .unwrap();
+    let clamps: Vec<_> = w.tasks.iter().map(|t| (t.uclamp.min, t.uclamp.max)).collect();
+    assert_eq!(clamps, vec![(Some(256), Some(512)), (None, None)]);
 }
