@@ -127,3 +127,30 @@ fn unclamped_runs_do_not_depend_on_the_uclamp_order() {
     let b = run(&run_spec(preset_source("hikey960"), w, "eevdf+eas-uclamp_inc_before_enqueue", 1, true)).unwrap().trace;
     assert_eq!(a, b);
 }
+
+#[test]
+fn a_runnable_rt_task_takes_schedutil_to_the_top_without_clamps() {
+    // The same 1 ms every 10 ms on little CPU 0, as an RT task and as a
+    // fair one, beside a benchmark on a big CPU: with no clamps in use,
+    // effective_cpu_util's minimum is the CPU's capacity while an RT task is
+    // runnable (the kernel's "RT runs at max OPP"), so the RT version costs
+    // the little cluster more energy.
+    let go = |extra: WorkloadSource| {
+        let mut spec = run_spec(preset_source("hikey960"), "sieve:threads=1,work=500ms,cpus=4", "eevdf", 2, false);
+        spec.options.governor = Some("schedutil".into());
+        spec.extra_workloads = vec![extra];
+        run(&spec).unwrap()
+    };
+    let rt = go(WorkloadSource {
+        text: "rt-periodic:count=1,cpus=0,period=10ms,runtime=1ms".into(),
+        format: "spec".into(),
+        origin: "workload".into(),
+    });
+    let fair = go(WorkloadSource {
+        text: light("cpus = \"0\"").replace("count = 2", "count = 1").replace("loop = 60", "loop = 50"),
+        format: "toml".into(),
+        origin: "prog.toml".into(),
+    });
+    let (e_rt, e_fair) = (metric(&rt, "energy_j.fd0"), metric(&fair, "energy_j.fd0"));
+    assert!(e_rt > 1.2 * e_fair, "RT at max OPP: {e_rt} J vs fair {e_fair} J");
+}

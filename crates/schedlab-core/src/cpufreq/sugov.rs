@@ -88,6 +88,15 @@ impl Sim {
         (p.0 >= f.0 && ((p.0 - f.0) as usize) < self.cpufreq.policies.len()).then(|| p.0 - f.0)
     }
 
+    /// Whether `cpu`'s policy thread is queued on `cpu`.
+    pub(crate) fn sugov_queued_on(&self, cpu: CpuId) -> bool {
+        let fd = self.machine.cpus[cpu.idx()].freq_domain;
+        self.sugov_task(fd).is_some_and(|p| {
+            let t = &self.tasks[p.idx()];
+            t.on_rq && t.cpu == cpu
+        })
+    }
+
     /// The irq_work of `sugov_deferred_update` ran on `cpu`: wake policy
     /// `fd`'s thread (or, without threads, switch after the latency).
     pub(crate) fn sugov_irq_work(&mut self, fd: u32, cpu: CpuId) -> crate::Result<()> {

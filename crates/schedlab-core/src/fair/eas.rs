@@ -202,9 +202,10 @@ impl Sim {
     /// as frequency selection sees it, (util, min, max). RT time adds to the
     /// fair utilisation, IRQ time scales it (`irq + (max - irq) / max * U`);
     /// the runqueue's clamps bound the request: `min` at least its
-    /// `uclamp_min`, `max` at most its `uclamp_max`.
-    // DEVIATION(kernel): no DL class; the "RT runnable and no uclamp -> max
-    // OPP" floor is not applied (RT pressure enters as its average).
+    /// `uclamp_min`, `max` at most its `uclamp_max`. With no clamps in use, a
+    /// runnable RT task asks for the highest performance (`min` = capacity),
+    /// as an RT task's default `uclamp_min` of 1024 does when they are.
+    // DEVIATION(kernel): no DL class (`cpu_bw_dl`, `cpu_util_dl` are 0).
     pub fn effective_cpu_util(&self, cpu: CpuId, util_cfs: u64) -> (u64, u64, u64) {
         let scale = self.machine.capacity_orig(cpu) as u64;
         let rq = &self.rqs[cpu.idx()];
@@ -212,7 +213,10 @@ impl Sim {
         if irq >= scale {
             return (scale, scale, scale);
         }
-        let min = irq.max(self.uclamp_rq_get(cpu, UCLAMP_MIN));
+        let mut min = irq.max(self.uclamp_rq_get(cpu, UCLAMP_MIN));
+        if !self.uclamp_is_used() && self.rt_rq_is_runnable(cpu) {
+            min = scale;
+        }
         let max = scale.min(self.uclamp_rq_get(cpu, UCLAMP_MAX));
         let util = util_cfs + rq.rt_avg.util_avg;
         if util >= scale {

@@ -129,6 +129,17 @@ impl Sim {
         self.machine.capacity_orig(cpu) as u64 >= min.min(max)
     }
 
+    /// `rt_rq_is_runnable(&rq->rt)`: RT tasks are queued on `cpu` and its
+    /// `rt_rq` is not throttled. A `sugov:N` thread does not count: it
+    /// stands for the kernel's SCHED_DEADLINE one (`SCHED_FLAG_SUGOV`).
+    pub fn rt_rq_is_runnable(&self, cpu: CpuId) -> bool {
+        let n = self.rt.rqs[cpu.idx()].rt_nr_running();
+        if n == 0 || self.rt.throttle[cpu.idx()].rt_throttled {
+            return false;
+        }
+        n > self.sugov_queued_on(cpu) as u32
+    }
+
     /// Record what `cpu` now runs, for the RT decisions (`rq->curr->prio`).
     /// Called by the core at every context switch.
     pub(crate) fn rt_note_curr(&mut self, cpu: CpuId, next: Option<TaskId>) {
