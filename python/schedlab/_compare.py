@@ -40,9 +40,18 @@ def _run_one(
     seed: int,
     check: bool,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> RunResult:
     """One run in a worker process (module level so that it pickles)."""
-    return run_sources(machine, workload, policy, seed, check_invariants=check, governor=governor)
+    return run_sources(
+        machine,
+        workload,
+        policy,
+        seed,
+        check_invariants=check,
+        governor=governor,
+        idle_governor=idle_governor,
+    )
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -91,6 +100,7 @@ def run_matrix(
     progress: Progress | None = None,
     stop: Callable[[], bool] | None = None,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> list[list[RunResult]]:
     """Every policy x seed; ``out[p][i]`` is policy ``p`` with seed ``seeds[i]``.
     When ``stop()`` turns true (or an in-process run is interrupted) raises
@@ -108,7 +118,13 @@ def run_matrix(
         for n, (p, i) in enumerate(tasks, 1):
             try:
                 out[p][i] = _run_one(
-                    machine, workload, policies[p], seeds[i], check_invariants, governor
+                    machine,
+                    workload,
+                    policies[p],
+                    seeds[i],
+                    check_invariants,
+                    governor,
+                    idle_governor,
                 )
             except RunInterrupted:
                 raise MatrixInterrupted(finished(), n - 1, total) from None
@@ -122,7 +138,14 @@ def run_matrix(
         ) as pool:
             futures: dict[Future[RunResult], tuple[int, int]] = {
                 pool.submit(
-                    _run_one, machine, workload, policies[p], seeds[i], check_invariants, governor
+                    _run_one,
+                    machine,
+                    workload,
+                    policies[p],
+                    seeds[i],
+                    check_invariants,
+                    governor,
+                    idle_governor,
                 ): (
                     p,
                     i,
@@ -191,13 +214,15 @@ def compare(
     check_invariants: bool = False,
     progress: Progress | None = None,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> pd.DataFrame:
     """Runs every policy ``runs`` times (run ``i`` uses seed ``seed + i`` for
     every policy) and returns one row per policy x run. Metric units, better
     directions and the primary metric are in ``df.attrs``; `summarize` turns
     the frame into the seed-style table. ``jobs`` defaults to the CPU count;
     ``jobs=1`` runs in this process. ``governor`` overrides the machine's
-    cpufreq governor for every run (energy metrics then appear)."""
+    cpufreq governor for every run (energy metrics then appear),
+    ``idle_governor`` its idle governor (menu, teo or avg_idle)."""
     if not policies:
         raise ValueError("compare needs at least one policy")
     if runs < 1:
@@ -215,6 +240,7 @@ def compare(
             check_invariants=check_invariants,
             progress=progress,
             governor=governor,
+            idle_governor=idle_governor,
         )
     except BrokenProcessPool as e:
         raise SimulationError(broken_pool_message(e)) from e

@@ -602,6 +602,7 @@ def _do_compare(
     json_out: bool,
     csv: Path | None,
     governor: str | None = None,
+    idle_governor: str | None = None,
 ) -> None:
     machine_src = resolve_machine(machine)
     workload_src = resolve_workloads(workload)
@@ -623,6 +624,7 @@ def _do_compare(
                 progress=lambda done, _total: bar.update(task, completed=done),
                 stop=lambda: _stop_signal is not None,
                 governor=governor,
+                idle_governor=idle_governor,
             )
         except MatrixInterrupted as e:
             interrupted, results = e, e.results
@@ -722,6 +724,14 @@ def compare_cmd(
             "overriding the machine's; adds the energy metrics (--metric energy_j).",
         ),
     ] = None,
+    idle_governor: Annotated[
+        str | None,
+        typer.Option(
+            "--idle-governor",
+            help="idle governor of every CPU for every run (menu, teo or avg_idle), overriding "
+            "the machine's [cpuidle] governor.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Compare policies over several seeds: mean ± sd and % vs the first policy."""
@@ -735,7 +745,17 @@ def compare_cmd(
             2,
         )
     _do_compare(
-        machine[0], workload, policy, runs, seed, jobs, metric or None, json_out, csv, governor
+        machine[0],
+        workload,
+        policy,
+        runs,
+        seed,
+        jobs,
+        metric or None,
+        json_out,
+        csv,
+        governor,
+        idle_governor,
     )
 
 

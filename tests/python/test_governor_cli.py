@@ -97,3 +97,43 @@ def test_compare_with_governor_shows_energy() -> None:
         governor="powersave",
     )  # fmt: skip
     assert (df["energy_j"] > 0).all()
+
+
+def test_compare_takes_the_idle_governor() -> None:
+    """--idle-governor reaches every run of a compare: menu and avg_idle
+    choose idle states differently on hikey960 (idle_residency.* moves), and
+    a bad name exits 2 naming the option."""
+
+    def residency(*extra: str) -> dict[str, float]:
+        res = CliRunner().invoke(
+            app,
+            [
+                "compare", "-m", "hikey960", "-w", "hackbench:groups=1,fds=4,loops=100,buf=8",
+                "-p", "eevdf", "--runs", "1", "--jobs", "1", "--json", *extra,
+            ],
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        rows = json.loads(res.output)
+        text = json.dumps(rows)
+        assert "idle_residency" in text, text[:500]
+        return {k: v for k, v in _flatten(rows).items() if "idle_residency" in k}
+
+    assert residency("--idle-governor", "menu") != residency("--idle-governor", "avg_idle")
+    bad = CliRunner().invoke(
+        app, ["compare", "-m", "hikey960", "-w", WORKLOAD, "-p", "eevdf", "--idle-governor", "x"]
+    )
+    assert bad.exit_code == 2, bad.output
+    assert "idle" in bad.output, bad.output
+
+
+def _flatten(obj: object, prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out.update(_flatten(v, f"{prefix}{i}."))
+    elif isinstance(obj, (int, float)):
+        out[prefix.rstrip(".")] = float(obj)
+    return out
