@@ -20,15 +20,16 @@ pub(crate) const STRUCTURE: &str = "`threads` OpenMP threads; each time step run
      in order, each statically split over the grid planes (or matrix rows) and ending in a spin-then-futex \
      barrier. LU's lower and upper sweeps are a wavefront instead: for every plane, thread t busy-waits for \
      thread t-1's flag (t+1's going up), computes its rows, raises its own flag once the next thread took the \
-     previous one.";
+     previous one. UA's step is 154 short loops over its mesh elements (its measured OpenMP regions).";
 
 /// What it was modelled on.
 pub(crate) const SOURCE: &str = "NPB 3.x OpenMP (bt, sp, lu ssor/blts/buts with sync_left/sync_right, cg, \
-     mg, ep) and the operation counts of their print_results Mop/s lines; SEEDS.md idea 1";
+     mg, ep) and the operation counts of their print_results Mop/s lines; ua from runs of NPB 3.4.2's UA \
+     (element counts per step, callgrind region counts and shares); SEEDS.md idea 1";
 
 /// One line for `schedlab workload list`.
-pub(crate) const SUMMARY: &str = "NAS Parallel Benchmarks (OpenMP): bt, sp, lu (pipelined wavefront), cg, mg, \
-     ep, classes A/B/C, as their loops, barriers and busy-wait flags (SEEDS idea 1); completion time";
+pub(crate) const SUMMARY: &str = "NAS Parallel Benchmarks (OpenMP): bt, sp, lu (pipelined wavefront), ua, cg, \
+     mg, ep, classes A/B/C, as their loops, barriers and busy-wait flags (SEEDS idea 1); completion time";
 
 /// A busy-wait that never sleeps (NPB's flag loops), as a spin budget: far
 /// beyond any run, so the waiter spins until released.
@@ -41,7 +42,7 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         kind: Kind::Choice(&["bt", "sp", "lu", "cg", "mg", "ep", "ua"]),
         default: "lu",
         unit: "bt|sp|lu|cg|mg|ep|ua",
-        doc: "the benchmark. ua is refused: its adaptive mesh's work per step is not modelled yet.",
+        doc: "the benchmark.",
     },
     ParamDef {
         name: "class",
@@ -49,7 +50,7 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         default: "A",
         unit: "A|B|C",
         doc: "problem size: grid 64/102/162 (bt, sp, lu), 14000/75000/150000 rows (cg), 256/256/512 (mg), \
-              2^28/2^30/2^32 pairs (ep).",
+              2^28/2^30/2^32 pairs (ep), mean mesh elements UA_ELEMENTS (ua).",
     },
     ParamDef {
         name: "threads",
@@ -63,7 +64,7 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         kind: Kind::Count { min: 1, max: 100_000 },
         default: AUTO,
         unit: "count",
-        doc: "time steps. auto: the class's (bt 200, sp 400, lu 250, cg 15/75/75, mg 4/20/20, ep 1). \
+        doc: "time steps. auto: the class's (bt 200, sp 400, lu 250, ua 200, cg 15/75/75, mg 4/20/20, ep 1). \
               Fewer steps shorten a run in proportion; every step is alike.",
     },
     ParamDef {
@@ -73,7 +74,8 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         unit: "Mop/s",
         doc: "sustained rate of one thread alone on a full-capacity CPU at its top frequency, in NPB's own \
               operations. auto, estimates for a 2-3 GHz Broadwell/Skylake server core: bt 2500, sp 1500, \
-              lu 2500, cg 800, mg 2000 (floating-point operations), ep 80 (random pairs). Scales every time \
+              lu 2500, cg 800, mg 2000 (floating-point operations), ep 80 (random pairs); ua 30 (collocation \
+              points advanced, measured on an AMD EPYC VM core). Scales every time \
               alike; placement effects do not depend on it.",
     },
     ParamDef {
@@ -88,6 +90,38 @@ pub(crate) const PARAMS: &[ParamDef] = &[
     super::omp::PARAMS[1],
     super::omp::PARAMS[2],
 ];
+
+/// UA's mean number of mesh elements over its time steps, classes A, B, C:
+/// the adaptive mesh is refined and coarsened around the moving heat source
+/// every 5 steps, between these (min..max) bounds. Measured: NPB 3.4.2 UA
+/// (OpenMP), built with gfortran 12 -O3 and run single-threaded with a
+/// print of `nelt` at every step (A: 1695..2171; B: 7421..8268; C: 31382..32278).
+const UA_ELEMENTS: [f64; 3] = [1980.0, 8032.0, 31929.0];
+
+/// UA's parallel loops per time step, as (loops, % of the step's work),
+/// first those of the step itself, then those of each of the
+/// `nmxh` = 10 conjugate-gradient iterations of `diffusion`. Measured with
+/// callgrind on NPB 3.4.2 UA class S with 2 threads: each outlined OpenMP
+/// region's calls per step and its share of the instructions of all regions
+/// (libgomp's own spinning excluded). Step: convect (2 regions, 19.9%),
+/// transfb_c (3.1%), transf (2 of its 12, 1.8%), transfb (1 of 11, 3.9%),
+/// col2 (3 of 13, 0.5%), the diffusion setup (0.6%), add2 and the main
+/// loop's own (4, 0.5%). Per CG iteration: the preconditioner (0.5%), transf
+/// (0.9%), transfb (4.0%), adds2m1 (4 regions, 0.6%), adds1m1 (2, 0.26%),
+/// col2 (0.18%), three diffusion reductions (0.47%), parallel_add (~0).
+/// That is 154 of the 163 regions a step runs (the adaptation's every fifth
+/// step and the 15 explicit barriers are left out); the mortar updates'
+/// `omp_set_lock` calls (2,700 per element per step, uncontended at these
+/// sizes) are part of the regions' work.
+const UA_STEP: &[(u32, f64)] = &[(2, 19.85), (1, 3.13), (2, 1.795), (1, 3.913), (3, 0.521), (1, 0.56), (4, 0.52)];
+const UA_CG_ITER: &[(u32, f64)] =
+    &[(1, 0.504), (1, 0.914), (1, 3.984), (4, 0.579), (2, 0.26), (1, 0.177), (3, 0.466), (1, 0.001)];
+/// `nmxh`: CG iterations per step (every class).
+const UA_NMXH: u32 = 10;
+/// UA's default rate, M collocation points advanced per second by one
+/// thread alone: measured with the same builds on this project's
+/// development VM (AMD EPYC, one thread, user time): class A 30.2, B 28.5, C 27.9.
+const UA_MOPS: u64 = 30;
 
 /// One parallel step of a kernel.
 #[derive(Clone, Copy, Debug)]
@@ -174,6 +208,24 @@ fn shape(kernel: &str, class: usize) -> Shape {
             }
             Shape { steps, ops_per_iter: 58.0 * (n as f64).powi(3), iterations: iters, mops: 2000 }
         }
+        "ua" => {
+            // Work in NPB's own unit: collocation points advanced, lx1^3 =
+            // 125 per element, once by convection and nmxh times by
+            // diffusion (ua.f90's Mop/s line).
+            let nelt = UA_ELEMENTS[class];
+            let elements = nelt.round() as u64;
+            let total: f64 = UA_STEP
+                .iter()
+                .chain(UA_CG_ITER.iter().flat_map(|x| std::iter::repeat_n(x, UA_NMXH as usize)))
+                .map(|(_, s)| s)
+                .sum();
+            let block = |(n, pct): &(u32, f64)| loops(pct / total, *n, elements);
+            let mut steps: Vec<Step> = UA_STEP.iter().flat_map(block).collect();
+            for _ in 0..UA_NMXH {
+                steps.extend(UA_CG_ITER.iter().flat_map(block));
+            }
+            Shape { steps, ops_per_iter: nelt * 125.0 * f64::from(UA_NMXH + 1), iterations: 200, mops: UA_MOPS }
+        }
         // ep: one loop over 2^(M-16) batches of random pairs.
         _ => {
             let m = [28, 30, 32][class];
@@ -196,9 +248,6 @@ fn static_share(n: u64, threads: u64, i: u64) -> u64 {
 /// Builds the team.
 pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let kernel = p.choice("kernel")?;
-    if kernel == "ua" {
-        return Err(p.invalid("kernel", "bt, sp, lu, cg, mg or ep: ua's adaptive mesh is not modelled yet"));
-    }
     let class_word = p.choice("class")?;
     let class = ["A", "B", "C"].iter().position(|c| *c == class_word).unwrap_or(0);
     let threads = p.threads("threads")?;
