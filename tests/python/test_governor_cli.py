@@ -86,7 +86,7 @@ def test_compare_with_governor_shows_energy() -> None:
         app,
         [
             "compare", "-m", "hikey960", "-w", "hackbench:groups=1,fds=4,loops=100,buf=8",
-            "-p", "eevdf", "-p", "eevdf+eas", "--runs", "2", "--jobs", "1",
+            "-p", "eevdf-eas", "-p", "eevdf", "--runs", "2", "--jobs", "1",
             "--governor", "schedutil", "--metric", "energy_j", "--json",
         ],
     )  # fmt: skip

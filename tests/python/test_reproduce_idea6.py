@@ -11,7 +11,7 @@ from schedlab import _sensitivity, reproduce
 @pytest.mark.slow
 def test_eas_saves_power_where_published_and_on_the_home_screen_too() -> None:
     judged = reproduce.run_case(reproduce.CASES["eas-hikey960"], jobs=1)
-    by = {(j.row.split()[0], j.metric): j for j in judged if j.policy == "eevdf+eas"}
+    by = {(j.row.split()[0], j.metric): j for j in judged if j.policy == "eevdf"}
     # Video and camera: the published sign (less power), more than twice the
     # published size with the preset's zero idle power (the sensitivity
     # knob idle_states.power_pct_of_lowest_opp brings it within 2x).
@@ -24,7 +24,7 @@ def test_eas_saves_power_where_published_and_on_the_home_screen_too() -> None:
     labels = {
         (" ".join(j.row.split()[:1]), j.metric): label
         for j, label in _sensitivity._labelled(judged)
-        if j.policy == "eevdf+eas"
+        if j.policy == "eevdf"
     }
     assert labels["home", "power_mw"] == "observed: lower"
     # No case keeps its power by dropping frames.
@@ -44,7 +44,7 @@ def test_with_idle_power_the_saving_comes_within_2x_of_the_published() -> None:
     judged = dict(
         ((j.row.split()[0], j.metric), j)
         for j, _ in _sensitivity._judged_on(case, doc, None, 1.0, 1, None)
-        if j.policy == "eevdf+eas"
+        if j.policy == "eevdf"
     )
     for row in ("video", "camera"):
         j = judged[row, "power_mw"]
@@ -64,5 +64,5 @@ def test_the_saving_is_the_big_cluster_left_idle() -> None:
         )
         return r.metrics["energy_j.fd1"] / r.metrics["energy_j"]
 
-    assert big_share("eevdf") > 0.7
-    assert big_share("eevdf+eas") < 0.15
+    assert big_share("eevdf-eas") > 0.7
+    assert big_share("eevdf") < 0.15

@@ -114,6 +114,8 @@ sched_features! {
     lag_clamp_max_slice = true;
     /// A delayed entity keeps the lag it was delayed with as a floor (and DELAY_ZERO caps it at 0) when it is finally dequeued or woken, and a woken one is placed again whenever that moved its lag (2026 rework of update_entity_lag); off = v6.12 .. v6.19: lag taken afresh, a woken one placed again only for positive lag under DELAY_ZERO.
     delayed_lag_floor = true;
+    /// Energy-aware wakeup placement (find_energy_efficient_cpu) while the root domain is not overutilized (v5.0+, seed idea 6), where the kernel enables it: an energy model, asymmetric capacities, no SMT and schedutil on every CPU (sched_is_eas_possible); off = never, as v4.14 without Android's out-of-tree EAS.
+    eas = true;
     /// The kernel is built with CONFIG_UCLAMP_TASK (v5.3+) and clamps act as v6.2+ applies them (util_fits_cpu): tasks may be given uclamp_min/uclamp_max, and an RT task's default uclamp_min of 1024 makes rt_task_fits_capacity prefer full-capacity CPUs; off = no uclamp (v4.14; v5.9's pre-v6.2 clamp rules are not modelled): clamp keys are refused and every CPU fits an RT task.
     UCLAMP_TASK = true;
     /// uclamp_rq_inc runs before the class's enqueue, so the frequency request made there sees the new task's clamps (2025, "sched/uclamp: Align uclamp and util_est and call before freq update"); off = v6.12, after it: the clamps reach the frequency at the next update.
@@ -145,8 +147,6 @@ sched_features! {
     nohz_blocked_load_update = true;
     /// Idea 5: under schedutil, an enqueue by another CPU of the target's frequency domain updates the domain's request at once (v4.14), not at the target's next update.
     remote_cpufreq_update = false;
-    /// Idea 6: energy-aware placement when not overutilized.
-    eas = false;
     /// Idea 6: per-sched-domain overutilized flag.
     sd_overutilized = false;
     /// Idea 6: one candidate per cluster in find_energy_efficient_cpu.

@@ -145,6 +145,8 @@ fn v4_14() -> (ClassKind, Features, Confine) {
     // util_est came with v4.17 (Patrick Bellasi's "sched/fair: Add util_est
     // on top of PELT"): v4.14 placed and balanced on util_avg alone.
     f.set(Feat::UTIL_EST, false);
+    // EAS was merged in v5.0 (Quentin Perret's series); v4.14 mainline had none.
+    f.set(Feat::eas, false);
     (c, f, k)
 }
 

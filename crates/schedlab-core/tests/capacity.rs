@@ -9,6 +9,13 @@ fn go(machine: &str, workload: &str, policy: &str) -> RunResult {
     run(&spec).unwrap_or_else(|e| panic!("{machine} {policy}: {e}"))
 }
 
+/// `go` under schedutil, where the kernel enables EAS.
+fn go_schedutil(machine: &str, workload: &str, policy: &str) -> RunResult {
+    let mut spec = run_spec(preset_source(machine), workload, policy, 3, false);
+    spec.options.governor = Some("schedutil".into());
+    run(&spec).unwrap_or_else(|e| panic!("{machine} {policy}: {e}"))
+}
+
 #[test]
 fn cas_and_eas_run_clean_on_pixel2() {
     let w = "hackbench:groups=2,fds=4,loops=20";
@@ -22,9 +29,16 @@ fn cas_and_eas_run_clean_on_pixel2() {
 fn eas_runs_clean_and_places_on_hikey960() {
     // hikey960 has OPP power figures, so EAS is active there (pixel2's preset has none).
     let w = "hackbench:groups=1,fds=2,loops=300";
-    let base = metric(&go("hikey960", w, "eevdf"), "place_idle_capacity");
-    for policy in ["eevdf+eas", "eevdf+eas+sd_overutilized", "eevdf+eas+eas_cluster_candidates+cas"] {
-        let r = go("hikey960", w, policy);
+    // EAS is on by default where the kernel enables it (schedutil here).
+    let base = metric(&go_schedutil("hikey960", w, "eevdf-eas"), "place_idle_capacity");
+    let (on, off) = (go("hikey960", w, "eevdf"), go("hikey960", w, "eevdf-eas"));
+    assert_eq!(
+        metric(&on, "place_idle_capacity"),
+        metric(&off, "place_idle_capacity"),
+        "without schedutil EAS stays off, as sched_is_eas_possible says"
+    );
+    for policy in ["eevdf", "eevdf+sd_overutilized", "eevdf+eas_cluster_candidates+cas"] {
+        let r = go_schedutil("hikey960", w, policy);
         assert!(metric(&r, "completion_time_s") > 0.0, "{policy}");
         // EAS decisions are reported as capacity-aware placements.
         // (select_idle_capacity shares the name; EAS adds every wakeup it decides).

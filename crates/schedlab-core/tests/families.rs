@@ -182,6 +182,6 @@ fn android_video_costs_less_energy_with_energy_aware_placement() {
     // SEEDS.md idea 6's sign on video playback: EAS keeps the small tasks on
     // the LITTLE cluster at low OPPs.
     let power = |p: &str| metric(&hikey_schedutil("android:case=video,time=1s", p), "power_mw");
-    let (base, eas) = (power("eevdf"), power("eevdf+eas"));
+    let (base, eas) = (power("eevdf-eas"), power("eevdf"));
     assert!(eas < base, "eas {eas} mW vs {base} mW");
 }

@@ -49,9 +49,10 @@ fn share_on(r: &RunResult, comm: &str, lo: usize, hi: usize) -> f64 {
 
 #[test]
 fn uclamp_min_sends_light_tasks_to_the_big_cpus_under_eas() {
-    // hikey960: CPUs 0-3 little (capacity 462), 4-7 big (1024).
-    let plain = go_toml("hikey960", &light(""), "eevdf+eas", None, &[]);
-    let boosted = go_toml("hikey960", &light("uclamp_min = 1024"), "eevdf+eas", None, &[]);
+    // hikey960: CPUs 0-3 little (capacity 462), 4-7 big (1024); schedutil,
+    // where EAS is on.
+    let plain = go_toml("hikey960", &light(""), "eevdf", Some("schedutil"), &[]);
+    let boosted = go_toml("hikey960", &light("uclamp_min = 1024"), "eevdf", Some("schedutil"), &[]);
     let (p, b) = (share_on(&plain, "light", 4, 7), share_on(&boosted, "light", 4, 7));
     assert!(p < 0.2, "unclamped light tasks belong on the little CPUs under EAS: {p:.2} on big");
     assert!(b > 0.8, "uclamp_min=1024 fits only the big CPUs: {b:.2} on big");
@@ -59,8 +60,8 @@ fn uclamp_min_sends_light_tasks_to_the_big_cpus_under_eas() {
 
 #[test]
 fn uclamp_max_keeps_a_hog_on_a_little_cpu() {
-    let plain = go_toml("hikey960", &hog(""), "eevdf+eas", None, &[]);
-    let capped = go_toml("hikey960", &hog("uclamp_max = 300"), "eevdf+eas", None, &[]);
+    let plain = go_toml("hikey960", &hog(""), "eevdf", Some("schedutil"), &[]);
+    let capped = go_toml("hikey960", &hog("uclamp_max = 300"), "eevdf", Some("schedutil"), &[]);
     let (p, c) = (share_on(&plain, "hog", 4, 7), share_on(&capped, "hog", 4, 7));
     // Unclamped, the hog outgrows a little CPU (misfit) and is moved up.
     assert!(p > 0.3, "an unclamped hog reaches a big CPU: {p:.2}");

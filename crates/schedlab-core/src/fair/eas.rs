@@ -149,6 +149,10 @@ pub struct EasState {
     /// Whether the machine has asymmetric CPU capacities, the only case where
     /// the kernel builds perf domains.
     pub asym: bool,
+    /// `sched_is_eas_possible()`: asymmetric capacities, no SMT, and the
+    /// schedutil governor on every CPU (kernel/sched/topology.c; the kernel
+    /// also wants frequency invariance, which schedlab has with any governor).
+    pub possible: bool,
     /// `rd->overutilized`.
     pub rd_overutilized: bool,
     /// Seed idea 6: the per-domain flag, by `SdId`.
@@ -158,9 +162,12 @@ pub struct EasState {
 impl EasState {
     /// The state for a machine and its domains, no flag set.
     pub fn new(machine: &Machine, domains: &Domains) -> Self {
+        let asym = domains.sd_asym_cpucapacity.iter().any(|s| s.is_some());
+        let schedutil = machine.cpufreq.governor == Some(crate::topology::Governor::Schedutil);
         EasState {
             em: EnergyModel::from_machine(machine),
-            asym: domains.sd_asym_cpucapacity.iter().any(|s| s.is_some()),
+            asym,
+            possible: asym && schedutil && !machine.has_smt(),
             rd_overutilized: false,
             sd_overutilized: vec![false; domains.sds.len()],
         }
@@ -191,11 +198,12 @@ pub fn sugov_effective_cpu_perf(actual: u64, min: u64, max: u64) -> u64 {
 }
 
 impl Sim {
-    /// `sched_energy_enabled()`: the `eas` feature is on, the machine has an
-    /// energy model and asymmetric capacities (where the kernel builds perf
-    /// domains).
+    /// `sched_energy_enabled()`: the `eas` feature is on (v5.0+), the
+    /// machine has an energy model, and EAS is possible there (asymmetric
+    /// capacities, no SMT, schedutil: `sched_is_eas_possible`), as the kernel
+    /// decides when it builds the perf domains.
     pub fn sched_energy_enabled(&self) -> bool {
-        sched_feat!(self.features, eas) && self.eas.asym && self.eas.em.is_some()
+        sched_feat!(self.features, eas) && self.eas.possible && self.eas.em.is_some()
     }
 
     /// `effective_cpu_util(cpu, util_cfs, &min, &max)`: the CPU's utilisation

@@ -37,6 +37,25 @@ fn waking(s: &mut Sim, p: u32, prev: u32, util: u64) {
 
 const P: TaskId = TaskId(0);
 
+/// The test HiKey960 under schedutil, where the kernel enables EAS.
+fn hikey_schedutil() -> String {
+    HIKEY.replace("[freq_domain]\nper = \"cluster\"", "[freq_domain]\nper = \"cluster\"\ngovernor = \"schedutil\"")
+}
+
+#[test]
+fn eas_needs_schedutil_and_no_smt_as_sched_is_eas_possible() {
+    assert!(sim_from_toml(&hikey_schedutil(), 4, feats(&[])).sched_energy_enabled(), "on by default there");
+    assert!(!sim_from_toml(HIKEY, 4, feats(&[])).sched_energy_enabled(), "no governor: no schedutil");
+    let perf = HIKEY
+        .replace("[freq_domain]\nper = \"cluster\"", "[freq_domain]\nper = \"cluster\"\ngovernor = \"performance\"");
+    assert!(!sim_from_toml(&perf, 4, feats(&[])).sched_energy_enabled(), "performance governor");
+    let smt = hikey_schedutil()
+        .replace("cores_per_cluster = 4\nthreads_per_core = 1", "cores_per_cluster = 2\nthreads_per_core = 2")
+        .replace("cores = \"0-3\"", "cores = \"0-1\"")
+        .replace("cores = \"4-7\"", "cores = \"2-3\"");
+    assert!(!sim_from_toml(&smt, 4, feats(&[])).sched_energy_enabled(), "SMT");
+}
+
 #[test]
 fn energy_model_states_costs_and_order() {
     let m = machine_from_toml(HIKEY);
@@ -80,7 +99,7 @@ fn no_power_figures_no_energy_model() {
 
 #[test]
 fn eas_puts_a_small_task_on_a_little_cpu() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas]));
     waking(&mut s, 0, 4, 100);
     let mut c = wake_ctx(4);
     let got = s.eas_wake_cpu(P, CpuId(4), &mut c).unwrap();
@@ -91,7 +110,7 @@ fn eas_puts_a_small_task_on_a_little_cpu() {
 
 #[test]
 fn eas_puts_a_task_that_does_not_fit_little_on_a_big_cpu() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas]));
     // 500 does not fit 462 with the 20% margin.
     waking(&mut s, 0, 0, 500);
     let mut c = wake_ctx(0);
@@ -101,7 +120,7 @@ fn eas_puts_a_task_that_does_not_fit_little_on_a_big_cpu() {
 
 #[test]
 fn eas_is_off_when_overutilized_or_disabled() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas]));
     waking(&mut s, 0, 4, 100);
     // CPU 1 at 400 of 462 is over the 80% margin: the enqueue/tick check marks the root.
     set_util(&mut s, 1, 400);
@@ -120,7 +139,9 @@ fn eas_is_off_when_overutilized_or_disabled() {
     assert!(s.eas_balance_skip(CpuId(1), root));
     assert!(!s.is_rd_overutilized());
     // Without the feature EAS is never used and overutilized reads true.
-    let s2 = sim_from_toml(HIKEY, 4, feats(&[]));
+    let mut off = feats(&[]);
+    off.set(Feat::eas, false);
+    let s2 = sim_from_toml(&hikey_schedutil(), 4, off);
     assert!(s2.is_rd_overutilized());
     assert_eq!(s2.eas_wake_cpu(P, CpuId(4), &mut wake_ctx(4)), None);
 }
@@ -138,7 +159,7 @@ fn cluster_candidates_pick_the_fuller_cpu_at_the_same_opp() {
     // at the 999 MHz state for CPU 2 (150 * 1.25 = 187 <= 250). Adding 100 to
     // CPU 0, 1 or 3 keeps that state; CPU 2 would need 1402 MHz.
     let setup = |f: Features| {
-        let mut s = sim_from_toml(HIKEY, 4, f);
+        let mut s = sim_from_toml(&hikey_schedutil(), 4, f);
         waking(&mut s, 0, 4, 100);
         set_util(&mut s, 1, 50);
         set_util(&mut s, 2, 150);
@@ -152,7 +173,7 @@ fn cluster_candidates_pick_the_fuller_cpu_at_the_same_opp() {
 
 #[test]
 fn sd_overutilized_cpu_marks_only_its_lowest_domain() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     waking(&mut s, 0, 4, 100);
     set_util(&mut s, 1, 400);
     s.check_update_overutilized_status(CpuId(1));
@@ -168,7 +189,7 @@ fn sd_overutilized_cpu_marks_only_its_lowest_domain() {
 
 #[test]
 fn sd_overutilized_misfit_marks_the_parent() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     waking(&mut s, 0, 4, 100);
     // Task 1 (util 400) runs on little CPU 2 and does not fit it.
     busy(&mut s, 2, 1);
@@ -187,7 +208,7 @@ fn sd_overutilized_misfit_marks_the_parent() {
 
 #[test]
 fn sd_overutilized_cluster_over_80_percent_marks_the_parent() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     // 4 x 370 = 1480 of 1848: over 80%; the machine (5944) is under 50%.
     for c in 0..4 {
         set_util(&mut s, c, 370);
@@ -202,7 +223,7 @@ fn sd_overutilized_cluster_over_80_percent_marks_the_parent() {
 
 #[test]
 fn sd_overutilized_half_the_system_marks_the_root() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas, Feat::sd_overutilized]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas, Feat::sd_overutilized]));
     // Big CPUs at 750 each fit (750 < 819) and so does the big cluster,
     // but 3000 > 50% of 5944.
     for c in 4..8 {
@@ -223,7 +244,7 @@ fn sd_overutilized_half_the_system_marks_the_root() {
 
 #[test]
 fn misfit_status_is_what_pick_or_tick_recorded() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas]));
     busy(&mut s, 2, 1);
     s.tasks[1].avg.util_avg = 100;
     s.update_misfit_status(Some(TaskId(1)), CpuId(2));
@@ -241,7 +262,7 @@ fn misfit_status_is_what_pick_or_tick_recorded() {
 
 #[test]
 fn a_task_on_the_biggest_cpu_it_may_use_is_not_misfit() {
-    let mut s = sim_from_toml(HIKEY, 4, feats(&[Feat::eas]));
+    let mut s = sim_from_toml(&hikey_schedutil(), 4, feats(&[Feat::eas]));
     busy(&mut s, 2, 1);
     s.tasks[1].avg.util_avg = 400;
     s.tasks[1].max_allowed_capacity = s.machine.capacity_orig(CpuId(2));
