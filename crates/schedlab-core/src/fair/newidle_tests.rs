@@ -293,3 +293,21 @@ fn without_the_guard_a_missing_stamp_saturates_avg_idle() {
         assert_eq!(s.rqs[3].avg_idle, want, "guard={guard}");
     }
 }
+
+#[test]
+fn going_idle_after_saturation_counts_the_pelt_clock_lag_as_lost_idle_time() {
+    // A hog alone on a little CPU (capacity 462) for 1.1 s (500 ms of
+    // full-capacity work): its PELT clock runs at 462/1024 of the task clock
+    // and its util_sum saturates (about nine half-lives of PELT time), so when
+    // it sleeps pick_next_task_fair's idle path (update_idle_rq_clock_pelt)
+    // records the lag as lost idle time instead of giving it back as idle.
+    let mut tasks = script_tasks(1, &[Action::Compute(500 * NSEC_PER_MSEC), Action::Sleep(50 * NSEC_PER_MSEC)], 2);
+    tasks[0].allowed = Some(CpuMask::parse_list("0").unwrap());
+    tasks[0].start = crate::workload::StartKind::Wake { prev_cpu: 0 };
+    let mut s = sim_with(crate::testkit::HIKEY, &script_workload(tasks), sim_config(Features::mainline()));
+    s.run(1150 * NSEC_PER_MSEC).unwrap();
+    let lost = s.rqs[0].clock_pelt.lost_idle_time;
+    assert!(lost > 500 * NSEC_PER_MSEC, "lost idle time {lost} ns");
+    // A full-capacity CPU at its top frequency has no lag to lose.
+    assert_eq!(s.rqs[4].clock_pelt.lost_idle_time, 0);
+}
