@@ -198,6 +198,20 @@ fn turbo_ceiling_follows_active_cores() {
 }
 
 #[test]
+fn schedutil_asks_for_turbo_through_cpuinfo_max() {
+    // An always-busy task: util near 1024, 1.25 x 2400 x util/1024 is above
+    // the one-core ceiling: the request is 2400 MHz, granted by turbo (after
+    // the ramp of a new task's util_avg).
+    let m = pstate_machine("schedutil", "turbo_mhz = [2400, 2200]");
+    let mut spec =
+        crate::testkit::run_spec(crate::testkit::inline_source(&m), "sieve:threads=1,work=1000ms", "eevdf", 1, false);
+    spec.options.check_invariants = true;
+    let r = crate::api::run(&spec).unwrap();
+    let top = crate::testkit::metric(&r, "freq_residency.fd0.2400000");
+    assert!(top > 0.9, "an always-busy CPU runs at the one-core turbo ceiling, got {top}");
+}
+
+#[test]
 fn turbo_on_a_run_costs_frequency_when_spreading() {
     // Two tasks of 20 ms of work: spread on the two cores they run at the
     // two-core ceiling; one task alone runs at the one-core ceiling.
