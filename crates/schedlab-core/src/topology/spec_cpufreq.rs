@@ -9,7 +9,7 @@ use crate::topology::machine::{CoreType, CpufreqParams, Governor, Machine};
 use serde_json::{Map, Value};
 
 /// Parse governor `name` for a machine of `core_types`: `Err` holds what was
-/// expected. `powersave` and `schedutil` need OPP tables to choose from.
+/// expected. Every governor but `performance` needs OPP tables to choose from.
 fn check_governor(name: &str, core_types: &[CoreType]) -> std::result::Result<Governor, String> {
     let g = Governor::parse(name)
         .ok_or_else(|| format!("one of performance, powersave, schedutil, ondemand, intel_pstate; got \"{name}\""))?;
