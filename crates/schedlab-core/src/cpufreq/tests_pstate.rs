@@ -116,6 +116,26 @@ fn main_freq(toml: &str, compute_ms: u64, sleep_ms: u64) -> (u32, String) {
 }
 
 #[test]
+fn a_per_cpu_request_waits_for_the_transition_latency() {
+    // intel_cpufreq's 20 us: the request is pending until the transition
+    // event, and the core runs at the highest request of its threads.
+    let m = pstate_machine("intel_pstate", "transition_latency_us = 20");
+    let mut s = sim_from_toml(&m, 1, Default::default());
+    s.cpufreq_cpu_request(CpuId(0), 1_500_000);
+    assert_eq!(s.cpufreq.policies[0].cur_khz, 1_000_000);
+    assert_eq!(s.cpufreq.policies[0].pending_khz, Some(1_500_000));
+    // A newer request during the transition replaces it (one event).
+    s.cpufreq_cpu_request(CpuId(0), 1_700_000);
+    s.cpufreq_transition_done(0);
+    assert_eq!(s.cpufreq.policies[0].cur_khz, 1_700_000);
+    assert_eq!(s.cpufreq.policies[0].pending_khz, None);
+    // Without a latency: at once.
+    let mut s = sim_from_toml(&pstate_machine("intel_pstate", ""), 1, Default::default());
+    s.cpufreq_cpu_request(CpuId(1), 1_300_000);
+    assert_eq!(s.cpufreq.policies[1].cur_khz, 1_300_000);
+}
+
+#[test]
 fn intel_pstate_and_schedutil_choose_differently_on_one_load() {
     // A task busy 6 ms of work in every ~10 ms, on a 250 Hz machine.
     let (pst, text) = main_freq(&pstate_machine("intel_pstate", ""), 6, 4);
