@@ -23,6 +23,9 @@ class Row:
     #: Why the row cannot move under the policies compared, if it cannot (its
     #: verdict is then "structural", never counted as reproduced).
     structural: str | None = None
+    #: cpufreq governor of this row's runs (`--governor`), when the row's
+    #: published configuration names one; overrides the case's.
+    governor: str | None = None
 
 
 @dataclass(frozen=True)

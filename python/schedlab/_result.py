@@ -200,7 +200,8 @@ def run(
     these run together on the machine (``["hackbench:groups=1",
     "rt-periodic:count=4,cpus=4-7"]``); ``policy`` a
     policy string such as ``eevdf+prefer_prev_idle_core-SIS_UTIL``;
-    ``governor`` (``performance``, ``powersave`` or ``schedutil``) overrides
+    ``governor`` (``performance``, ``powersave``, ``schedutil``, ``ondemand`` or
+    ``intel_pstate``) overrides
     the machine's ``[freq_domain] governor``; ``idle_governor`` (``menu``,
     ``teo`` or ``avg_idle``) the machine's ``[cpuidle] governor``.
     Raises a subclass of `SchedlabError` on bad input or a failed run.

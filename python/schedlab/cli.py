@@ -392,8 +392,11 @@ def run_cmd(
         typer.Option(
             "--governor",
             help="cpufreq governor of every frequency domain, overriding the machine's "
-            "[freq_domain] governor: performance, powersave or schedutil. With a governor "
-            "the run reports energy_j, power_mw, freq_transitions and freq_residency.*.",
+            "[freq_domain] governor: performance, powersave, schedutil, ondemand (a per-CPU "
+            "kworker samples the load every max(2 ticks, rate_limit_us)) or intel_pstate "
+            "(intel_pstate active mode, powersave policy, no HWP: APERF/MPERF sampled every "
+            "10 ms). With a governor the run reports energy_j, power_mw, freq_transitions "
+            "and freq_residency.*; a machine's turbo_mhz table applies only with one.",
         ),
     ] = None,
     idle_governor: Annotated[
@@ -720,8 +723,9 @@ def compare_cmd(
         str | None,
         typer.Option(
             "--governor",
-            help="cpufreq governor for every run (performance, powersave, schedutil), "
-            "overriding the machine's; adds the energy metrics (--metric energy_j).",
+            help="cpufreq governor for every run (performance, powersave, schedutil, "
+            "ondemand, intel_pstate), overriding the machine's; adds the energy metrics "
+            "(--metric energy_j).",
         ),
     ] = None,
     idle_governor: Annotated[

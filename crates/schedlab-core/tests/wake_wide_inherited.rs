@@ -17,7 +17,11 @@ use schedlab_core::testkit::{inline_source, metric, preset_source, run_spec};
 fn guest_2c2t() -> MachineSource {
     let laptop = preset_source("laptop-4c8t");
     assert!(laptop.text.contains("cores_per_cluster = 4"));
-    inline_source(&laptop.text.replace("cores_per_cluster = 4", "cores_per_cluster = 2"))
+    // The turbo table has one entry per core of the package: keep two.
+    let turbo = "turbo_mhz = [4000, 3700, 3700, 3700]";
+    assert!(laptop.text.contains(turbo));
+    let text = laptop.text.replace("cores_per_cluster = 4", "cores_per_cluster = 2");
+    inline_source(&text.replace(turbo, "turbo_mhz = [4000, 3700]"))
 }
 
 fn migrations_per_wakeup(flips: u32) -> f64 {

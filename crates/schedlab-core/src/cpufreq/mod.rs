@@ -1,5 +1,6 @@
 //! Frequency scaling: one cpufreq policy per frequency domain, its governor
-//! (`performance`, `powersave`, `schedutil`), and what a frequency change
+//! (`performance`, `powersave`, `schedutil`, `ondemand`, and intel_pstate's
+//! active mode `intel_pstate`), turbo, and what a frequency change
 //! does to the CPUs of the domain (their speed, their PELT clock, the end of
 //! their running segments, a `cpu_frequency` event per CPU).
 //!
@@ -17,9 +18,15 @@
 //! at its nominal frequency and nothing here runs: the behaviour of schedlab
 //! before DVFS, byte for byte.
 
+pub mod counters;
+pub mod intel_pstate;
+pub mod ondemand;
 pub mod sugov;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pstate;
+pub mod turbo;
 
 use crate::engine::{Ev, Sim};
 use crate::fair::cas::CpufreqUpdate;
@@ -45,6 +52,17 @@ pub struct Policy {
     pub work_in_progress: bool,
     /// Transitions done.
     pub transitions: u64,
+    /// The governor's request, kHz: `cur_khz` is it capped by the
+    /// package's turbo ceiling (equal without turbo).
+    pub req_khz: u32,
+    /// `cpuinfo.min_freq`, kHz: the lowest OPP.
+    pub min_khz: u32,
+    /// `cpuinfo.max_freq` of the governors that see turbo (`ondemand`,
+    /// `intel_pstate`), kHz: the one-core turbo ceiling, else `max_khz`.
+    pub cpuinfo_max_khz: u32,
+    /// A request waiting for the driver's transition latency to pass
+    /// (`ondemand`, `intel_pstate`), kHz.
+    pub pending_khz: Option<u32>,
 }
 
 /// The frequency state of the machine.
@@ -66,6 +84,20 @@ pub struct CpufreqState {
     /// The `sugov:N` thread of domain 0 (the others follow), when the
     /// slow path is used.
     pub sugov_first: Option<crate::ids::TaskId>,
+    /// The ondemand kworker of CPU 0 (the others follow), under `ondemand`.
+    pub dbs_first: Option<crate::ids::TaskId>,
+    /// Each CPU's own request under the per-CPU governors (`ondemand`,
+    /// `intel_pstate`), kHz: the domain runs at the highest of its CPUs'
+    /// (empty under the others).
+    pub cpu_req_khz: Vec<u32>,
+    /// APERF/MPERF-like counters per CPU (empty unless a governor reads them).
+    pub counters: Vec<counters::PerfCounters>,
+    /// intel_pstate's per-CPU sampling state (empty unless `intel_pstate`).
+    pub pstate: Vec<intel_pstate::PstateCpu>,
+    /// ondemand's per-CPU sampling state (empty unless `ondemand`).
+    pub dbs: Vec<ondemand::DbsCpu>,
+    /// Active-core accounting for turbo (`None` without a turbo table or a governor).
+    pub turbo: Option<turbo::TurboState>,
 }
 
 /// `cpufreq_driver_resolve_freq(policy, f)` with `CPUFREQ_RELATION_L`: the
@@ -95,11 +127,17 @@ impl CpufreqState {
                     let max = ct.opps.last().map_or(ct.nominal_freq_khz, |o| o.freq_khz);
                     (ct.nominal_freq_khz, ct.opps.first().map_or(max, |o| o.freq_khz), max)
                 });
-                let cur = match governor {
+                let turbo_max = if governor.is_some() { machine.cpufreq.turbo_cap_khz(1) } else { u32::MAX };
+                let cpuinfo_max = if turbo_max == u32::MAX { max } else { turbo_max };
+                // intel_pstate and intel_cpufreq start at the lowest P-state
+                // (`intel_pstate_get_cpu_pstates` -> `intel_pstate_set_min_pstate`).
+                let req = match governor {
                     None => nominal,
-                    Some(Governor::Powersave) => min,
-                    Some(Governor::Performance | Governor::Schedutil) => max,
+                    Some(Governor::Powersave | Governor::Ondemand | Governor::IntelPstate) => min,
+                    Some(Governor::Performance) => cpuinfo_max,
+                    Some(Governor::Schedutil) => max,
                 };
+                let cur = req.min(turbo_max);
                 Policy {
                     cur_khz: cur,
                     max_khz: max.max(1),
@@ -108,16 +146,50 @@ impl CpufreqState {
                     need_freq_update: true,
                     work_in_progress: false,
                     transitions: 0,
+                    req_khz: req,
+                    min_khz: min,
+                    cpuinfo_max_khz: cpuinfo_max,
+                    pending_khz: None,
                 }
             })
             .collect();
         let n = machine.nr_cpus();
-        let mut s =
-            CpufreqState { governor, policies, speed: vec![0; n], freq_cap: vec![0; n], this_cpu: None, sugov_first };
+        let per_cpu = matches!(governor, Some(Governor::Ondemand | Governor::IntelPstate));
+        let mut s = CpufreqState {
+            governor,
+            policies,
+            speed: vec![0; n],
+            freq_cap: vec![0; n],
+            this_cpu: None,
+            sugov_first,
+            dbs_first: None,
+            cpu_req_khz: Vec::new(),
+            counters: if per_cpu { vec![counters::PerfCounters::default(); n] } else { Vec::new() },
+            pstate: if governor == Some(Governor::IntelPstate) {
+                vec![intel_pstate::PstateCpu::default(); n]
+            } else {
+                Vec::new()
+            },
+            dbs: if governor == Some(Governor::Ondemand) {
+                vec![ondemand::DbsCpu::new(ondemand::sampling_rate_ns(machine)); n]
+            } else {
+                Vec::new()
+            },
+            turbo: turbo::TurboState::new(machine),
+        };
+        if per_cpu {
+            s.cpu_req_khz = (0..n).map(|c| s.policies[machine.cpus[c].freq_domain as usize].req_khz).collect();
+        }
         for c in 0..n {
             s.refresh_cpu(machine, CpuId(c as u32));
         }
         s
+    }
+
+    /// Note the ondemand kworker of CPU 0 (`ondemand::with_dbs_kworkers`).
+    pub fn with_dbs_first(mut self, dbs_first: Option<crate::ids::TaskId>) -> Self {
+        self.dbs_first = dbs_first;
+        self
     }
 
     /// Recompute `speed` and `freq_cap` of `cpu` from its policy.
@@ -138,11 +210,16 @@ impl CpufreqState {
 impl Sim {
     /// `cpufreq_update_util(rq, flags)`: the scheduler updated `cpu`'s
     /// utilisation; under schedutil, the policy of `cpu` may pick a new
-    /// frequency (`sugov_update_shared`). Cheap when schedutil is off.
+    /// frequency (`sugov_update_shared`); under ondemand it may queue its
+    /// sample (`dbs_update_util_handler`); under intel_pstate it may sample
+    /// (`intel_pstate_update_util`). Cheap without these governors.
     #[inline]
     pub fn cpufreq_update_util(&mut self, cpu: CpuId) {
-        if self.cpufreq.schedutil() {
-            self.sugov_update_shared(cpu);
+        match self.cpufreq.governor {
+            Some(Governor::Schedutil) => self.sugov_update_shared(cpu),
+            Some(Governor::Ondemand) => self.dbs_update_util_handler(cpu),
+            Some(Governor::IntelPstate) => self.intel_pstate_update_util(cpu),
+            _ => {}
         }
     }
 
@@ -183,6 +260,57 @@ impl Sim {
         }
     }
 
+    /// `cpu`'s own policy (intel_pstate, ondemand) asks for `khz`: its
+    /// domain asks for the highest request of its CPUs (the core resolves
+    /// its threads' PERF_CTL requests to the highest), after the driver's
+    /// transition latency.
+    pub(crate) fn cpufreq_cpu_request(&mut self, cpu: CpuId, khz: u32) {
+        self.cpufreq.cpu_req_khz[cpu.idx()] = khz;
+        let fd = self.machine.cpus[cpu.idx()].freq_domain;
+        let want = self.machine.freq_domains[fd as usize]
+            .span
+            .iter()
+            .map(|c| self.cpufreq.cpu_req_khz[c.idx()])
+            .max()
+            .unwrap_or(khz);
+        let lat = self.machine.cpufreq.transition_latency_ns;
+        if lat == 0 {
+            self.cpufreq_set_freq(fd, want);
+            return;
+        }
+        let now = self.now;
+        let pol = &mut self.cpufreq.policies[fd as usize];
+        if pol.pending_khz.is_none() {
+            if want == pol.req_khz {
+                return;
+            }
+            self.at(now + lat, Ev::CpufreqTransition { domain: fd });
+        }
+        self.cpufreq.policies[fd as usize].pending_khz = Some(want);
+    }
+
+    /// The transition latency of policy `fd`'s request has passed.
+    pub(crate) fn cpufreq_transition_done(&mut self, fd: u32) {
+        if let Some(khz) = self.cpufreq.policies[fd as usize].pending_khz.take() {
+            self.cpufreq_set_freq(fd, khz);
+        }
+    }
+
+    /// `khz` made a frequency `cpu` can run at, the closest one
+    /// (`CPUFREQ_RELATION_C`): an OPP, or in the turbo range above the
+    /// highest OPP a multiple of the P-state unit (`DIV_ROUND_CLOSEST`),
+    /// at most `cpuinfo.max_freq`.
+    pub(crate) fn resolve_closest(&self, cpu: CpuId, khz: u32) -> u32 {
+        let pol = &self.cpufreq.policies[self.machine.cpus[cpu.idx()].freq_domain as usize];
+        let opps = &self.machine.core_type(cpu).opps;
+        let top = opps.last().map_or(pol.max_khz, |o| o.freq_khz);
+        if khz > top {
+            let unit = self.machine.cpufreq.pstate_scaling_khz.max(1);
+            return (khz.saturating_add(unit / 2) / unit * unit).clamp(top, pol.cpuinfo_max_khz.max(top));
+        }
+        opps.iter().map(|o| o.freq_khz).min_by_key(|&f| (f.abs_diff(khz), u32::MAX - f)).unwrap_or(khz)
+    }
+
     /// The slow-path switch of policy `fd` completes (`sugov_work`): the
     /// newest request takes effect.
     pub(crate) fn sugov_work(&mut self, fd: u32) {
@@ -192,9 +320,20 @@ impl Sim {
         self.cpufreq_set_freq(fd, f);
     }
 
+    /// Policy `fd` requests `khz`: it runs at it, or at its package's turbo
+    /// ceiling when that is lower (`cpufreq::turbo`).
+    pub fn cpufreq_set_freq(&mut self, fd: u32, khz: u32) {
+        self.cpufreq.policies[fd as usize].req_khz = khz;
+        let granted = match &self.cpufreq.turbo {
+            Some(t) => khz.min(t.cap_of_domain(&self.machine, fd)),
+            None => khz,
+        };
+        self.cpufreq_apply_freq(fd, granted);
+    }
+
     /// Put policy `fd` at `khz`: the CPUs' PELT clocks and running segments
     /// are brought to now at the old speed, then go on at the new one.
-    pub fn cpufreq_set_freq(&mut self, fd: u32, khz: u32) {
+    pub(crate) fn cpufreq_apply_freq(&mut self, fd: u32, khz: u32) {
         if self.cpufreq.policies[fd as usize].cur_khz == khz {
             return;
         }
@@ -202,6 +341,9 @@ impl Sim {
         for c in span.iter() {
             self.update_rq_clock(c);
             self.sync_segment(c);
+            if !self.cpufreq.counters.is_empty() {
+                self.counters_fold(c);
+            }
         }
         let pol = &mut self.cpufreq.policies[fd as usize];
         pol.cur_khz = khz;

@@ -56,7 +56,7 @@ fn governors_start_where_they_should() {
 
 #[test]
 fn bad_governor_keys_are_refused_by_name() {
-    let e = parse_machine(&two_opp("governor = \"ondemand\"", ""), "toml", "m.toml").unwrap_err().to_string();
+    let e = parse_machine(&two_opp("governor = \"conservative\"", ""), "toml", "m.toml").unwrap_err().to_string();
     assert!(e.contains("m.toml") && e.contains("freq_domain.governor") && e.contains("schedutil"), "{e}");
     let one_opp = two_opp("governor = \"schedutil\"", "")
         .replace("opps = [ { freq_mhz = 1000, power_mw = 100 }, { freq_mhz = 2000, power_mw = 400 } ]", "");

@@ -36,6 +36,7 @@ impl Sim {
         let nr = machine.nr_cpus();
         let (with_kthreads, irq, irq_streams) = super::irq::with_ksoftirqd(workload, nr, cfg.seed)?;
         let (with_kthreads, sugov_first) = crate::cpufreq::sugov::with_sugov_kthreads(with_kthreads, &machine);
+        let (with_kthreads, dbs_first) = crate::cpufreq::ondemand::with_dbs_kworkers(with_kthreads, &machine);
         let workload = &with_kthreads;
         let mut rqs = Vec::with_capacity(nr);
         for c in 0..nr {
@@ -165,7 +166,7 @@ impl Sim {
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,
-            cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first),
+            cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first).with_dbs_first(dbs_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
             timers: super::timers::TimerQueues::new(nr, tasks.len()),
             uclamp_used,

@@ -193,6 +193,9 @@ impl Sim {
                 if let Some(fd) = self.sugov_domain_of(p) {
                     self.sugov_thread_waits(fd);
                 }
+                if let Some(c) = self.dbs_cpu_of(p) {
+                    self.dbs_work_handler(c);
+                }
                 let t = &mut self.tasks[p.idx()];
                 if t.wake_tokens > 0 {
                     t.wake_tokens -= 1;

@@ -46,6 +46,7 @@ impl Sim {
         let states = &self.machine.core_type(cpu).idle_states;
         if states.is_empty() {
             // No cpuidle driver: default_idle_call, and the tick stops.
+            self.turbo_note_state(cpu, Some(0));
             self.tick_nohz_idle_stop_tick(cpu);
             return;
         }
@@ -55,6 +56,7 @@ impl Sim {
         self.emit(Event::CpuIdle { cpu, state: Some(state) });
         self.idle_devs[cpu.idx()].entered_at = self.now;
         self.rqs[cpu.idx()].idle_state = Some(state);
+        self.turbo_note_state(cpu, Some(state));
         if stop_tick {
             self.tick_nohz_idle_stop_tick(cpu);
         }
@@ -98,6 +100,7 @@ impl Sim {
     /// tick's fate), the LLC's shared state learns it is idle.
     pub(super) fn enter_idle(&mut self, cpu: CpuId) {
         self.rqs[cpu.idx()].idle_since = self.now;
+        self.counters_set_c0(cpu, false);
         self.cpuidle_idle_call(cpu);
         let llc = self.llc_of(cpu);
         self.llc[llc].idle_mask.set(cpu);
@@ -109,6 +112,8 @@ impl Sim {
     pub(super) fn exit_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let exit = self.cpuidle_exit_state(cpu, false);
+        self.counters_set_c0(cpu, true);
+        self.turbo_note_state(cpu, None);
         let rq = &mut self.rqs[cpu.idx()];
         rq.ready_at = rq.ready_at.max(now) + exit;
         rq.tick_gen += 1;

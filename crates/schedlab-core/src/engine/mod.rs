@@ -123,6 +123,18 @@ pub enum Ev {
         /// The CPU that queued it.
         cpu: CpuId,
     },
+    /// A frequency request of `ondemand` or `intel_pstate` takes effect,
+    /// the driver's transition latency after it was made.
+    CpufreqTransition {
+        /// Frequency domain.
+        domain: u32,
+    },
+    /// The irq_work of ondemand's `dbs_update_util_handler` runs on `cpu`:
+    /// its work item wakes the CPU's kworker (`dbs_irq_work`).
+    DbsIrqWork {
+        /// CPU.
+        cpu: CpuId,
+    },
     /// The workload's duration has elapsed.
     Stop,
 }
@@ -412,6 +424,15 @@ impl Sim {
             Ev::SugovIrqWork { domain, cpu } => {
                 self.stats.handled += 1;
                 self.sugov_irq_work(domain, cpu)
+            }
+            Ev::CpufreqTransition { domain } => {
+                self.stats.handled += 1;
+                self.cpufreq_transition_done(domain);
+                Ok(())
+            }
+            Ev::DbsIrqWork { cpu } => {
+                self.stats.handled += 1;
+                self.dbs_irq_work(cpu)
             }
             Ev::Stop => {
                 self.stats.handled += 1;

@@ -143,9 +143,18 @@ impl Sim {
             })
             .max()
             .unwrap_or(0);
-        let fmax = core.opps.last().map_or(core.nominal_freq_khz, |o| o.freq_khz) as u64;
+        let top = core.opps.last().map_or(core.nominal_freq_khz, |o| o.freq_khz);
+        // get_next_freq scales by cpuinfo.max_freq: the highest OPP, or with
+        // turbo (intel_cpufreq) the one-core turbo ceiling, above which a
+        // request is rounded up to a P-state (`intel_cpufreq_target`,
+        // CPUFREQ_RELATION_L: DIV_ROUND_UP by the ratio unit).
+        let fmax = self.cpufreq.policies[fd as usize].cpuinfo_max_khz.max(top) as u64;
         let want = fmax * util / cap.max(1);
-        core.opps.iter().map(|o| o.freq_khz).find(|&f| f as u64 >= want).unwrap_or(fmax as u32)
+        if want > top as u64 {
+            let unit = self.machine.cpufreq.pstate_scaling_khz.max(1) as u64;
+            return (want.div_ceil(unit) * unit).min(fmax) as u32;
+        }
+        core.opps.iter().map(|o| o.freq_khz).find(|&f| f as u64 >= want).unwrap_or(top)
     }
 
     /// Seed idea 5: what the cpufreq update of an enqueue of a task on

@@ -31,13 +31,30 @@ pub struct EnergyCtx {
     pub domain_start_khz: Vec<u32>,
 }
 
+/// `opps` followed by the machine's turbo frequencies above them (when a
+/// governor lets turbo act), so that time at a turbo frequency shows in its
+/// own `freq_residency` bucket. DEVIATION: there is no power model of
+/// turbo; a turbo frequency draws the highest OPP's power.
+fn with_turbo(machine: &Machine, opps: &[Opp]) -> Vec<Opp> {
+    let mut v = opps.to_vec();
+    if machine.cpufreq.governor.is_none() {
+        return v;
+    }
+    let top = opps.last().map_or((0, 0), |o| (o.freq_khz, o.power_mw));
+    let mut turbo: Vec<u32> = machine.cpufreq.turbo_khz.iter().copied().filter(|&k| k > top.0).collect();
+    turbo.sort_unstable();
+    turbo.dedup();
+    v.extend(turbo.into_iter().map(|freq_khz| Opp { freq_khz, power_mw: top.1 }));
+    v
+}
+
 impl EnergyCtx {
     /// The context of `machine` with each domain starting at `start_khz`.
     pub fn from_machine(machine: &Machine, start_khz: Vec<u32>) -> Self {
         let first = |d: &crate::topology::machine::FreqDomain| machine.core_type(d.span.first().unwrap_or(CpuId(0)));
         EnergyCtx {
             cpu_domain: machine.cpus.iter().map(|c| c.freq_domain).collect(),
-            domain_opps: machine.freq_domains.iter().map(|d| first(d).opps.clone()).collect(),
+            domain_opps: machine.freq_domains.iter().map(|d| with_turbo(machine, &first(d).opps)).collect(),
             domain_idle_mw: machine
                 .freq_domains
                 .iter()

@@ -114,6 +114,15 @@ pub enum Governor {
     /// `schedutil`: the scheduler's utilisation picks the OPP
     /// (kernel/sched/cpufreq_schedutil.c).
     Schedutil,
+    /// `ondemand`: a per-CPU kworker samples the busy fraction every
+    /// `sampling_rate` and requests a frequency from it
+    /// (drivers/cpufreq/cpufreq_ondemand.c, cpufreq_governor.c; `cpufreq/ondemand.rs`).
+    Ondemand,
+    /// intel_pstate in active mode with its `powersave` policy, no HWP: the
+    /// driver samples APERF/MPERF every 10 ms from the scheduler's hook and
+    /// requests a P-state per CPU (drivers/cpufreq/intel_pstate.c;
+    /// `cpufreq/intel_pstate.rs`).
+    IntelPstate,
 }
 
 impl Governor {
@@ -123,6 +132,8 @@ impl Governor {
             Governor::Performance => "performance",
             Governor::Powersave => "powersave",
             Governor::Schedutil => "schedutil",
+            Governor::Ondemand => "ondemand",
+            Governor::IntelPstate => "intel_pstate",
         }
     }
 
@@ -132,6 +143,8 @@ impl Governor {
             "performance" => Some(Governor::Performance),
             "powersave" => Some(Governor::Powersave),
             "schedutil" => Some(Governor::Schedutil),
+            "ondemand" => Some(Governor::Ondemand),
+            "intel_pstate" => Some(Governor::IntelPstate),
             _ => None,
         }
     }
@@ -157,6 +170,31 @@ pub struct CpufreqParams {
     pub fast_switch: bool,
     /// CPU time of one slow-path switch (`sugov_work`), ns.
     pub sugov_work_ns: Ns,
+    /// Turbo: the highest frequency a core of a package may run at, kHz,
+    /// by the number of active cores of that package (entry `n - 1` for
+    /// `n` active cores). Empty: no turbo, every frequency is an OPP.
+    pub turbo_khz: Vec<u32>,
+    /// Index of the shallowest idle state whose CPUs do not count as active
+    /// for turbo (a core is active while one of its CPUs runs or idles in
+    /// a shallower state).
+    pub turbo_inactive_state: u8,
+    /// The P-state unit of the intel drivers (`pstate.scaling`), kHz:
+    /// requests of `intel_pstate` are multiples of it.
+    pub pstate_scaling_khz: u32,
+    /// CPU time of one ondemand sample in its kworker (`dbs_work_handler`), ns.
+    pub dbs_work_ns: Ns,
+}
+
+impl CpufreqParams {
+    /// The turbo ceiling of a package with `active` active cores, kHz
+    /// (`u32::MAX` without turbo). No active core reads the one-core entry.
+    #[inline]
+    pub fn turbo_cap_khz(&self, active: u32) -> u32 {
+        match self.turbo_khz.len() {
+            0 => u32::MAX,
+            n => self.turbo_khz[(active.max(1) as usize).min(n) - 1],
+        }
+    }
 }
 
 impl Default for CpufreqParams {
@@ -169,6 +207,10 @@ impl Default for CpufreqParams {
             rate_limit_ns: 1000 * crate::ids::NSEC_PER_USEC,
             fast_switch: true,
             sugov_work_ns: 20 * crate::ids::NSEC_PER_USEC,
+            turbo_khz: Vec::new(),
+            turbo_inactive_state: u8::MAX,
+            pstate_scaling_khz: crate::cpufreq::intel_pstate::DEFAULT_PSTATE_SCALING_KHZ,
+            dbs_work_ns: crate::cpufreq::ondemand::DEFAULT_DBS_WORK_NS,
         }
     }
 }

@@ -30,10 +30,12 @@
 //! nominal_freq_mhz, smt_speed_pct (default 60; 100 without SMT), opps, idle_states
 //! [freq_domain]
 //! per = "package"         # cpu | core | cluster | llc | package
-//! governor = "schedutil"  # performance | powersave | schedutil; absent: no
+//! governor = "schedutil"  # performance | powersave | schedutil | ondemand |
+//!                         # intel_pstate; absent: no
 //!                         # cpufreq model (nominal frequency, no energy)
 //! transition_latency_us   # default 0; rate_limit_us, fast_switch,
-//!                         # sugov_work_us: see `parse_cpufreq`
+//!                         # sugov_work_us, dbs_work_us, turbo_mhz,
+//!                         # turbo_inactive_state: see `parse_cpufreq`
 //! [cpuidle]               # governor = "menu" | "teo", latency_req_us:
 //!                         # see `spec_cpuidle.rs` (idle_states too)
 //! [cost]                  # see `CostParams` defaults in `default_cost`
@@ -287,14 +289,24 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
             p.keys(
                 ft,
                 "freq_domain",
-                &["per", "governor", "transition_latency_us", "rate_limit_us", "fast_switch", "sugov_work_us"],
+                &[
+                    "per",
+                    "governor",
+                    "transition_latency_us",
+                    "rate_limit_us",
+                    "fast_switch",
+                    "sugov_work_us",
+                    "dbs_work_us",
+                    "turbo_mhz",
+                    "turbo_inactive_state",
+                ],
             )?;
             p.opt_str(ft, "freq_domain", "per")?.unwrap_or("package")
         }
         None => "package",
     };
     let cpufreq = match fdt {
-        Some(ft) => parse_cpufreq(p, ft, &core_types)?,
+        Some(ft) => parse_cpufreq(p, ft, &core_types, nr_cores / shape.packages)?,
         None => crate::topology::CpufreqParams::default(),
     };
     if !["cpu", "core", "cluster", "llc", "package"].contains(&per) {

@@ -75,11 +75,12 @@ pub(crate) const RT_PARAMS: &[ParamDef] = &[
 pub(crate) const KW_STRUCTURE: &str = "one kworker/N:1 per CPU of `cpus`, bound to it (a per-CPU kthread), waking every `period` at a random phase and running `runtime`, forever.";
 
 /// What it was modelled on.
-pub(crate) const KW_SOURCE: &str = "kernel/workqueue.c (per-CPU pools); SEEDS.md idea 1 (passive intel_cpufreq)";
+pub(crate) const KW_SOURCE: &str = "kernel/workqueue.c (per-CPU pools); SEEDS.md idea 1 (intel_cpufreq under ondemand)";
 
 /// One line for `schedlab workload list`.
 pub(crate) const KW_SUMMARY: &str = "noise: one bound per-CPU kworker per CPU (kworker/N:1) waking every `period` \
-     for `runtime` (SEEDS idea 1: every 4 ms under passive intel_cpufreq)";
+     for `runtime` (SEEDS idea 1 reports them every 4 ms under intel_cpufreq + ondemand; \
+     `--governor ondemand` models that governor's own kworkers)";
 
 /// Parameters of `kworkers`, in normalised-name order.
 pub(crate) const KW_PARAMS: &[ParamDef] = &[
@@ -88,9 +89,11 @@ pub(crate) const KW_PARAMS: &[ParamDef] = &[
         kind: Kind::Duration { default_unit_ns: NS_PER_MS, min_ns: 10 * NS_PER_US, max_ns: 100_000 * NS_PER_MS },
         default: "4ms",
         unit: "ms",
-        doc: "time between two runs of one kworker. Default 4 ms: SEEDS idea 1's passive intel_cpufreq case, \
-              where the frequency request is written from a per-CPU kworker at each tick (HZ=250). Each \
-              kworker's first release is at a random phase in [0, period) from its own seeded stream.",
+        doc: "time between two runs of one kworker. Default 4 ms: the period SEEDS idea 1 reports for its \
+              passive case (intel_cpufreq under the ondemand governor, whose samples run in per-CPU \
+              kworkers; `--governor ondemand` models them, every max(2 ticks, transition delay), 8 ms at \
+              HZ=250). Each kworker's first release is at a random phase in [0, period) from its own \
+              seeded stream.",
     },
     ParamDef {
         name: "runtime",
