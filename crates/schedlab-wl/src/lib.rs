@@ -12,6 +12,7 @@ mod clock;
 mod hackbench;
 mod periodic;
 mod pipe;
+mod schbench;
 mod workqueue;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +58,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("workqueue", workqueue::SUMMARY),
     ("barrier", barrier::SUMMARY),
     ("periodic", periodic::SUMMARY),
+    ("schbench", schbench::SUMMARY),
 ];
 
 fn usage() -> String {
@@ -111,6 +113,7 @@ pub fn run(spec: &str) -> Result<String, WlError> {
         "workqueue" => workqueue::run(&s)?,
         "barrier" => barrier::run(&s)?,
         "periodic" => periodic::run(&s)?,
+        "schbench" => schbench::run(&s)?,
         other => {
             let names: Vec<&str> = FAMILIES.iter().map(|f| f.0).collect();
             return Err(WlError::Bad(format!("unknown family '{other}' (families: {})", names.join(", "))));
