@@ -55,7 +55,8 @@ def record_cmd(
 ) -> None:
     """Run a command under the kernel's sched tracepoints (root; a tracefs instance of its own):
     `schedlab record -o DIR -- CMD ARGS...` writes DIR/trace.txt, DIR/machine.toml (this
-    machine, imported from /sys) and DIR/kernel.json, for `schedlab analyze DIR/trace.txt
+    machine, imported from /sys), DIR/kernel.json and DIR/workload.stdout (the command's
+    output, also shown), for `schedlab analyze DIR/trace.txt
     --machine DIR/machine.toml`."""
     from . import _tracefs
 
