@@ -88,22 +88,30 @@ def calibrate_cmd(
         typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml."),
     ] = Path("calibrate"),
     chunks: Annotated[int, typer.Option("--chunks", min=50, help="Wakeups per probe.")] = 400,
+    pipe_ops: Annotated[
+        int,
+        typer.Option("--pipe-ops", min=256, help="Pipe writes (and reads) the pipe probe times."),
+    ] = 200_000,
     json_out: JsonOpt = False,
 ) -> None:
-    """Measure this machine's wakeup costs (root: two schedlab-wl probes under tracing) and
-    write OUT/machine.toml: this machine imported from /sys with cost.context_switch_ns and
-    cost.ipi_ns set from the measurements, each with a comment saying how it was measured."""
+    """Measure this machine's wakeup and pipe syscall costs (root: two schedlab-wl probes under
+    tracing, one timing pipe writes and reads) and write OUT/machine.toml: this machine
+    imported from /sys with cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns and
+    cost.pipe_read_ns set from the measurements, each with a comment saying how it was
+    measured."""
     from . import _calibrate
 
-    figures = _interruptible(_calibrate.calibrate, out, chunks=chunks)
+    figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
     if json_out:
         _echo_json(figures)
         return
     _out().print(
         f"same-CPU wakeup-to-run p50 {figures['same']['p50_ns']} ns, cross-CPU to an idle CPU p50 "
-        f"{figures['split']['p50_ns']} ns -> context_switch_ns "
-        f"{figures['context_switch_ns']}, ipi_ns {figures['ipi_ns']} "
-        f"(idle exit {figures['idle_exit_ns']} ns); wrote {out / 'machine.toml'}"
+        f"{figures['split']['p50_ns']} ns, pipe write p50 {figures['pipe_write_ns']} ns, read p50 "
+        f"{figures['pipe_read_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, "
+        f"ipi_ns {figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns), pipe_write_ns "
+        f"{figures['pipe_write_ns']}, pipe_read_ns {figures['pipe_read_ns']}; "
+        f"wrote {out / 'machine.toml'}"
     )
 
 

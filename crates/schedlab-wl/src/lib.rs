@@ -12,6 +12,7 @@ mod clock;
 mod hackbench;
 mod periodic;
 mod pipe;
+mod pipecost;
 mod schbench;
 mod workqueue;
 
@@ -59,6 +60,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("barrier", barrier::SUMMARY),
     ("periodic", periodic::SUMMARY),
     ("schbench", schbench::SUMMARY),
+    ("pipecost", pipecost::SUMMARY),
 ];
 
 fn usage() -> String {
@@ -114,6 +116,7 @@ pub fn run(spec: &str) -> Result<String, WlError> {
         "barrier" => barrier::run(&s)?,
         "periodic" => periodic::run(&s)?,
         "schbench" => schbench::run(&s)?,
+        "pipecost" => pipecost::run(&s)?,
         other => {
             let names: Vec<&str> = FAMILIES.iter().map(|f| f.0).collect();
             return Err(WlError::Bad(format!("unknown family '{other}' (families: {})", names.join(", "))));
