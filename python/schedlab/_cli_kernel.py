@@ -167,6 +167,14 @@ def validate_cmd(
             "`schedlab calibrate` wrote: then completion times are compared too, within 15%).",
         ),
     ] = None,
+    case: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--case",
+            help="Run only this case (repeatable): ping-pong, hackbench-saturated, work-queue, "
+            "schbench.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -176,9 +184,11 @@ def validate_cmd(
     switches within 10%; times shown, not compared until calibrated)."""
     from . import _validate
 
+    cases = _validate.select_cases(case, scale) if case else None
     results = _interruptible(
         _validate.validate,
         out,
+        cases=cases,
         reps=reps,
         seeds=seeds,
         scale=scale,

@@ -158,6 +158,17 @@ def default_cases(scale: float = 1.0) -> list[Case]:
     ]
 
 
+def select_cases(names: Sequence[str], scale: float = 1.0) -> list[Case]:
+    """The default cases named in `names`, in their usual order; an unknown
+    name is a `SpecError` listing the valid ones."""
+    cases = default_cases(scale)
+    known = [c.name for c in cases]
+    for n in names:
+        if n not in known:
+            raise _native.SpecError(f"--case: expected one of {', '.join(known)}, got '{n}'")
+    return [c for c in cases if c.name in names]
+
+
 def _metrics(doc: dict[str, Any]) -> dict[str, float]:
     return {
         m["name"]: (math.nan if m["value"] is None else float(m["value"])) for m in doc["metrics"]

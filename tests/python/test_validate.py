@@ -152,3 +152,12 @@ def test_native_and_simulated_specs_are_the_same() -> None:
 )
 def test_program_metrics(stdout: str, want: dict[str, float]) -> None:
     assert _validate.program_metrics(stdout) == want
+
+
+def test_cases_are_selected_by_name() -> None:
+    assert [c.name for c in _validate.select_cases(["schbench", "ping-pong"])] == [
+        "ping-pong",
+        "schbench",
+    ]
+    with pytest.raises(_native.SpecError, match=r"--case: expected one of ping-pong, .*got 'nope'"):
+        _validate.select_cases(["nope"])
