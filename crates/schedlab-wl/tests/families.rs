@@ -79,3 +79,18 @@ fn threads_carry_their_wl_names() {
     h.join().unwrap();
     assert_eq!(rx.recv().unwrap().trim(), "wl-hb-s0.0");
 }
+
+#[test]
+fn schbench_threads_are_named_for_filtering() {
+    let h = std::thread::spawn(|| run("schbench:threads=2,runtime=400ms,sleep=0,operations=1,op=20us"));
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    // A set: another test of this binary may run a schbench at the same time.
+    let names: std::collections::BTreeSet<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .filter(|c| c.starts_with("wl-sb"))
+        .collect();
+    assert!(h.join().unwrap().is_ok());
+    assert_eq!(names, ["wl-sb-m0", "wl-sb-w0.0", "wl-sb-w0.1"].map(String::from).into());
+}
