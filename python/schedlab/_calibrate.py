@@ -1,5 +1,5 @@
-"""`schedlab calibrate`: this machine's wakeup costs, measured, written into
-its imported machine description.
+"""`schedlab calibrate`: this machine's wakeup and pipe syscall costs,
+measured, written into its imported machine description.
 
 Two probes run under `schedlab record` (root), each a manager and one worker
 of ``schedlab-wl workqueue`` with 200 us chunks:
@@ -14,17 +14,28 @@ of ``schedlab-wl workqueue`` with 200 us chunks:
   and the CPU switches. The model charges the workload's ``read`` cost (the
   work queue's default 1 us) + ``context_switch_ns``.
 
-So ``context_switch_ns`` = median(same-CPU hand-over) - 1 us, and ``ipi_ns``
-= median(cross-CPU wakeup of an idle CPU) - ``context_switch_ns`` - the exit
-latency of the idle state the model's governor picks for a 200 us idle
-period. Each value is written with how it was measured; nothing else of the
-machine changes.
+A third probe needs no tracing: ``schedlab-wl pipecost`` times batches of
+4-byte pipe writes and reads on one thread and its own pipe, so that no write
+wakes anyone and no read waits. The medians over batches of the mean time per
+call are ``pipe_write_ns`` and ``pipe_read_ns``, the CPU work the pipe-based
+workload families charge per write and read when theirs are ``auto`` (the
+engine prices the wakeups on top).
+
+So ``context_switch_ns`` = median(same-CPU hand-over) - ``pipe_read_ns`` (the
+read the model charges there; the work queue's read is the machine's), and
+``ipi_ns`` = median(cross-CPU wakeup of an idle CPU) - ``context_switch_ns`` -
+the exit latency of the idle state the model's governor picks for a 200 us
+idle period. Each value is written with how it was measured; nothing else of
+the machine changes.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +43,9 @@ from . import _native, _tracefs
 from .trace import parse
 
 PROBE = "workqueue:threads=1,chunks={chunks},chunk=200us,pin={pin}"
-#: The work queue's default `read` cost (workload/workqueue.rs), charged
-#: between a wakeup and the waker's switch in the same-CPU probe.
-READ_NS = 1_000
+#: The syscall probe: 4-byte writes and reads (the pipe family's token), in
+#: batches of 256 (1 KiB in the pipe at most).
+PIPE_PROBE = "pipecost:count={count},size=4,batch=256"
 #: The probe's idle period (its chunk), for picking the idle state.
 IDLE_PERIOD_US = 200
 
@@ -101,10 +112,35 @@ def _set_cost(machine_toml: str, values: dict[str, tuple[int, str]]) -> str:
     return "\n".join(lines[:i] + block + lines[i:]) + "\n"
 
 
-def calibrate(out: Path, chunks: int = 400) -> dict[str, Any]:
-    """Runs both probes into `out`; writes `out/machine.toml` (this machine,
-    imported, with the measured costs) and returns the figures."""
-    figures: dict[str, Any] = {}
+def pipe_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, Any]:
+    """Runs the pipe syscall probe (`wl` is the schedlab-wl command); its
+    JSON (``write`` and ``read``, each with ``p10_ns``, ``p50_ns``,
+    ``p90_ns`` and ``batches``)."""
+    argv = [*wl, PIPE_PROBE.format(count=count)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
+    except FileNotFoundError as e:
+        raise _native.SimulationError(
+            f"calibrate: '{wl[0]}' not found (it comes with schedlab)"
+        ) from e
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
+        raise _native.SimulationError(
+            f"calibrate: the pipe probe failed (exit {done.returncode}): {last}"
+        )
+    doc: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return doc
+
+
+def calibrate(out: Path, chunks: int = 400, pipe_ops: int = 200_000) -> dict[str, Any]:
+    """Runs the three probes into `out`; writes `out/machine.toml` (this
+    machine, imported, with the measured costs) and returns the figures."""
+    out.mkdir(parents=True, exist_ok=True)
+    pipe = pipe_costs(pipe_ops)
+    (out / "probe-pipe.json").write_text(json.dumps(pipe, indent=2) + "\n")
+    write_ns = round(pipe["write"]["p50_ns"])
+    read_ns = round(pipe["read"]["p50_ns"])
+    figures: dict[str, Any] = {"pipe": pipe, "pipe_write_ns": write_ns, "pipe_read_ns": read_ns}
     for pin, same in (("split", False), ("same", True)):
         rec = out / f"probe-{pin}"
         info = _tracefs.record(["schedlab-wl", PROBE.format(chunks=chunks, pin=pin)], rec)
@@ -127,7 +163,7 @@ def calibrate(out: Path, chunks: int = 400) -> dict[str, Any]:
         }
     machine = (out / "probe-split" / "machine.toml").read_text()
     exit_ns = _idle_exit_ns(machine)
-    cs = max(0, figures["same"]["p50_ns"] - READ_NS)
+    cs = max(0, figures["same"]["p50_ns"] - read_ns)
     ipi = max(0, figures["split"]["p50_ns"] - cs - exit_ns)
     figures.update({"context_switch_ns": cs, "ipi_ns": ipi, "idle_exit_ns": exit_ns})
     machine = _set_cost(
@@ -136,12 +172,24 @@ def calibrate(out: Path, chunks: int = 400) -> dict[str, Any]:
             "context_switch_ns": (
                 cs,
                 f"schedlab calibrate: median same-CPU wakeup-to-run {figures['same']['p50_ns']} ns "
-                f"(n={figures['same']['n']}) minus the work queue's 1 us read",
+                f"(n={figures['same']['n']}) minus the measured pipe read ({read_ns} ns)",
             ),
             "ipi_ns": (
                 ipi,
                 f"schedlab calibrate: median cross-CPU wakeup-to-run of an idle CPU {figures['split']['p50_ns']} ns "
                 f"(n={figures['split']['n']}) minus context_switch_ns and the {exit_ns} ns idle exit",
+            ),
+            "pipe_write_ns": (
+                write_ns,
+                f"schedlab calibrate: median over {pipe['write']['batches']} batches of 256 "
+                f"4-byte pipe writes on one thread, nobody woken (schedlab-wl pipecost; p10 "
+                f"{pipe['write']['p10_ns']:.0f}, p90 {pipe['write']['p90_ns']:.0f} ns)",
+            ),
+            "pipe_read_ns": (
+                read_ns,
+                f"schedlab calibrate: median over {pipe['read']['batches']} batches of 256 "
+                f"4-byte pipe reads that find their data (schedlab-wl pipecost; p10 "
+                f"{pipe['read']['p10_ns']:.0f}, p90 {pipe['read']['p90_ns']:.0f} ns)",
             ),
         },
     )

@@ -55,7 +55,8 @@ def record_cmd(
 ) -> None:
     """Run a command under the kernel's sched tracepoints (root; a tracefs instance of its own):
     `schedlab record -o DIR -- CMD ARGS...` writes DIR/trace.txt, DIR/machine.toml (this
-    machine, imported from /sys) and DIR/kernel.json, for `schedlab analyze DIR/trace.txt
+    machine, imported from /sys), DIR/kernel.json and DIR/workload.stdout (the command's
+    output, also shown), for `schedlab analyze DIR/trace.txt
     --machine DIR/machine.toml`."""
     from . import _tracefs
 
@@ -87,22 +88,30 @@ def calibrate_cmd(
         typer.Option("--out", "-o", help="Directory for the probes' recordings and machine.toml."),
     ] = Path("calibrate"),
     chunks: Annotated[int, typer.Option("--chunks", min=50, help="Wakeups per probe.")] = 400,
+    pipe_ops: Annotated[
+        int,
+        typer.Option("--pipe-ops", min=256, help="Pipe writes (and reads) the pipe probe times."),
+    ] = 200_000,
     json_out: JsonOpt = False,
 ) -> None:
-    """Measure this machine's wakeup costs (root: two schedlab-wl probes under tracing) and
-    write OUT/machine.toml: this machine imported from /sys with cost.context_switch_ns and
-    cost.ipi_ns set from the measurements, each with a comment saying how it was measured."""
+    """Measure this machine's wakeup and pipe syscall costs (root: two schedlab-wl probes under
+    tracing, one timing pipe writes and reads) and write OUT/machine.toml: this machine
+    imported from /sys with cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns and
+    cost.pipe_read_ns set from the measurements, each with a comment saying how it was
+    measured."""
     from . import _calibrate
 
-    figures = _interruptible(_calibrate.calibrate, out, chunks=chunks)
+    figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
     if json_out:
         _echo_json(figures)
         return
     _out().print(
         f"same-CPU wakeup-to-run p50 {figures['same']['p50_ns']} ns, cross-CPU to an idle CPU p50 "
-        f"{figures['split']['p50_ns']} ns -> context_switch_ns "
-        f"{figures['context_switch_ns']}, ipi_ns {figures['ipi_ns']} "
-        f"(idle exit {figures['idle_exit_ns']} ns); wrote {out / 'machine.toml'}"
+        f"{figures['split']['p50_ns']} ns, pipe write p50 {figures['pipe_write_ns']} ns, read p50 "
+        f"{figures['pipe_read_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, "
+        f"ipi_ns {figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns), pipe_write_ns "
+        f"{figures['pipe_write_ns']}, pipe_read_ns {figures['pipe_read_ns']}; "
+        f"wrote {out / 'machine.toml'}"
     )
 
 
@@ -158,6 +167,14 @@ def validate_cmd(
             "`schedlab calibrate` wrote: then completion times are compared too, within 15%).",
         ),
     ] = None,
+    case: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--case",
+            help="Run only this case (repeatable): ping-pong, hackbench-saturated, work-queue, "
+            "schbench.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -167,9 +184,11 @@ def validate_cmd(
     switches within 10%; times shown, not compared until calibrated)."""
     from . import _validate
 
+    cases = _validate.select_cases(case, scale) if case else None
     results = _interruptible(
         _validate.validate,
         out,
+        cases=cases,
         reps=reps,
         seeds=seeds,
         scale=scale,

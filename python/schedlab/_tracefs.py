@@ -10,7 +10,10 @@ It writes three files into the output directory:
 * ``machine.toml``: this machine imported from ``/sys`` (``topo import``);
 * ``kernel.json``: kernel release, command line, trace clock, CPU count, the
   sched features when debugfs lets us read them, the events enabled, the
-  per-CPU overrun counts, the command and its exit status.
+  per-CPU overrun counts, the command and its exit status;
+* ``workload.stdout``: the command's standard output (passed through to ours
+  as well), where schedlab-wl prints its own metric, as a guest recording
+  keeps it.
 
 Recording needs root and tracefs; each missing piece is a one-line error.
 """
@@ -23,9 +26,12 @@ import os
 import platform
 import signal
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 from . import _native
 from ._native import SpecError
@@ -80,6 +86,14 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _pump(stream: IO[bytes], into: list[bytes]) -> None:
+    """Copies the command's output to ours, keeping it (a tee)."""
+    for line in iter(stream.readline, b""):
+        into.append(line)
+        sys.stdout.write(line.decode(errors="replace"))
+        sys.stdout.flush()
+
+
 def _sched_features() -> list[str]:
     """`/sys/kernel/debug/sched/features`, when debugfs lets us read it
     (lockdown kernels do not)."""
@@ -119,6 +133,7 @@ def record(
     except OSError as e:
         raise RecordError(f"cannot create the tracefs instance {inst}: {e.strerror or e}") from e
     enabled: list[str] = []
+    output: list[bytes] = []
     status: int | None = None
     stopped_by: str | None = None
     started = time.time()
@@ -134,7 +149,10 @@ def record(
             enabled.append(ev)
         (inst / "trace").write_text("")
         (inst / "tracing_on").write_text("1")
-        proc = subprocess.Popen(list(argv))
+        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        pump = threading.Thread(target=_pump, args=(proc.stdout, output), daemon=True)
+        pump.start()
         while (status := proc.poll()) is None:
             sig = stop_signal()
             if sig is not None and stopped_by is None:
@@ -148,6 +166,7 @@ def record(
                 break
             time.sleep(0.02)
         (inst / "tracing_on").write_text("0")
+        pump.join(timeout=5)
         trace = _read(inst / "trace")
         overruns = [ln.split(":", 1)[1].strip() for cpu in sorted((inst / "per_cpu").glob("cpu*"))
                     for ln in _read(cpu / "stats").splitlines() if ln.startswith("overrun:")]  # fmt: skip
@@ -165,6 +184,7 @@ def record(
         with contextlib.suppress(OSError):
             inst.rmdir()
     _write(out / "trace.txt", trace)
+    _write(out / "workload.stdout", b"".join(output).decode(errors="replace"))
     try:
         machine = _native.topo_import(str(sysfs))
     except _native.SchedlabError as e:

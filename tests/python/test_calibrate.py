@@ -1,5 +1,11 @@
 """`schedlab calibrate`'s measurement rules on hand-written trace lines."""
 
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
 from schedlab import _calibrate, _native
 
 SW = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_switch: prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state=S ==> next_comm={nc} next_pid={np} next_prio=120"
@@ -68,3 +74,37 @@ def test_costs_are_written_with_how_they_were_measured() -> None:
     assert "context_switch_ns = 3000" in out
     assert "l2_kib = 512" in out
     _native.topo_show(out, "toml", "test")  # still a valid machine
+
+
+def _wl() -> list[str]:
+    exe = shutil.which("schedlab-wl")
+    return [exe] if exe else [sys.executable, "-c", "from schedlab.wl import main; main()"]
+
+
+def test_the_pipe_probe_times_writes_and_reads() -> None:
+    # No root needed: one thread, its own pipe, no tracing.
+    doc = _calibrate.pipe_costs(2048, wl=_wl())
+    assert doc["family"] == "pipecost"
+    for call in ("write", "read"):
+        got = doc[call]
+        assert got["batches"] == 8
+        assert 0 < got["p10_ns"] <= got["p50_ns"] <= got["p90_ns"] < 1e6, got
+
+
+def test_a_missing_probe_program_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(_native.SimulationError, match=r"calibrate: '.*nope' not found"):
+        _calibrate.pipe_costs(256, wl=[str(tmp_path / "nope")])
+
+
+def test_pipe_costs_are_machine_keys_the_families_read() -> None:
+    toml = (
+        '[machine]\nname = "m"\n[topology]\npackages = 1\nnodes_per_package = 1\n'
+        "llcs_per_node = 1\nclusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
+        '[[core_type]]\nname = "c"\ncores = "all"\ncapacity = 1024\nnominal_freq_mhz = 2000\n'
+    )
+    out = _calibrate._set_cost(
+        toml, {"pipe_write_ns": (437, "measured: w"), "pipe_read_ns": (441, "measured: r")}
+    )
+    assert "# measured: w\npipe_write_ns = 437" in out
+    doc = _native.topo_doc(out, "toml", "test")
+    assert (doc["cost"]["pipe_write_ns"], doc["cost"]["pipe_read_ns"]) == (437, 441)

@@ -5,6 +5,10 @@ guest's kernel printed.
 
 * `recorded/host-pipe`: `schedlab record -- schedlab-wl pipe:loops=300` on the
   development VM (6.18, 2 vCPUs);
+* `recorded/host-schbench`: `schedlab record -o DIR -- schedlab-wl
+  schbench:message_threads=1,threads=2,runtime=60ms,operations=5,op=200us` on
+  the same VM while other agents compiled on its two vCPUs (so its latencies
+  are noisy), with the program's own JSON line in `workload.stdout`;
 * `recorded/guest-2c2t-workqueue`: `schedlab validate --qemu
   sockets=1,cores=2,threads=2` recording `schedlab-wl
   workqueue:threads=4,chunks=400,chunk=1ms` in a Debian 6.12.95 guest.
@@ -63,6 +67,24 @@ def test_host_pipe_ping_pong_stays_on_one_cpu() -> None:
     assert m["migrations"] == 0
     assert m["wake_prev_cpu_pct"] == 100
     assert m["wake_on_waker_cpu_pct"] == 100
+
+
+def test_host_schbench_placement() -> None:
+    m = _analyze("host-schbench", "wl-sb-*")
+    # Counted from the trace's lines by a separate script: 123 sched_wakeup of
+    # the three wl-sb threads, 115 of them onto the CPU that logged the
+    # sched_waking (the waker's). One comes before its task's first switch in
+    # (wl-sb-w0.0 just forked: no previous CPU), so placement is over 122: 121
+    # onto the CPU the task last ran on, one elsewhere in the LLC (wl-sb-m0,
+    # 0 -> 1, the one sched_migrate_task).
+    assert m["wakeups"] == 123
+    assert m["migrations"] == 1
+    assert m["wake_prev_cpu_pct"] == pytest.approx(100 * 121 / 122)
+    assert m["wake_same_llc_pct"] == pytest.approx(100 * 1 / 122)
+    assert m["wake_on_waker_cpu_pct"] == pytest.approx(100 * 115 / 123)
+    assert m["migrations_per_wakeup"] == pytest.approx(1 / 123)
+    # A trace has no benchmark marks: schbench's own latencies come from its output.
+    assert m["app_wakeup_latency_p50_us"] is None
 
 
 def test_guest_machine_builds_the_domains_the_guest_kernel_printed() -> None:

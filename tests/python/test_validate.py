@@ -2,6 +2,7 @@
 faked from a simulated trace (no root needed)."""
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +83,81 @@ def test_completion_times_are_compared_only_when_calibrated() -> None:
     assert _validate.verdict("completion_time_s", 1.0, 1.1, calibrated=True) == "pass"
     assert _validate.verdict("completion_time_s", 1.0, 1.2, calibrated=True) == "MISS"
     assert _validate.verdict("completion_time_s", 1.0, 1.1) == "not compared (uncalibrated)"
+
+
+REC = Path(__file__).parent / "fixtures" / "recorded"
+
+
+def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
+    # The committed recording of the native program stands in for a run:
+    # placement from its trace, schbench's own latencies from its output.
+    case = next(c for c in _validate.default_cases() if c.name == "schbench")
+    fixture = REC / "host-schbench"
+    spec = "schbench:message_threads=1,threads=2,runtime=60ms,operations=5,op=200us"
+    case = _validate.Case(case.name, ("schedlab-wl", spec), case.comm, spec, case.note, case.shown)
+
+    def replay(argv: list[str], out: Path) -> dict[str, Any]:
+        assert argv == ["schedlab-wl", spec]
+        shutil.copytree(fixture, out)
+        return {"kernel_release": "6.18.44-fc-v445", "sched_features": []}
+
+    res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
+    rows = {row["metric"]: row for row in res["rows"]}
+    assert list(rows) == [*_validate.COMPARED, *_validate.SCHBENCH_SHOWN]
+    assert rows["wake_prev_cpu_pct"]["real"] == pytest.approx(100 * 121 / 122)
+    assert rows["migrations_per_wakeup"]["real"] == pytest.approx(1 / 123)
+    # From workload.stdout (schbench's whole-us percentiles) and the trace.
+    assert rows["app_wakeup_latency_p50_us"]["real"] == 19
+    assert rows["app_wakeup_latency_p99_us"]["real"] == 1061
+    assert rows["requests_per_s"]["real"] == pytest.approx(874.4794601389923)
+    assert rows["wakeup_latency_p50_us"]["real"] > 0
+    for m in _validate.SCHBENCH_SHOWN:
+        assert rows[m]["verdict"] == "not compared", rows[m]
+        # (The simulated trace-side median can be 0: a wakee switched in at once.)
+        assert rows[m]["sim"] >= 0 if m.startswith("wakeup") else rows[m]["sim"] > 0, rows[m]
+    for m in _validate.FRACTIONS:
+        assert rows[m]["verdict"] in ("pass", "MISS")
+    md = _validate.markdown([res], "Fixture")
+    assert "| app_wakeup_latency_p99_us | 1061 |" in md
+
+
+def test_native_and_simulated_specs_are_the_same() -> None:
+    cases = {c.name: c for c in _validate.default_cases(scale=0.1)}
+    assert set(cases) == {"ping-pong", "hackbench-saturated", "work-queue", "schbench"}
+    for c in cases.values():
+        assert c.argv[0] == "schedlab-wl"
+        assert c.argv[1] == c.workload, c.name
+    # Ping-pong is the simulated pipe family's ring of two, one to one.
+    assert cases["ping-pong"].workload.startswith("pipe:")
+    assert "pipe family" in cases["ping-pong"].note
+
+
+@pytest.mark.parametrize(
+    ("stdout", "want"),
+    [
+        (
+            '{"family":"schbench","requests_per_s":10.5,"wakeup_latency_us":{"p50":3,"p99":40},'
+            '"request_latency_us":{"p50":null,"p99":7}}\n',
+            {
+                "requests_per_s": 10.5,
+                "app_wakeup_latency_p50_us": 3.0,
+                "app_wakeup_latency_p99_us": 40.0,
+                "request_latency_p99_us": 7.0,
+            },
+        ),
+        ('noise\n{"family":"pipe","usecs_per_op":3.1}\n', {}),
+        ("not json at all\n{broken\n", {}),
+        ("", {}),
+    ],
+)
+def test_program_metrics(stdout: str, want: dict[str, float]) -> None:
+    assert _validate.program_metrics(stdout) == want
+
+
+def test_cases_are_selected_by_name() -> None:
+    assert [c.name for c in _validate.select_cases(["schbench", "ping-pong"])] == [
+        "ping-pong",
+        "schbench",
+    ]
+    with pytest.raises(_native.SpecError, match=r"--case: expected one of ping-pong, .*got 'nope'"):
+        _validate.select_cases(["nope"])

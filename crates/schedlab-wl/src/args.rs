@@ -84,6 +84,70 @@ impl Spec {
         }
     }
 
+    /// A duration in `min_ns..=max_ns`, ns (the simulated family's range).
+    pub fn duration_within(
+        &self,
+        key: &str,
+        default_ns: u64,
+        default_unit_ns: u64,
+        (min_ns, max_ns): (u64, u64),
+    ) -> Result<u64, WlError> {
+        match self.take(key) {
+            None => Ok(default_ns),
+            Some(v) => {
+                parse_duration(&v, default_unit_ns).filter(|ns| (min_ns..=max_ns).contains(ns)).ok_or_else(|| {
+                    WlError::Bad(format!(
+                        "{}: {key}: expected a duration from {} to {}, got '{v}'",
+                        self.family,
+                        fmt_ns(min_ns),
+                        fmt_ns(max_ns)
+                    ))
+                })
+            }
+        }
+    }
+
+    /// A duration, ns, or `None` for `auto` (the default).
+    pub fn duration_or_auto(&self, key: &str, default_unit_ns: u64, max_ns: u64) -> Result<Option<u64>, WlError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) if v == "auto" => Ok(None),
+            Some(v) => parse_duration(&v, default_unit_ns).filter(|&ns| ns <= max_ns).map(Some).ok_or_else(|| {
+                WlError::Bad(format!(
+                    "{}: {key}: expected auto or a duration up to {}, got '{v}'",
+                    self.family,
+                    fmt_ns(max_ns)
+                ))
+            }),
+        }
+    }
+
+    /// A thread count as the simulated families take it: `auto` (the
+    /// default, giving `auto`), a count in `1..=max`, or `N%` of `nr_cpus`
+    /// rounded to the nearest whole thread (at least one).
+    pub fn threads(&self, key: &str, auto: u64, nr_cpus: u64, max: u64) -> Result<u64, WlError> {
+        let Some(v) = self.take(key) else { return Ok(auto) };
+        if v == "auto" {
+            return Ok(auto);
+        }
+        let n = match v.strip_suffix('%') {
+            Some(pct) => pct
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p <= 100.0)
+                .map(|p| ((nr_cpus as f64 * p / 100.0).round() as u64).max(1)),
+            None => v.parse::<u64>().ok(),
+        };
+        n.filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+            WlError::Bad(format!(
+                "{}: {key}: expected auto, a thread count 1..={max} or a percentage in (0%, 100%] of the \
+                 {nr_cpus} CPUs, got '{v}'",
+                self.family
+            ))
+        })
+    }
+
     /// One of `choices` (the first is the default).
     pub fn choice(&self, key: &str, choices: &[&str]) -> Result<String, WlError> {
         match self.take(key) {
@@ -111,6 +175,33 @@ impl Spec {
         } else {
             Err(WlError::Bad(format!("{}: unknown key(s): {}", self.family, left.join(", "))))
         }
+    }
+}
+
+/// `ns` in the largest unit that divides it (for error messages).
+fn fmt_ns(ns: u64) -> String {
+    match ns {
+        0 => "0".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// `futex(2)` on `word`, process-private; `val` is FUTEX_WAIT's expected
+/// value or FUTEX_WAKE's count. Errors (EAGAIN when the word moved, EINTR)
+/// are the callers' loops' business: they re-check the word.
+pub fn futex(word: &std::sync::atomic::AtomicU32, op: libc::c_int, val: u32) {
+    // SAFETY: `word` is a live, aligned u32 for the duration of the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        );
     }
 }
 
@@ -229,5 +320,32 @@ mod tests {
         assert_eq!(parse_duration("2h", 1), None);
         assert!(matches!(parse("x:oops"), Err(WlError::Bad(m)) if m.contains("not key=value")));
         assert!(matches!(parse("x:a=1,a=2"), Err(WlError::Bad(m)) if m.contains("twice")));
+    }
+
+    #[test]
+    fn ranged_durations_auto_and_thread_counts() {
+        let s = parse("f:a=2s,b=0,c=auto,d=3ms,t=50%,u=auto,v=7").unwrap();
+        assert_eq!(s.duration_within("a", 0, 1_000_000_000, (1_000_000, 3_600_000_000_000)).unwrap(), 2_000_000_000);
+        assert_eq!(s.duration_within("b", 5, 1, (0, 10)).unwrap(), 0);
+        assert_eq!(s.duration_or_auto("c", 1_000, 1_000_000_000).unwrap(), None);
+        assert_eq!(s.duration_or_auto("d", 1_000, 1_000_000_000).unwrap(), Some(3_000_000));
+        assert_eq!(s.duration_or_auto("absent", 1_000, 1).unwrap(), None);
+        assert_eq!(s.threads("t", 9, 6, 100).unwrap(), 3);
+        assert_eq!(s.threads("u", 9, 6, 100).unwrap(), 9);
+        assert_eq!(s.threads("v", 9, 6, 100).unwrap(), 7);
+        assert_eq!(s.threads("absent", 9, 6, 100).unwrap(), 9);
+        let bad = parse("f:a=0,t=0,u=101%,v=x,w=2s").unwrap();
+        let msg = |r: Result<u64, WlError>| match r {
+            Err(WlError::Bad(m)) => m,
+            other => panic!("expected a bad-argument error, got {other:?}"),
+        };
+        assert_eq!(
+            msg(bad.duration_within("a", 0, 1, (1_000_000, 2_000_000_000))),
+            "f: a: expected a duration from 1ms to 2s, got '0'"
+        );
+        assert!(msg(bad.threads("t", 1, 4, 10)).starts_with("f: t: expected auto, a thread count 1..=10"));
+        assert!(msg(bad.threads("u", 1, 4, 10)).contains("got '101%'"));
+        assert!(msg(bad.threads("v", 1, 4, 10)).contains("got 'x'"));
+        assert!(matches!(bad.duration_or_auto("w", 1, 1_000), Err(WlError::Bad(m)) if m.contains("up to 1us")));
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::args::{spawn, Spec, WlError};
+use crate::args::{futex, spawn, Spec, WlError};
 use crate::clock::spin_ns;
 
 pub(crate) const SUMMARY: &str =
@@ -23,19 +23,6 @@ struct Gate {
     arrived: AtomicU32,
     generation: AtomicU32,
     parties: u32,
-}
-
-fn futex(word: &AtomicU32, op: libc::c_int, val: u32) {
-    // SAFETY: `word` is a live, aligned u32 for the duration of the call.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            op | libc::FUTEX_PRIVATE_FLAG,
-            val,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
 }
 
 impl Gate {

@@ -12,6 +12,8 @@ mod clock;
 mod hackbench;
 mod periodic;
 mod pipe;
+mod pipecost;
+mod schbench;
 mod workqueue;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +59,8 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("workqueue", workqueue::SUMMARY),
     ("barrier", barrier::SUMMARY),
     ("periodic", periodic::SUMMARY),
+    ("schbench", schbench::SUMMARY),
+    ("pipecost", pipecost::SUMMARY),
 ];
 
 fn usage() -> String {
@@ -111,6 +115,8 @@ pub fn run(spec: &str) -> Result<String, WlError> {
         "workqueue" => workqueue::run(&s)?,
         "barrier" => barrier::run(&s)?,
         "periodic" => periodic::run(&s)?,
+        "schbench" => schbench::run(&s)?,
+        "pipecost" => pipecost::run(&s)?,
         other => {
             let names: Vec<&str> = FAMILIES.iter().map(|f| f.0).collect();
             return Err(WlError::Bad(format!("unknown family '{other}' (families: {})", names.join(", "))));

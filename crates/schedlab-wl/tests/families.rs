@@ -22,6 +22,32 @@ fn every_family_runs_small_and_reports_its_metric() {
     assert!(b["iterations_per_s"].as_f64().unwrap() > 0.0);
     let r = json("periodic:count=1,period=5ms,runtime=500us,duration=30ms");
     assert!(r["max_lateness_us"].as_f64().unwrap() >= 0.0);
+    // The simulated pipe family's spec runs natively as is.
+    let p = json("pipe:loops=500,mode=thread,tasks=2,write=1500ns,read=1us");
+    assert_eq!(p["loops"], 500);
+}
+
+#[test]
+fn schbench_serves_requests_and_reports_schbench_units() {
+    let s = json("schbench:message_threads=2,threads=2,runtime=200ms,sleep=50us,operations=1,footprint=16");
+    assert_eq!((s["message_threads"].as_u64(), s["threads"].as_u64()), (Some(2), Some(2)));
+    // 16 KiB: three 26 x 26 matrices of u64.
+    assert_eq!(s["matrix_size"], 26);
+    let requests = s["requests"].as_u64().unwrap();
+    // 4 workers, each request at least 50 us of sleep: well over a hundred in 200 ms.
+    assert!(requests > 100, "{s}");
+    let rps = s["requests_per_s"].as_f64().unwrap();
+    assert!((rps - requests as f64 / s["measured_s"].as_f64().unwrap()).abs() < 1e-6 * rps);
+    let wake = &s["wakeup_latency_us"];
+    let (p50, p99) = (wake["p50"].as_u64().unwrap(), wake["p99"].as_u64().unwrap());
+    assert!(1 <= p50 && p50 <= p99 && p99 <= wake["max"].as_u64().unwrap(), "{wake}");
+    // Every request sleeps 50 us plus the slack: at least 50 us each.
+    assert!(s["request_latency_us"]["min"].as_u64().unwrap() >= 50, "{s}");
+    assert!(s["op_us"].as_f64().unwrap() > 0.0);
+    // A warm-up drops the early samples; an explicit op spins instead of multiplying.
+    let w = json("schbench:threads=1,runtime=100ms,warmup=50ms,sleep=0,operations=2,op=20us");
+    assert!(w["measured_s"].as_f64().unwrap() < 0.08, "{w}");
+    assert!(w["op_us"].as_f64().unwrap() >= 20.0, "{w}");
 }
 
 #[test]
@@ -33,6 +59,8 @@ fn bad_specs_name_family_and_key() {
     assert!(err("hackbench:groups=0").contains("hackbench: groups: expected a count"));
     assert!(err("workqueue:chunk=5parsecs").contains("workqueue: chunk: expected a duration"));
     assert!(err("pipe:loops=10,colour=red").contains("unknown key(s): colour"));
+    assert!(err("pipe:tasks=3").contains("pipe: tasks: expected a count 2..=2"));
+    assert!(err("schbench:warmup=3s").contains("schbench: warmup: expected a warmup shorter than runtime"));
     assert!(err("nope").contains("unknown family 'nope'"));
     assert!(err("periodic:period=1ms,runtime=2ms").contains("runtime must be shorter"));
     // Keys the simulation reads for its cost model are accepted and ignored.
@@ -50,4 +78,19 @@ fn threads_carry_their_wl_names() {
     .unwrap();
     h.join().unwrap();
     assert_eq!(rx.recv().unwrap().trim(), "wl-hb-s0.0");
+}
+
+#[test]
+fn schbench_threads_are_named_for_filtering() {
+    let h = std::thread::spawn(|| run("schbench:threads=2,runtime=400ms,sleep=0,operations=1,op=20us"));
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    // A set: another test of this binary may run a schbench at the same time.
+    let names: std::collections::BTreeSet<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .filter(|c| c.starts_with("wl-sb"))
+        .collect();
+    assert!(h.join().unwrap().is_ok());
+    assert_eq!(names, ["wl-sb-m0", "wl-sb-w0.0", "wl-sb-w0.1"].map(String::from).into());
 }

@@ -242,6 +242,15 @@ pub struct CostParams {
     pub context_switch_ns: Ns,
     /// Cost of a wakeup (`try_to_wake_up`) to the waker, ns.
     pub wakeup_ns: Ns,
+    /// CPU work of one small pipe `write()` that wakes nobody (syscall entry
+    /// and exit, the pipe mutex, the copy into the page), ns: what the
+    /// pipe-based workload families (pipe, workqueue, hackbench with pipes,
+    /// chameneos) charge per write when their `write` is `auto`. A wakeup the
+    /// write causes is priced by the engine on top (`wakeup_ns`).
+    pub pipe_write_ns: Ns,
+    /// CPU work of one small pipe `read()` that finds its data, ns: those
+    /// families' `read` when `auto`.
+    pub pipe_read_ns: Ns,
     /// Size of the private cache (L2) of one core, KiB.
     pub l2_kib: u32,
     /// Size of one LLC, KiB.

@@ -501,6 +501,14 @@ pub fn default_cost() -> CostParams {
         context_switch_ns: 1500,
         // try_to_wake_up on the waker: lock, select_task_rq, enqueue ~0.7 us.
         wakeup_ns: 700,
+        // A small pipe write: syscall entry and exit (~100-200 ns with the
+        // speculation mitigations), pipe mutex, copy into the page and the
+        // wait-queue check ~1.5 us; a read that finds its data, a little less
+        // (no page allocation) ~1 us. Estimates, the values the pipe-based
+        // families used before these keys existed; `schedlab calibrate`
+        // measures both on a real machine.
+        pipe_write_ns: 1500,
+        pipe_read_ns: 1000,
         // A typical server core's private L2: 512 KiB (Zen 2/3); 1-2 MiB on
         // recent Intel parts, set per preset.
         l2_kib: 512,
@@ -522,6 +530,8 @@ fn parse_cost(p: &P, top: &Map<String, Value>) -> Result<CostParams> {
         "balance_ns_per_cpu",
         "context_switch_ns",
         "wakeup_ns",
+        "pipe_write_ns",
+        "pipe_read_ns",
         "l2_kib",
         "llc_kib",
     ];
@@ -542,6 +552,8 @@ fn parse_cost(p: &P, top: &Map<String, Value>) -> Result<CostParams> {
     c.balance_ns_per_cpu = ns("balance_ns_per_cpu", c.balance_ns_per_cpu)?;
     c.context_switch_ns = ns("context_switch_ns", c.context_switch_ns)?;
     c.wakeup_ns = ns("wakeup_ns", c.wakeup_ns)?;
+    c.pipe_write_ns = ns("pipe_write_ns", c.pipe_write_ns)?;
+    c.pipe_read_ns = ns("pipe_read_ns", c.pipe_read_ns)?;
     c.l2_kib = p.u64_or(ct, "cost", "l2_kib", 1, 1 << 30, c.l2_kib as u64)? as u32;
     c.llc_kib = p.u64_or(ct, "cost", "llc_kib", 1, 1 << 30, c.llc_kib as u64)? as u32;
     Ok(c)
@@ -639,6 +651,11 @@ nominal_freq_mhz = 2000
         assert_eq!(m.cost.ipi_ns, 900);
         assert_eq!(m.cost.refill_ns_per_kib[Distance::Node as usize], 400);
         assert_eq!(m.cost.refill_ns_per_kib[Distance::Llc as usize], 30);
+        let t = format!("{MINI}\n[cost]\npipe_write_ns = 437\npipe_read_ns = 441\n");
+        let m = parse_machine(&t, "toml", "f").unwrap();
+        assert_eq!((m.cost.pipe_write_ns, m.cost.pipe_read_ns), (437, 441));
+        let m = parse_machine(MINI, "toml", "f").unwrap();
+        assert_eq!((m.cost.pipe_write_ns, m.cost.pipe_read_ns), (1500, 1000), "the families' former estimates");
         let e = err_of(&format!("{MINI}\n[cost]\nrefill_ns_per_kib = {{ l3 = 4 }}\n"));
         assert!(matches!(e, SchedlabError::Spec { ref key, .. } if key == "cost.refill_ns_per_kib.l3"));
     }

@@ -7,7 +7,7 @@
 //! creatures from one task: a pure wakeup-placement benchmark. Metric:
 //! completion time. See README.md.
 
-use super::spec::{Kind, ParamDef, Params};
+use super::spec::{Kind, ParamDef, Params, AUTO};
 use super::workqueue::{Worker, STOP};
 use super::{forked_task, Action, ChanId, ChanSpec, PrimaryMetric, ProgCtx, Program, Workload};
 use crate::error::Result;
@@ -59,16 +59,18 @@ pub(crate) const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "write",
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: 1_000_000 * NS_PER_US },
-        default: "1500ns",
+        default: AUTO,
         unit: "us",
-        doc: "CPU work of one small pipe write, as hackbench's pipe write.",
+        doc: "CPU work of one small pipe write, as hackbench's pipe write. \
+              auto: the machine's cost.pipe_write_ns (1500ns by default; `schedlab calibrate` measures it).",
     },
     ParamDef {
         name: "read",
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: 1_000_000 * NS_PER_US },
-        default: "1us",
+        default: AUTO,
         unit: "us",
-        doc: "CPU work of one small pipe read.",
+        doc: "CPU work of one small pipe read. \
+              auto: the machine's cost.pipe_read_ns (1us by default; `schedlab calibrate` measures it).",
     },
 ];
 
@@ -77,8 +79,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let creatures = p.count("creatures")? as u32;
     let meetings = p.count("meetings")?;
     let mutate = p.duration("mutate")?;
-    let write_ns = p.duration("write")?;
-    let read_ns = p.duration("read")?;
+    let write_ns = p.duration_or("write", Some(p.machine.cost.pipe_write_ns))?;
+    let read_ns = p.duration_or("read", Some(p.machine.cost.pipe_read_ns))?;
     // Channel 0: the broker's pipe; 1 + i: creature i's.
     let broker = Broker {
         req: ChanId(0),

@@ -87,8 +87,8 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: 1_000_000_000 },
         default: AUTO,
         unit: "us",
-        doc: "CPU work of one write() syscall, excluding the wakeup the engine prices. auto: pipe 1500ns \
-              (copy into the pipe page under the pipe mutex), socket 3us (skb allocation, copy, queueing). \
+        doc: "CPU work of one write() syscall, excluding the wakeup the engine prices. auto: pipe = the \
+              machine's cost.pipe_write_ns (1500ns by default), socket 3us (skb allocation, copy, queueing). \
               Estimates, not measurements; higher values make the run more CPU-bound.",
     },
     ParamDef {
@@ -96,7 +96,8 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: 1_000_000_000 },
         default: AUTO,
         unit: "us",
-        doc: "CPU work of one read() syscall that returns a message. auto: pipe 1us, socket 2us (skb \
+        doc: "CPU work of one read() syscall that returns a message. auto: pipe = the machine's \
+              cost.pipe_read_ns (1us by default), socket 2us (skb \
               dequeue, copy, free). Estimates, as for write.",
     },
     ParamDef {
@@ -142,7 +143,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let mode = p.choice("mode")?;
     let datasize = p.count("datasize")?;
     let buf = p.count_or("buf", buffer_messages(ipc, datasize))?;
-    let (w_ns, r_ns) = if ipc == "pipe" { (1_500, 1_000) } else { (3_000, 2_000) };
+    let cost = &p.machine.cost;
+    let (w_ns, r_ns) = if ipc == "pipe" { (cost.pipe_write_ns, cost.pipe_read_ns) } else { (3_000, 2_000) };
     let write_ns = p.duration_or("write", Some(w_ns))?;
     let read_ns = p.duration_or("read", Some(r_ns))?;
     let footprint = p.count_or("footprint", if mode == "process" { 64 } else { 32 })?;

@@ -55,17 +55,19 @@ pub(crate) const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "write",
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: 1_000_000 * NS_PER_US },
-        default: "1500ns",
+        default: AUTO,
         unit: "us",
         doc: "CPU work of one 4-byte pipe write excluding the wakeup (syscall entry and exit, pipe lock, \
-              copy); the same estimate as hackbench's pipe write.",
+              copy); the same estimate as hackbench's pipe write. \
+              auto: the machine's cost.pipe_write_ns (1500ns by default; `schedlab calibrate` measures it).",
     },
     ParamDef {
         name: "read",
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: 1_000_000 * NS_PER_US },
-        default: "1us",
+        default: AUTO,
         unit: "us",
-        doc: "CPU work of one 4-byte pipe read after the data arrived.",
+        doc: "CPU work of one 4-byte pipe read after the data arrived. \
+              auto: the machine's cost.pipe_read_ns (1us by default; `schedlab calibrate` measures it).",
     },
     ParamDef {
         name: "footprint",
@@ -82,8 +84,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let loops = p.count("loops")?;
     let n = p.count("tasks")? as u32;
     let mode = p.choice("mode")?;
-    let write_ns = p.duration("write")?;
-    let read_ns = p.duration("read")?;
+    let write_ns = p.duration_or("write", Some(p.machine.cost.pipe_write_ns))?;
+    let read_ns = p.duration_or("read", Some(p.machine.cost.pipe_read_ns))?;
     let footprint = p.count_or("footprint", if mode == "thread" { 8 } else { 16 })?;
     let footprint_kib = u32::try_from(footprint).map_err(|_| p.invalid("footprint", "a smaller footprint"))?;
     let mut tasks = Vec::with_capacity(n as usize);
@@ -113,4 +115,24 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         chans: vec![ChanSpec { capacity: 16 * 1024 }; n as usize],
         ..Workload::of(tasks, PrimaryMetric::Throughput)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::spec::build_workload;
+    use crate::workload::testdrv::test_machine;
+
+    #[test]
+    fn syscall_costs_default_to_the_machines() {
+        // test_machine carries the former fixed defaults (1500 ns, 1 us).
+        let w = build_workload("pipe:loops=10", "spec", "t", &test_machine(2)).unwrap();
+        assert!(w.name.contains(",write=1500ns,read=1us,"), "{}", w.name);
+        // A calibrated machine's measured costs become the defaults; a spec's own values win.
+        let mut m = test_machine(2);
+        (m.cost.pipe_write_ns, m.cost.pipe_read_ns) = (437, 441);
+        let w = build_workload("pipe:loops=10", "spec", "t", &m).unwrap();
+        assert!(w.name.contains(",write=437ns,read=441ns,"), "{}", w.name);
+        let w = build_workload("pipe:loops=10,write=2us", "spec", "t", &m).unwrap();
+        assert!(w.name.contains(",write=2us,read=441ns,"), "{}", w.name);
+    }
 }

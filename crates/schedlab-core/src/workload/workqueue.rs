@@ -3,7 +3,7 @@
 //! it for a few milliseconds, reports back (which is also its next request)
 //! and repeats until told to stop. Judged by completion time. See README.md.
 
-use super::spec::{Kind, ParamDef, Params};
+use super::spec::{Kind, ParamDef, Params, AUTO};
 use super::{forked_task, Action, ChanId, ChanSpec, MarkKind, PrimaryMetric, ProgCtx, Program, Workload};
 use crate::error::Result;
 use crate::ids::Ns;
@@ -62,16 +62,18 @@ pub(crate) const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "write",
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: NS_PER_MS * 1_000 },
-        default: "1500ns",
+        default: AUTO,
         unit: "us",
-        doc: "CPU work of sending one IPC message (a pipe write), excluding the wakeup the engine prices.",
+        doc: "CPU work of sending one IPC message (a pipe write), excluding the wakeup the engine prices. \
+              auto: the machine's cost.pipe_write_ns (1500ns by default; `schedlab calibrate` measures it).",
     },
     ParamDef {
         name: "read",
         kind: Kind::Duration { default_unit_ns: NS_PER_US, min_ns: 0, max_ns: NS_PER_MS * 1_000 },
-        default: "1us",
+        default: AUTO,
         unit: "us",
-        doc: "CPU work of receiving one IPC message (a pipe read).",
+        doc: "CPU work of receiving one IPC message (a pipe read). \
+              auto: the machine's cost.pipe_read_ns (1us by default; `schedlab calibrate` measures it).",
     },
     ParamDef {
         name: "footprint",
@@ -94,8 +96,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let chunks = p.count("chunks")?;
     let chunk_ns = p.duration("chunk")?;
     let jitter_pct = p.count("jitter")? as u32;
-    let write_ns = p.duration("write")?;
-    let read_ns = p.duration("read")?;
+    let write_ns = p.duration_or("write", Some(p.machine.cost.pipe_write_ns))?;
+    let read_ns = p.duration_or("read", Some(p.machine.cost.pipe_read_ns))?;
     let footprint = p.count("footprint")?;
     let footprint_kib = u32::try_from(footprint).map_err(|_| p.invalid("footprint", "a smaller footprint"))?;
     // Task 0 is the manager; channel 0 its request queue, channel 1 + i worker i's replies.
