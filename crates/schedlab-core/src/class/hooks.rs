@@ -116,7 +116,7 @@ impl Sim {
     /// class keeps `p` queued although it sleeps. Called from `uclamp_rq_inc`.
     pub(crate) fn class_task_delayed(&self, p: TaskId) -> bool {
         match self.task_class(p) {
-            SchedClass::Fair => self.ses[p.idx()].sched_delayed,
+            SchedClass::Fair => self.task_delayed_fair(p),
             SchedClass::Rt | SchedClass::Ext | SchedClass::Bmq => false,
         }
     }

@@ -171,15 +171,15 @@ fn an_idle_cpu_enters_the_state_its_timer_allows_and_stops_the_tick_only_for_lon
     let rq = &s.rqs[0];
     assert!(rq.curr.is_none());
     assert_eq!((rq.idle_state, rq.tick_stopped), (Some(2), true));
-    assert!(s.nohz_idle.test(CpuId(0)));
+    assert!(s.nohz_idle_test(CpuId(0)));
     // A 300 us timer: C1E, the tick keeps running, the CPU stays out of the
     // NOHZ mask and counts as busy in its LLC.
     let mut s = one_cpu_sim(300 * US, IdleGovernor::Menu, false);
     s.run(150 * US).unwrap();
     let rq = &s.rqs[0];
     assert_eq!((rq.idle_state, rq.tick_stopped), (Some(1), false));
-    assert!(!s.nohz_idle.test(CpuId(0)));
-    assert_eq!(s.llc[0].nr_busy_cpus, 1);
+    assert!(!s.nohz_idle_test(CpuId(0)));
+    assert_eq!(s.llc_nr_busy_cpus(0), 1);
 }
 
 #[test]

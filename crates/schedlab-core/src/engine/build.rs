@@ -1,11 +1,11 @@
 //! Building a `Sim` from a machine, a workload and a policy.
 
 use super::ipc::{Barrier, Chan, Cond, Sem};
-use super::rq::{LlcShared, Rq, SdRuntime};
+use super::rq::{Rq, SdRuntime};
 use super::task::{Task, TaskState};
 use super::{ClassKind, EngineStats, Ev, Sim};
 use crate::cpumask::CpuMask;
-use crate::fair::eevdf::{base_slice_ns, EevdfParams, SchedEntity};
+use crate::fair::eevdf::{base_slice_ns, EevdfParams};
 use crate::features::Features;
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_SEC};
 use crate::metrics::{Collector, MetricsContext};
@@ -43,12 +43,6 @@ impl Sim {
             let cpu = CpuId(c as u32);
             let sd = domains.chain(cpu).iter().map(|&id| SdRuntime::new(domains.sd(id).min_interval_ms)).collect();
             rqs.push(Rq::new(machine.capacity_orig(cpu), sd, EevdfParams::new(nr, machine.hz as u64)));
-        }
-        let mut llc =
-            vec![LlcShared { has_idle_cores: machine.has_smt(), ..Default::default() }; machine.nr_llcs as usize];
-        // Every CPU starts idle: all are in their LLC's idle mask.
-        for c in 0..nr {
-            llc[machine.cpus[c].llc as usize].idle_mask.set(CpuId(c as u32));
         }
         let all = machine.all_cpus();
         let mut tasks = Vec::with_capacity(workload.tasks.len());
@@ -127,7 +121,8 @@ impl Sim {
         // The `sched_uclamp_used` static key: switched on by the first clamp asked for.
         let uclamp_used = workload.tasks.iter().any(|t| t.uclamp.is_set());
         let base_slice = base_slice_ns(nr);
-        let ses = (0..tasks.len()).map(|i| SchedEntity::new(tasks[i].nice, base_slice)).collect();
+        let nices: Vec<i32> = tasks.iter().map(|t| t.nice).collect();
+        let fair = crate::fair::state::FairState::new(&machine, &domains, &nices, base_slice);
         let ctx = MetricsContext::from_machine(&machine, allowed_masks, workload);
         let mut queue = EventQueue::with_keys(super::ev_keys(nr, tasks.len()));
         let mut workload_start = Vec::with_capacity(tasks.len());
@@ -142,25 +137,17 @@ impl Sim {
             queue.push(d, Ev::Stop);
         }
         let tick_ns = NSEC_PER_SEC / machine.hz.max(1) as Ns;
-        let (sg_refs, sg_cpus) = crate::fair::lb_stats::group_refs(&domains, &machine);
-        let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
-        let sg_sums = crate::fair::sg_sums::SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
         let mut sim = Sim {
             core_pressure: vec![0; machine.nr_cores as usize],
             llc_pressure: vec![0; machine.nr_llcs as usize],
-            nohz_idle: all,
             rd_overloaded: false,
-            sg_refs,
-            sg_cpus,
-            sg_sums,
             smt_siblings: (0..nr)
                 .map(|c| {
                     let cpu = CpuId(c as u32);
                     machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect()
                 })
                 .collect(),
-            eas: crate::fair::eas::EasState::new(&machine, &domains),
-            nohz: crate::fair::nohz::NohzState::new(nr, domains.nr_levels as usize),
+            fair,
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             rt: crate::rt::class::RtState::new(nr, tasks.len(), machine.hz, crate::rt::RtParams::default()),
             irq_specs: workload.irqs.clone(),
@@ -174,11 +161,9 @@ impl Sim {
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),
             rqs: super::rqs::Rqs::new(rqs),
-            llc,
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,
             tasks,
-            ses,
             chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
             conds: vec![Cond::default(); workload.conds as usize],
@@ -198,7 +183,6 @@ impl Sim {
             collector: Collector::new(ctx),
             trace: if cfg.trace { Some(Vec::new()) } else { None },
             trace_sink: None,
-            base_slice_ns: base_slice,
             tick_ns,
             stats: EngineStats::default(),
             check_invariants: cfg.check_invariants,

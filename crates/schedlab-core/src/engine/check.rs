@@ -16,11 +16,10 @@ impl Sim {
     /// - PELT utilisation of a task stays within the capacity scale, and a
     ///   runqueue's within what the tasks homed on it can contribute (blocked
     ///   and departed tasks' share decays, so one extra 1024 of slack);
-    /// - the balance statistics' group sums (`fair::sg_sums`) hold, for every
-    ///   CPU not noted changed since they were brought up to date, what its
-    ///   runqueue gives now, and each group's sums are its CPUs' terms;
     /// - with clamps in use, each runqueue's clamp buckets count exactly its
-    ///   queued tasks that count (`engine::uclamp`).
+    ///   queued tasks that count (`engine::uclamp`);
+    /// - the fair class's own invariants (`Sim::check_fair`: its entities
+    ///   and the balance statistics' group sums).
     pub fn check(&self) -> Result<(), String> {
         self.check_uclamp()?;
         let nr = self.rqs.len();
@@ -30,10 +29,6 @@ impl Sim {
         for t in &self.tasks {
             if t.state != TaskState::New && t.state != TaskState::Dead {
                 homed[t.cpu.idx()] += 1;
-            }
-            let se = &self.ses[t.id.idx()];
-            if se.on_rq && !t.on_rq {
-                return Err(format!("task {}: its fair entity is queued but the task is not on a runqueue", t.id));
             }
             match t.state {
                 TaskState::Runnable => {
@@ -45,7 +40,7 @@ impl Sim {
                 }
                 TaskState::Blocked | TaskState::Dead => {
                     if t.on_rq {
-                        if !se.sched_delayed {
+                        if !self.class_task_delayed(t.id) {
                             return Err(format!("task {} is {:?} but queued and not delayed", t.id, t.state));
                         }
                         queued[t.cpu.idx()] += 1;
@@ -94,16 +89,6 @@ impl Sim {
                 return Err(format!("cpu {c}: cfs util_avg {util} above {bound} for {} tasks", homed[c]));
             }
         }
-        for c in 0..nr {
-            let cpu = CpuId(c as u32);
-            if !self.rqs.is_changed(c) && self.sg_sums.terms(c) != &self.sg_cpu_terms(cpu) {
-                return Err(format!(
-                    "cpu {c} changed unnoticed: group sums hold {:?}, its runqueue gives {:?}",
-                    self.sg_sums.terms(c),
-                    self.sg_cpu_terms(cpu)
-                ));
-            }
-        }
-        self.sg_sums.check_sums(&self.sg_refs, &self.sg_cpus)
+        self.check_fair()
     }
 }

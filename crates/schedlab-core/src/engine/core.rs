@@ -513,12 +513,6 @@ impl Sim {
             self.class_task_dead(cpu, p);
         }
     }
-
-    /// Create the engine state of a task's first placement: used by tests to
-    /// put a task on a CPU without a workload.
-    pub fn initial_slice(&self) -> Ns {
-        self.base_slice_ns
-    }
 }
 
 impl Sim {

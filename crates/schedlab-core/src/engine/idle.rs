@@ -70,11 +70,7 @@ impl Sim {
         let rq = &mut self.rqs[cpu.idx()];
         rq.tick_gen += 1;
         let was_busy = !std::mem::replace(&mut rq.tick_stopped, true);
-        self.nohz_idle.set(cpu);
-        if was_busy {
-            let llc = self.llc_of(cpu);
-            self.llc[llc].nr_busy_cpus = self.llc[llc].nr_busy_cpus.saturating_sub(1);
-        }
+        self.nohz_balance_enter_idle(cpu, was_busy);
     }
 
     /// The CPU leaves the state it is in at `now` (`cpuidle_reflect`);
@@ -102,8 +98,7 @@ impl Sim {
         self.rqs[cpu.idx()].idle_since = self.now;
         self.counters_set_c0(cpu, false);
         self.cpuidle_idle_call(cpu);
-        let llc = self.llc_of(cpu);
-        self.llc[llc].idle_mask.set(cpu);
+        self.update_idle_cpumask(cpu, true);
         self.update_idle_core(cpu);
     }
 
@@ -117,13 +112,9 @@ impl Sim {
         let rq = &mut self.rqs[cpu.idx()];
         rq.ready_at = rq.ready_at.max(now) + exit;
         rq.tick_gen += 1;
-        let was_busy = !std::mem::replace(&mut rq.tick_stopped, false);
+        let was_stopped = std::mem::replace(&mut rq.tick_stopped, false);
         self.arm_tick(cpu);
-        self.nohz_idle.clear(cpu);
-        if !was_busy {
-            let llc = self.llc_of(cpu);
-            self.llc[llc].nr_busy_cpus += 1;
-        }
+        self.nohz_balance_exit_idle(cpu, was_stopped);
     }
 
     /// The tick of an idle CPU whose governor kept it: it wakes the CPU from

@@ -33,7 +33,6 @@ pub mod uclamp;
 
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
-use crate::fair::eevdf::SchedEntity;
 use crate::features::Features;
 use crate::ids::{CpuId, Ns, TaskId};
 use crate::metrics::Collector;
@@ -42,7 +41,6 @@ use crate::sim::{EventQueue, Rng};
 use crate::topology::{Domains, Machine};
 use crate::trace::{Event, TimedEvent};
 use ipc::{Barrier, Chan, Cond, Sem};
-use rq::LlcShared;
 use task::Task;
 
 /// Engine events.
@@ -168,106 +166,113 @@ pub(crate) type TraceSink = Box<dyn FnMut(&[TimedEvent]) -> std::io::Result<()>>
 /// writing is batched, small enough that a trace never fills memory.
 pub(crate) const TRACE_FLUSH_EVENTS: usize = 1 << 16;
 
-/// The whole simulated system. Its fields are visible inside the crate only:
-/// the classes read the runqueues they own through it, and users go through
-/// `api` (or the methods below).
+/// The whole simulated system.
+///
+/// Private fields are the engine's own (its submodules see them). The
+/// `pub(crate)` ones are what the kernel's classes share with core code, each
+/// doc saying which shared structure it stands for and who reads it; a
+/// class's own global state is one field (`fair`, `rt`, `peer`) that the
+/// engine holds and never reads. The run's outputs (`collector`, `trace`,
+/// `trace_sink`, `stats`, `alive`, `check_invariants`) are crate-visible for
+/// `api` and tests; they stand for no kernel state. Users go through `api`
+/// (or the methods below).
 pub struct Sim {
-    /// The machine.
+    /// The machine: topology data (`cpu_smt_mask`, `arch_scale_cpu_capacity`,
+    /// the energy model, costs), read by every class.
     pub(crate) machine: Machine,
-    /// Its sched domains.
+    /// Its sched domains (`struct sched_domain`, `sd_llc`,
+    /// `sd_asym_cpucapacity`): topology the fair and RT classes walk.
     pub(crate) domains: Domains,
-    /// Switched-on features.
+    /// Switched-on features (`sched_feat`), tested by every class.
     pub(crate) features: Features,
-    /// The class that runs SCHED_OTHER/BATCH/IDLE tasks (`class::SchedClass::normal`).
+    /// The class that runs SCHED_OTHER/BATCH/IDLE tasks
+    /// (`class::SchedClass::normal`): the class table dispatches on it.
     pub(crate) normal_class: crate::class::SchedClass,
-    /// Runqueues, by CPU.
+    /// Runqueues, by CPU (`struct rq`): the core's fields (`nr_running`,
+    /// `curr`, clocks, PELT of RT and IRQ) and each class's per-CPU part
+    /// (`rq.cfs`, `rq.rt`), which its class reads and writes.
     pub(crate) rqs: rqs::Rqs,
-    /// Shared state per LLC (`sd_llc_shared`), by LLC index.
-    pub(crate) llc: Vec<LlcShared>,
-    /// Tasks, by id.
+    /// Tasks, by id (`struct task_struct`): the core's fields (`on_rq`,
+    /// `cpu`, `prio`, affinity) and the PELT averages every class reads.
     pub(crate) tasks: Vec<Task>,
-    /// EEVDF entities, by task id.
-    pub(crate) ses: Vec<SchedEntity>,
-    /// Channels.
-    pub(crate) chans: Vec<Chan>,
-    /// Barriers.
-    pub(crate) barriers: Vec<Barrier>,
-    /// Condition variables.
-    pub(crate) conds: Vec<Cond>,
-    /// Semaphores.
-    pub(crate) sems: Vec<Sem>,
-    /// Masks `SetAffinity` names, already cut to the machine and the cpuset.
-    pub(crate) affinity_masks: Vec<CpuMask>,
-    /// `cpumask_any_and_distribute`'s rotor: the last CPU an affinity change
-    /// moved a task to.
-    pub(crate) distribute_prev: u32,
-    /// Cache pressure per core: KiB of footprint brought in, cumulative.
-    pub(crate) core_pressure: Vec<u64>,
-    /// Cache pressure per LLC, cumulative KiB.
-    pub(crate) llc_pressure: Vec<u64>,
-    /// Event queue (owns the clock).
-    pub(crate) queue: EventQueue<Ev>,
-    /// Current time (the time of the event being handled).
+    /// Current time (the time of the event being handled): `rq_clock`'s
+    /// source, read by every class.
     pub(crate) now: Ns,
-    /// Random stream of the scheduler itself (NI_RANDOM's dice).
+    /// Tick period, ns (`TICK_NSEC`): the fair class's balance intervals and
+    /// NOHZ rate limits are in jiffies, the idle governors read it too.
+    pub(crate) tick_ns: Ns,
+    /// Per CPU, its SMT siblings other than itself (`cpu_smt_mask` as a
+    /// short list where the machine's mask is 16 words at 1024 CPUs):
+    /// topology, read on every segment change and by the fair class's
+    /// idle-core update on idle entry.
+    pub(crate) smt_siblings: Vec<Vec<CpuId>>,
+    /// `rd->overloaded` (`struct root_domain`): set by the core's
+    /// `add_nr_running` when a CPU gets a second task, read and cleared by
+    /// the fair class's balancer (newly-idle balance skips when it is clear).
+    pub(crate) rd_overloaded: bool,
+    /// The scheduler's random stream (`get_random_u32` as NI_RANDOM's dice
+    /// in the fair class's newly-idle balance).
     pub(crate) sched_rng: Rng,
-    /// Metrics, fed every event.
+    /// The fair class's global state (`fair::state::FairState`): its
+    /// entities, `sd_llc_shared`, NOHZ, EAS, the balancer's groups and sums.
+    pub(crate) fair: crate::fair::state::FairState,
+    /// The RT class's global state (`rt::class`: cpupri, the RT overload
+    /// mask, bandwidth).
+    pub(crate) rt: crate::rt::class::RtState,
+    /// Runtime state of a peer class (`policies`), `None` under the fair class.
+    pub(crate) peer: crate::policies::PeerState,
+    /// Frequencies and the cpufreq governor: an engine-level model in its own
+    /// module (`cpufreq/`, which reads and writes it); the classes reach it
+    /// only through `cpufreq_update_util`, as the kernel's do.
+    pub(crate) cpufreq: crate::cpufreq::CpufreqState,
+    /// Metrics, fed every event (output, not kernel state).
     pub(crate) collector: Collector,
-    /// Every event, when a trace was asked for.
+    /// Every event, when a trace was asked for (output).
     pub(crate) trace: Option<Vec<TimedEvent>>,
     /// Where `trace` is drained to while the run goes (a trace file written
     /// as it is produced), every [`TRACE_FLUSH_EVENTS`] kept events.
     pub(crate) trace_sink: Option<TraceSink>,
-    /// Tasks not yet exited.
+    /// Tasks not yet exited (`api` tells an unfinished run by it).
     pub(crate) alive: u32,
-    /// `sysctl_sched_base_slice` for this machine, ns.
-    pub(crate) base_slice_ns: Ns,
-    /// Tick period, ns.
-    pub(crate) tick_ns: Ns,
-    /// Self counters.
+    /// Self counters (output).
     pub(crate) stats: EngineStats,
     /// Check invariants after every event (slow; tests).
     pub(crate) check_invariants: bool,
+    /// Channels.
+    chans: Vec<Chan>,
+    /// Barriers.
+    barriers: Vec<Barrier>,
+    /// Condition variables.
+    conds: Vec<Cond>,
+    /// Semaphores.
+    sems: Vec<Sem>,
+    /// Masks `SetAffinity` names, already cut to the machine and the cpuset.
+    affinity_masks: Vec<CpuMask>,
+    /// `cpumask_any_and_distribute`'s rotor: the last CPU an affinity change
+    /// moved a task to.
+    distribute_prev: u32,
+    /// Cache pressure per core: KiB of footprint brought in, cumulative.
+    core_pressure: Vec<u64>,
+    /// Cache pressure per LLC, cumulative KiB.
+    llc_pressure: Vec<u64>,
+    /// Event queue (owns the clock).
+    queue: EventQueue<Ev>,
     /// The run was stopped.
-    pub(crate) stopped: bool,
+    stopped: bool,
     /// How each task starts.
-    pub(crate) workload_start: Vec<crate::workload::StartKind>,
-    /// CPUs that are idle with the tick stopped (`nohz.idle_cpus_mask`).
-    pub(crate) nohz_idle: CpuMask,
-    /// Static group descriptions per domain (`fair::lb_stats::group_refs`).
-    pub(crate) sg_refs: Vec<Vec<crate::fair::lb_stats::GroupRef>>,
-    /// The CPUs of every group of `sg_refs`, each group's a run of this list.
-    pub(crate) sg_cpus: Vec<CpuId>,
-    /// Per-group sums of what `update_sg_lb_stats` reads (`fair::sg_sums`).
-    pub(crate) sg_sums: crate::fair::sg_sums::SgSums,
-    /// Per CPU, its SMT siblings other than itself (a short list where the
-    /// machine's sibling mask is 16 words at 1024 CPUs): read on every
-    /// segment change and idle entry.
-    pub(crate) smt_siblings: Vec<Vec<CpuId>>,
-    /// `rd->overloaded`: some CPU has more than one runnable task.
-    pub(crate) rd_overloaded: bool,
-    /// NOHZ idle-balance state and per-group balance flags (`fair::nohz`).
-    pub(crate) nohz: crate::fair::nohz::NohzState,
-    /// Energy model and overutilized flags (`fair::eas`, `fair::overutilized`).
-    pub(crate) eas: crate::fair::eas::EasState,
-    /// Runtime state of a peer class (`policies`), `None` under the fair class.
-    pub(crate) peer: crate::policies::PeerState,
-    /// The RT class's state (`rt::class`).
-    pub(crate) rt: crate::rt::class::RtState,
+    workload_start: Vec<crate::workload::StartKind>,
     /// Interrupt sources of the workload.
-    pub(crate) irq_specs: Vec<crate::workload::IrqSpec>,
+    irq_specs: Vec<crate::workload::IrqSpec>,
     /// One stream per (source, CPU).
-    pub(crate) irq_streams: Vec<irq::IrqStream>,
+    irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
-    pub(crate) irq: Vec<irq::CpuIrq>,
-    /// Frequencies and the cpufreq governor (`cpufreq`).
-    pub(crate) cpufreq: crate::cpufreq::CpufreqState,
+    irq: Vec<irq::CpuIrq>,
     /// Per CPU, the cpuidle device and its governor's data (`cpuidle`).
-    pub(crate) idle_devs: Vec<crate::cpuidle::CpuidleDevice>,
+    idle_devs: Vec<crate::cpuidle::CpuidleDevice>,
     /// Pending sleep timers per CPU (the governor's next timer event).
-    pub(crate) timers: timers::TimerQueues,
+    timers: timers::TimerQueues,
     /// `sched_uclamp_used`: some task asked for a clamp (`engine::uclamp`).
-    pub(crate) uclamp_used: bool,
+    uclamp_used: bool,
 }
 
 impl Sim {

@@ -2,7 +2,6 @@
 //! placement code reads), per-domain balancing state, and the LLC's shared
 //! state (`struct sched_domain_shared`).
 
-use crate::cpumask::CpuMask;
 use crate::fair::eevdf::{CfsRq, EevdfParams};
 use crate::ids::{Ns, TaskId, NSEC_PER_MSEC};
 use crate::pelt::{RemovedLoad, RqClockPelt, SchedAvg};
@@ -188,22 +187,6 @@ impl Rq {
     pub fn cpu_runnable(&self) -> u64 {
         self.cfs_avg.runnable_avg
     }
-}
-
-/// `struct sched_domain_shared` of one LLC.
-#[derive(Clone, Debug, Default)]
-pub struct LlcShared {
-    /// `has_idle_cores`: some core of the LLC may be wholly idle.
-    pub has_idle_cores: bool,
-    /// `nr_busy_cpus`: CPUs of the LLC with the tick running.
-    pub nr_busy_cpus: u32,
-    /// `nr_idle_scan`: SIS_UTIL scan depth.
-    pub nr_idle_scan: u32,
-    /// Seed idea 4 (`llc_idle_mask`): CPUs of the LLC believed idle. Set on
-    /// idle entry, cleared only by the tick of a busy CPU, so it may hold a
-    /// CPU that became busy since (the proposal's trade-off). Maintained
-    /// whatever the features; read only when `llc_idle_mask` is on.
-    pub idle_mask: CpuMask,
 }
 
 /// One millisecond, for balance intervals.

@@ -1,7 +1,9 @@
 //! Per-task state of the engine: the program, its scheduling state, its PELT
 //! averages and the bookkeeping placement decisions read (`wakee_flips`,
-//! `recent_used_cpu`, cache warmth). The EEVDF entity lives in a separate
-//! table (`Engine::ses`) so the runqueue code can borrow it alongside tasks.
+//! `recent_used_cpu`, cache warmth). The fair entity (`p->se`) is the fair
+//! class's, in its own table (`fair::state::FairState`), so the runqueue
+//! code can borrow it alongside tasks; `on_rq` here is the task-level
+//! `p->on_rq` the core keeps and every class (the peers too) reads.
 
 use crate::cpumask::CpuMask;
 use crate::ids::{CpuId, Ns, TaskId};

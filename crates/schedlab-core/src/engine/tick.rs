@@ -1,5 +1,5 @@
-//! The scheduler tick (`sched_tick`) of a busy CPU, and the idle-core
-//! update; idle entry and exit and the idle tick are in `idle.rs`.
+//! The scheduler tick (`sched_tick`) of a busy CPU; idle entry and exit and
+//! the idle tick are in `idle.rs`.
 
 use super::{Ev, Sim};
 use crate::ids::CpuId;
@@ -25,10 +25,8 @@ impl Sim {
             return self.sched_tick_idle(cpu);
         };
         self.sync_segment(cpu);
-        // llc_idle_mask: a busy CPU leaves the LLC's idle mask only here, so
-        // at most once per tick per CPU (the proposal's rate limit).
-        let llc = self.llc_of(cpu);
-        self.llc[llc].idle_mask.clear(cpu);
+        // llc_idle_mask: a busy CPU leaves its LLC's idle mask only here.
+        self.update_idle_cpumask(cpu, false);
         let resched = self.update_curr(cpu);
         if self.class_task_tick(cpu, p, resched) {
             self.resched_curr(cpu, cpu);
@@ -41,18 +39,5 @@ impl Sim {
         }
         self.sched_balance_trigger(cpu)?;
         self.nohz_balancer_kick(cpu)
-    }
-
-    /// `__update_idle_core`: when every SMT sibling of `cpu` is idle, the LLC
-    /// has an idle core.
-    pub fn update_idle_core(&mut self, cpu: CpuId) {
-        if !self.machine.has_smt() {
-            return;
-        }
-        let all_idle = self.smt_siblings[cpu.idx()].iter().all(|s| self.rqs[s.idx()].idle_cpu());
-        if all_idle {
-            let llc = self.llc_of(cpu);
-            self.llc[llc].has_idle_cores = true;
-        }
     }
 }

@@ -142,7 +142,7 @@ impl Sim {
                 let mut all: Vec<TaskId> = self
                     .tasks
                     .iter()
-                    .filter(|t| t.cpu == cpu && t.state == TaskState::Runnable && self.ses[t.id.idx()].on_rq)
+                    .filter(|t| t.cpu == cpu && t.state == TaskState::Runnable && self.fair.ses[t.id.idx()].on_rq)
                     .map(|t| t.id)
                     .collect();
                 all.sort_by_key(|p| (self.tasks[p.idx()].runnable_since, p.0));
@@ -194,7 +194,7 @@ impl Sim {
         if nr_balance_failed == 0
             && sched_feat!(self.features, PLACE_LAG)
             && self.rqs[env.dst_cpu.idx()].cfs.nr_queued > 0
-            && !self.rqs[env.src_cpu.idx()].cfs.entity_eligible(&self.ses, p)
+            && !self.rqs[env.src_cpu.idx()].cfs.entity_eligible(&self.fair.ses, p)
         {
             return false;
         }
@@ -298,7 +298,7 @@ impl Sim {
     /// balancing CPU is `dst` itself (a preemption there needs no IPI), or
     /// the idle-load-balancer working for it.
     pub fn attach_tasks(&mut self, dst: CpuId, batch: &[TaskId]) {
-        let by_cpu = self.nohz.ilb_cpu.unwrap_or(dst);
+        let by_cpu = self.fair.nohz.ilb_cpu.unwrap_or(dst);
         for &p in batch.iter().rev() {
             self.attach_task(p, dst, by_cpu);
         }
@@ -463,7 +463,7 @@ impl Sim {
                     break;
                 }
                 if parent.is_some() && env.flags & LBF_SOME_PINNED != 0 && env.imbalance > 0 {
-                    self.nohz.set_sgc_imbalance(depth + 1, span_first, true);
+                    self.fair.nohz.set_sgc_imbalance(depth + 1, span_first, true);
                 }
                 if env.flags & LBF_ALL_PINNED != 0 {
                     env.cpus.clear(busiest);
@@ -487,7 +487,7 @@ impl Sim {
             LbExit::Tried => return ld_moved,
             LbExit::Balanced => {
                 if parent.is_some() && env.flags & LBF_ALL_PINNED == 0 {
-                    self.nohz.set_sgc_imbalance(depth + 1, span_first, false);
+                    self.fair.nohz.set_sgc_imbalance(depth + 1, span_first, false);
                 }
                 rt.nr_balance_failed = 0;
             }
@@ -549,7 +549,7 @@ impl Sim {
             self.rd_overloaded = sg_overloaded;
         }
         if let Some((llc, nr)) = self.update_idle_cpu_scan(env, sum_util) {
-            self.llc[llc].nr_idle_scan = nr;
+            self.fair.llc[llc].nr_idle_scan = nr;
         }
     }
 }

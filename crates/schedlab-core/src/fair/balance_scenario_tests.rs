@@ -69,9 +69,9 @@ fn nohz_idle_balance_moves_work_to_tick_stopped_cpus() {
     s.run(20 * NSEC_PER_MSEC).unwrap();
     let busy: Vec<usize> = (0..8).filter(|&c| s.rqs[c].curr.is_some()).collect();
     assert_eq!(busy.len(), 2, "{:?}", spread(&s));
-    assert!(s.nohz.kicks >= 1);
+    assert!(s.fair.nohz.kicks >= 1);
     // The CPUs still idle are the tick-stopped ones.
     for c in 0..8 {
-        assert_eq!(s.nohz_idle.test(CpuId(c as u32)), s.rqs[c].curr.is_none(), "cpu {c}");
+        assert_eq!(s.fair.nohz.idle_cpus_mask.test(CpuId(c as u32)), s.rqs[c].curr.is_none(), "cpu {c}");
     }
 }

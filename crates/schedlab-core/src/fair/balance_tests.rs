@@ -210,9 +210,9 @@ fn nohz_kick_moves_work_to_a_tick_stopped_idle_cpu() {
     s.now = 100 * NSEC_PER_MSEC;
     run(&mut s, 0, 0);
     enqueue(&mut s, 1, 0);
-    assert!(!s.nohz_idle.test(CpuId(0)) && s.nohz_idle.test(CpuId(1)));
+    assert!(!s.fair.nohz.idle_cpus_mask.test(CpuId(0)) && s.fair.nohz.idle_cpus_mask.test(CpuId(1)));
     s.nohz_balancer_kick(CpuId(0)).unwrap();
-    assert_eq!(s.nohz.kicks, 1);
+    assert_eq!(s.fair.nohz.kicks, 1);
     let dst = s.tasks[1].cpu;
     assert_ne!(dst, CpuId(0), "pulled by an idle CPU");
     assert!(s
@@ -223,7 +223,7 @@ fn nohz_kick_moves_work_to_a_tick_stopped_idle_cpu() {
         .any(|e| matches!(e.ev, Event::Balance { kind: BalanceKind::NohzIdle, pulled: 1, cpu, .. } if cpu == dst)));
     // Rate limit: no second balance kick within the same jiffy.
     s.nohz_balancer_kick(CpuId(0)).unwrap();
-    assert_eq!(s.nohz.kicks, 1);
+    assert_eq!(s.fair.nohz.kicks, 1);
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn busy(s: &mut Sim, cpu: usize, t: u32, load: u64) {
     s.rqs[cpu].nr_running = 1;
     s.rqs[cpu].cfs_avg.load_avg = load;
     s.rqs[cpu].cfs_avg.util_avg = 1024;
-    s.nohz_idle.clear(CpuId(cpu as u32));
+    s.fair.nohz.idle_cpus_mask.clear(CpuId(cpu as u32));
 }
 
 #[test]
@@ -349,7 +349,7 @@ fn periodic_balance_updates_sis_util_scan_depth() {
     }
     let mut cont = true;
     s.sched_balance_rq(CpuId(0), 0, CpuIdleType::NotIdle, &mut cont);
-    assert_eq!(s.llc[0].nr_idle_scan, 2);
+    assert_eq!(s.fair.llc[0].nr_idle_scan, 2);
 }
 
 #[test]

@@ -274,7 +274,7 @@ impl Sim {
         if group.wholly_considered(env) {
             // Every CPU of the group, in span order: its list, not a mask
             // walk over the machine's words (16 at 1024 CPUs).
-            for &i in group.cpus(&self.sg_cpus) {
+            for &i in group.cpus(&self.fair.sg_cpus) {
                 consider(i);
             }
         } else {

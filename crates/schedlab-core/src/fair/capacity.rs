@@ -109,7 +109,7 @@ impl Sim {
             if let Some(p) = p {
                 if dst == Some(cpu) {
                     util_est += self.task_util_est_only(p);
-                } else if self.ses[p.idx()].on_rq || rq.curr == Some(p) {
+                } else if self.fair.ses[p.idx()].on_rq || rq.curr == Some(p) {
                     // `p` is queued on `cpu` and contributes to its util_est.
                     if self.tasks[p.idx()].cpu == cpu {
                         util_est = util_est.saturating_sub(self.task_util_est_only(p));

@@ -36,7 +36,7 @@ fn cas_skips_a_pressured_idle_target_when_a_full_idle_cpu_exists() {
         let mut s = sim_from_toml(FLAT8, 2, if cas { feats(&[Feat::cas]) } else { feats(&[]) });
         pressure(&mut s, 0, 700);
         s.tasks[0].recent_used_cpu = CpuId(0);
-        s.llc[0].nr_idle_scan = 8;
+        s.fair.llc[0].nr_idle_scan = 8;
         let mut c = wake_ctx(0);
         let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
         if cas {
@@ -58,7 +58,7 @@ fn cas_skips_a_pressured_idle_prev_and_recent() {
     pressure(&mut s, 1, 500);
     pressure(&mut s, 2, 600);
     s.tasks[0].recent_used_cpu = CpuId(1);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(2), CpuId(0), &mut c, false), CpuId(4));
 }
@@ -73,7 +73,7 @@ fn cas_falls_back_to_the_idle_cpu_with_most_capacity() {
         pressure(&mut s, 3, 600);
         pressure(&mut s, 5, 700);
         s.tasks[0].recent_used_cpu = CpuId(0);
-        s.llc[0].nr_idle_scan = 8;
+        s.fair.llc[0].nr_idle_scan = 8;
         let mut c = wake_ctx(0);
         assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(want), "cas={cas}");
     }
@@ -86,8 +86,8 @@ fn cas_idle_core_taken_through_its_full_capacity_sibling() {
         let mut s = sim_from_toml(SMT_2LLC, 2, if cas { feats(&[Feat::cas]) } else { feats(&[]) });
         busy(&mut s, 0, 1);
         pressure(&mut s, 1, 600);
-        s.llc[0].has_idle_cores = true;
-        s.llc[0].nr_idle_scan = 4;
+        s.fair.llc[0].has_idle_cores = true;
+        s.fair.llc[0].nr_idle_scan = 4;
         let mut c = wake_ctx(0);
         let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
         assert_eq!((got, c.path), (CpuId(want), PlacePath::IdleCore), "cas={cas}");
@@ -101,8 +101,8 @@ fn cas_pressured_idle_core_loses_to_a_full_idle_cpu_of_a_busy_core() {
     busy(&mut s, 0, 1);
     pressure(&mut s, 1, 600);
     pressure(&mut s, 5, 700);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
     // Only pressured idle CPUs: the one with most capacity.
@@ -111,8 +111,8 @@ fn cas_pressured_idle_core_loses_to_a_full_idle_cpu_of_a_busy_core() {
     busy(&mut s, 4, 1);
     pressure(&mut s, 1, 600);
     pressure(&mut s, 5, 700);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(5));
 }

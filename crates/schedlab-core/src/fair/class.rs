@@ -28,7 +28,7 @@ impl Sim {
         let now = rq.clock_pelt.rq_clock_pelt();
         let fair_running = rq.cfs.curr.is_some() && rq.curr.is_some();
         if let Some(p) = p {
-            let se = &self.ses[p.idx()];
+            let se = &self.fair.ses[p.idx()];
             let t = &mut self.tasks[p.idx()];
             if t.avg.last_update_time != 0 {
                 let running = rq.cfs.curr == Some(p) && rq.curr == Some(p);
@@ -53,7 +53,7 @@ impl Sim {
         self.update_load_avg(cpu, Some(p));
         let rq = &mut self.rqs[cpu.idx()];
         let t = &mut self.tasks[p.idx()];
-        let w = self.ses[p.idx()].weight;
+        let w = self.fair.ses[p.idx()].weight;
         if t.avg.last_update_time == 0 {
             // Migrated or new: attach its averages (`attach_entity_load_avg`).
             pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg, w);
@@ -63,7 +63,7 @@ impl Sim {
         }
         // A delayed task moving with its queue keeps its util_est where it
         // is; every other enqueue adds it.
-        let delayed_move = self.ses[p.idx()].sched_delayed && flags.has(EnqueueFlags::MIGRATED);
+        let delayed_move = self.fair.ses[p.idx()].sched_delayed && flags.has(EnqueueFlags::MIGRATED);
         if !delayed_move {
             pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
@@ -78,7 +78,7 @@ impl Sim {
         let rq = &mut self.rqs[cpu.idx()];
         let t = &mut self.tasks[p.idx()];
         // A delayed task left util_est when it was delayed.
-        if !self.ses[p.idx()].sched_delayed {
+        if !self.fair.ses[p.idx()].sched_delayed {
             pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
         pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
@@ -86,12 +86,37 @@ impl Sim {
         self.cpufreq_update_util(cpu);
     }
 
+    /// What a peer class's enqueue shares with the fair runqueue
+    /// (`account_entity_enqueue` with the `h_nr_runnable` count of
+    /// `enqueue_task_fair`): `p`'s weight and one more queued, runnable
+    /// entity, so the runqueue's PELT inputs are the fair class's; the entity
+    /// is marked queued for `update_load_avg`. Called from `peer_enqueue`.
+    pub(crate) fn account_peer_enqueue(&mut self, cpu: CpuId, p: TaskId) {
+        let w = self.fair.ses[p.idx()].weight;
+        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        cfs.load_weight += w;
+        cfs.nr_queued += 1;
+        cfs.h_nr_runnable += 1;
+        self.fair.ses[p.idx()].on_rq = true;
+    }
+
+    /// The inverse of [`Sim::account_peer_enqueue`] (`account_entity_dequeue`).
+    /// Called from `peer_dequeue`.
+    pub(crate) fn account_peer_dequeue(&mut self, cpu: CpuId, p: TaskId) {
+        let w = self.fair.ses[p.idx()].weight;
+        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        cfs.load_weight -= w;
+        cfs.nr_queued -= 1;
+        cfs.h_nr_runnable -= 1;
+        self.fair.ses[p.idx()].on_rq = false;
+    }
+
     /// `enqueue_task_fair`.
     pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.enqueue_pelt_fair(cpu, p, flags);
         let now = self.rq_clock_task(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
-        cfs.enqueue_entity(&mut self.ses, p, now, flags, &self.features);
+        cfs.enqueue_entity(&mut self.fair.ses, p, now, flags, &self.features);
         if self.tasks[p.idx()].policy == SchedPolicy::Idle {
             cfs.h_nr_idle += 1;
         }
@@ -111,7 +136,7 @@ impl Sim {
         self.dequeue_pelt_fair(cpu, p, flags);
         let now = self.rq_clock_task(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
-        let done = cfs.dequeue_entity(&mut self.ses, p, now, flags, &self.features);
+        let done = cfs.dequeue_entity(&mut self.fair.ses, p, now, flags, &self.features);
         // A delayed entity stays counted until its dequeue completes, as
         // dequeue_entities returns before `h_nr_idle -= ...` for it.
         if done && self.tasks[p.idx()].policy == SchedPolicy::Idle {
@@ -125,7 +150,7 @@ impl Sim {
         self.update_load_avg(cpu, Some(p));
         let rq = &mut self.rqs[cpu.idx()];
         pelt::util_est_enqueue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
-        rq.cfs.requeue_delayed_entity(&mut self.ses, p, &self.features);
+        rq.cfs.requeue_delayed_entity(&mut self.fair.ses, p, &self.features);
     }
 
     /// `task_dead_fair`: the exited task's load leaves the runqueue.
@@ -138,13 +163,13 @@ impl Sim {
     /// new task starts with its full weight as load so fork balancing sees it.
     pub(crate) fn task_fork_fair(&mut self, p: TaskId) {
         let nice = self.tasks[p.idx()].nice;
-        self.ses[p.idx()] = SchedEntity::new(nice, self.base_slice_ns);
+        self.fair.ses[p.idx()] = SchedEntity::new(nice, self.fair.base_slice_ns);
         if self.tasks[p.idx()].policy == SchedPolicy::Idle {
             // set_load_weight: SCHED_IDLE has the idle weight whatever its nice.
-            let se = &mut self.ses[p.idx()];
+            let se = &mut self.fair.ses[p.idx()];
             (se.weight, se.inv_weight) = (WEIGHT_IDLEPRIO, WMULT_IDLEPRIO);
         }
-        let w = self.ses[p.idx()].weight;
+        let w = self.fair.ses[p.idx()].weight;
         self.tasks[p.idx()].avg = pelt::SchedAvg { load_avg: w, ..Default::default() };
     }
 
@@ -155,7 +180,7 @@ impl Sim {
         let rq = &self.rqs[cpu.idx()];
         let cfs = &rq.cfs_avg;
         let cap_left = cap.saturating_sub(cfs.util_avg) / 2;
-        let w = self.ses[p.idx()].weight;
+        let w = self.fair.ses[p.idx()].weight;
         let t = &mut self.tasks[p.idx()];
         if cap_left > 0 {
             let util = if cfs.util_avg != 0 { (cfs.util_avg * w / (cfs.load_avg + 1)).min(cap_left) } else { cap_left };
@@ -168,8 +193,8 @@ impl Sim {
     /// (`remove_entity_load_avg`, folded in at that runqueue's next update).
     pub(crate) fn migrate_task_rq_fair(&mut self, p: TaskId, old: CpuId) {
         // CFS: a waking task's vruntime leaves relative to the old min_vruntime.
-        self.rqs[old.idx()].cfs.migrate_task_rq_fair(&mut self.ses, p, &self.features);
-        let w = self.ses[p.idx()].weight;
+        self.rqs[old.idx()].cfs.migrate_task_rq_fair(&mut self.fair.ses, p, &self.features);
+        let w = self.fair.ses[p.idx()].weight;
         let rq = &mut self.rqs[old.idx()];
         let t = &mut self.tasks[p.idx()];
         if t.avg.last_update_time != 0 {
@@ -178,7 +203,7 @@ impl Sim {
             pelt::remove_entity_load_avg(&mut rq.removed, &t.avg);
         }
         t.avg.last_update_time = 0;
-        self.ses[p.idx()].exec_start = 0;
+        self.fair.ses[p.idx()].exec_start = 0;
     }
 
     /// `check_preempt_wakeup_fair`: whether waking fair task `p` preempts
@@ -194,13 +219,13 @@ impl Sim {
             woken_batch: woken == SchedPolicy::Batch,
         };
         let rq = &mut self.rqs[cpu.idx()];
-        rq.cfs.wakeup_preempt_fair(&mut self.ses, p, now, (fork, pol), &self.features)
+        rq.cfs.wakeup_preempt_fair(&mut self.fair.ses, p, now, (fork, pol), &self.features)
     }
 
     /// `update_curr_fair`; returns whether the slice ran out.
     pub(crate) fn update_curr_fair(&mut self, cpu: CpuId) -> bool {
         let now = self.rq_clock_task(cpu);
-        self.rqs[cpu.idx()].cfs.update_curr(&mut self.ses, now).resched
+        self.rqs[cpu.idx()].cfs.update_curr(&mut self.fair.ses, now).resched
     }
 
     /// `yield_task_fair`: nothing when `p` is alone on the CPU; else clear
@@ -214,7 +239,7 @@ impl Sim {
         }
         let now = self.rq_clock_task(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
-        cfs.update_curr(&mut self.ses, now);
+        cfs.update_curr(&mut self.fair.ses, now);
         // clear_buddies(cfs_rq, se)
         if cfs.next == Some(p) {
             cfs.next = None;
@@ -224,8 +249,8 @@ impl Sim {
         }
         if !sched_feat!(cfs.features, EEVDF) {
             cfs.skip = Some(p);
-        } else if cfs.entity_eligible(&self.ses, p) {
-            let se = &mut self.ses[p.idx()];
+        } else if cfs.entity_eligible(&self.fair.ses, p) {
+            let se = &mut self.fair.ses[p.idx()];
             se.vruntime = se.deadline;
             se.deadline += super::weight::calc_delta_fair(se.slice, se);
         }
@@ -247,7 +272,7 @@ impl Sim {
         self.update_load_avg(cpu, Some(prev));
         if self.rqs[cpu.idx()].cfs.curr == Some(prev) {
             let now = self.rq_clock_task(cpu);
-            self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.ses, now);
+            self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.fair.ses, now);
         }
     }
 
@@ -277,7 +302,7 @@ impl Sim {
     /// delayed entities on the way.
     pub(crate) fn pick_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
         loop {
-            match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.ses, &self.features) {
+            match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.fair.ses, &self.features) {
                 Pick::Task(t) => return Some(t),
                 Pick::Delayed(t) => self.finish_delayed_dequeue(cpu, t),
                 Pick::Idle => return None,
@@ -289,7 +314,7 @@ impl Sim {
     pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId) {
         let now = self.rq_clock_task(cpu);
         self.update_load_avg(cpu, Some(next));
-        self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.ses, next, now, &self.features);
+        self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.fair.ses, next, now, &self.features);
         self.update_misfit_status(Some(next), cpu);
     }
 
@@ -304,7 +329,7 @@ impl Sim {
             let w = crate::fair::weight::nice_to_weight(t.nice);
             (w, crate::fair::weight::inv_weight(w))
         };
-        let se = &mut self.ses[p.idx()];
+        let se = &mut self.fair.ses[p.idx()];
         if se.weight != w {
             se.vlag = (se.vlag as i128 * se.weight as i128 / w as i128) as i64;
             (se.weight, se.inv_weight) = (w, inv);

@@ -203,7 +203,7 @@ impl Sim {
     /// capacities, no SMT, schedutil: `sched_is_eas_possible`), as the kernel
     /// decides when it builds the perf domains.
     pub fn sched_energy_enabled(&self) -> bool {
-        sched_feat!(self.features, eas) && self.eas.possible && self.eas.em.is_some()
+        sched_feat!(self.features, eas) && self.fair.eas.possible && self.fair.eas.em.is_some()
     }
 
     /// `effective_cpu_util(cpu, util_cfs, &min, &max)`: the CPU's utilisation
@@ -316,7 +316,7 @@ impl Sim {
         this_cpu: CpuId,
         scanned: &mut u32,
     ) -> Option<CpuId> {
-        let em = self.eas.em.as_ref()?;
+        let em = self.fair.eas.em.as_ref()?;
         let mut sd_id = self.domains.sd_asym_cpucapacity[this_cpu.idx()]?;
         while !self.domains.sd(sd_id).span.test(prev) {
             sd_id = self.domains.sd(sd_id).parent?;

@@ -204,7 +204,7 @@ impl Sim {
 
     /// [`Sim::sd_groups`] by reference (a `GroupRef` carries a whole mask).
     pub fn sd_group_refs(&self, sd: SdId, cpu: CpuId) -> impl Iterator<Item = &GroupRef> + '_ {
-        let refs = &self.sg_refs[sd.0 as usize];
+        let refs = &self.fair.sg_refs[sd.0 as usize];
         let n = refs.len();
         let local = refs.iter().position(|g| g.span.test(cpu)).unwrap_or(0);
         (0..n).map(move |k| &refs[(local + k) % n])
@@ -217,7 +217,7 @@ impl Sim {
 
     /// `sgc->imbalance` of the group `g` of the domain at chain depth `depth`.
     fn sg_imbalanced(&self, depth: usize, g: &GroupRef) -> bool {
-        self.nohz.sgc_imbalance(depth, g.first)
+        self.fair.nohz.sgc_imbalance(depth, g.first)
     }
 
     /// `update_sg_lb_stats`: the statistics of group `g`; sets
@@ -279,7 +279,7 @@ impl Sim {
         let mut sgs = SgLbStats::default();
         if all_considered {
             // Every CPU of the group: its precomputed list, in span order.
-            for &i in g.cpus(&self.sg_cpus) {
+            for &i in g.cpus(&self.fair.sg_cpus) {
                 self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
         } else {
@@ -308,7 +308,7 @@ impl Sim {
         if !all_considered || self.rqs.any_changed() {
             return None;
         }
-        let s = self.sg_sums.group(g.slot);
+        let s = self.fair.sg_sums.group(g.slot);
         if !local_group {
             let misfit_to_find = if sd.has(SD_ASYM_CPUCAPACITY) {
                 s.nr_misfit != 0

@@ -274,7 +274,7 @@ impl Sim {
         if self.rqs[cpu.idx()].avg_idle < SYSCTL_SCHED_MIGRATION_COST_NS {
             return;
         }
-        if !self.nohz_has_blocked() || self.now < self.nohz.next_blocked {
+        if !self.nohz_has_blocked() || self.now < self.fair.nohz.next_blocked {
             return;
         }
         self.nohz_idle_balance_run(cpu, super::nohz::NOHZ_STATS_KICK);

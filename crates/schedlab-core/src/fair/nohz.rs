@@ -8,6 +8,7 @@
 //! keeps outside runqueues and domains (`struct nohz`, `sgc->imbalance`).
 
 use super::balance::CpuIdleType;
+use crate::cpumask::CpuMask;
 use crate::engine::Sim;
 use crate::ids::{CpuId, Ns, NSEC_PER_MSEC, NSEC_PER_SEC};
 use crate::sched_feat;
@@ -25,6 +26,8 @@ pub const NOHZ_BLOCKED_PERIOD_MS: Ns = 32;
 /// `sched_group_capacity::imbalance` flags.
 #[derive(Clone, Debug)]
 pub struct NohzState {
+    /// `nohz.idle_cpus_mask`: CPUs that are idle with the tick stopped.
+    pub idle_cpus_mask: CpuMask,
     /// `nohz.next_balance`: no balance kick before this, ns.
     pub next_balance: Ns,
     /// `nohz.next_blocked`: no blocked-load refresh before this, ns.
@@ -43,9 +46,11 @@ pub struct NohzState {
 }
 
 impl NohzState {
-    /// Fresh state for `nr_cpus` CPUs and `nr_levels` domain levels.
-    pub fn new(nr_cpus: usize, nr_levels: usize) -> Self {
+    /// Fresh state for `nr_cpus` CPUs and `nr_levels` domain levels, the
+    /// CPUs of `idle` tick-stopped.
+    pub fn new(nr_cpus: usize, nr_levels: usize, idle: CpuMask) -> Self {
         NohzState {
+            idle_cpus_mask: idle,
             next_balance: 0,
             next_blocked: 0,
             last_blocked_update: vec![0; nr_cpus],
@@ -70,6 +75,34 @@ impl NohzState {
 }
 
 impl Sim {
+    /// `nohz_balance_enter_idle`: `cpu`'s tick stopped while it is idle; it
+    /// joins the NOHZ idle mask and, if its tick was running until now
+    /// (`was_busy`), stops counting as busy in its LLC
+    /// (`set_cpu_sd_state_idle`). Called from the engine's
+    /// `tick_nohz_idle_stop_tick`.
+    pub(crate) fn nohz_balance_enter_idle(&mut self, cpu: CpuId, was_busy: bool) {
+        self.fair.nohz.idle_cpus_mask.set(cpu);
+        if was_busy {
+            let llc = self.llc_of(cpu);
+            self.fair.llc[llc].nr_busy_cpus = self.fair.llc[llc].nr_busy_cpus.saturating_sub(1);
+        }
+    }
+
+    /// `nohz_balance_exit_idle`: `cpu` runs again with its tick; it leaves
+    /// the NOHZ idle mask and, if its tick had stopped (`was_stopped`),
+    /// counts as busy in its LLC again (`set_cpu_sd_state_busy`). Called
+    /// from the engine's `exit_idle`.
+    // DEVIATION(kernel): the kernel calls it from the first busy tick
+    // (`nohz_balancer_kick`); schedlab restarts the tick on idle exit and
+    // calls it there.
+    pub(crate) fn nohz_balance_exit_idle(&mut self, cpu: CpuId, was_stopped: bool) {
+        self.fair.nohz.idle_cpus_mask.clear(cpu);
+        if was_stopped {
+            let llc = self.llc_of(cpu);
+            self.fair.llc[llc].nr_busy_cpus += 1;
+        }
+    }
+
     /// `cfs_rq_has_blocked` of `cpu`: its averages have not decayed to 0.
     fn rq_has_blocked(&self, cpu: CpuId) -> bool {
         let a = &self.rqs[cpu.idx()].cfs_avg;
@@ -81,7 +114,7 @@ impl Sim {
     // `nohz.has_blocked` flags, set on idle entry and cleared once decayed;
     // schedlab derives them from the averages, which is the same predicate.
     pub fn nohz_has_blocked(&self) -> bool {
-        self.nohz_idle.iter().any(|c| self.rq_has_blocked(c))
+        self.fair.nohz.idle_cpus_mask.iter().any(|c| self.rq_has_blocked(c))
     }
 
     /// `update_nohz_stats(rq)`: decay an idle CPU's blocked load, at most
@@ -89,13 +122,13 @@ impl Sim {
     /// `nohz_blocked_load_update` feature off (older kernels, seed idea 5)
     /// idle CPUs' blocked load is never refreshed and stays stale.
     fn update_nohz_stats(&mut self, cpu: CpuId) -> bool {
-        if !self.rq_has_blocked(cpu) || !self.nohz_idle.test(cpu) {
+        if !self.rq_has_blocked(cpu) || !self.fair.nohz.idle_cpus_mask.test(cpu) {
             return false;
         }
         if !sched_feat!(self.features, nohz_blocked_load_update) {
             return true;
         }
-        if self.now < self.nohz.last_blocked_update[cpu.idx()] + self.tick_ns {
+        if self.now < self.fair.nohz.last_blocked_update[cpu.idx()] + self.tick_ns {
             return true;
         }
         self.update_blocked_averages(cpu);
@@ -108,15 +141,15 @@ impl Sim {
     /// CPU) or a blocked-load refresh, rate-limited by `nohz.next_balance`
     /// and `nohz.next_blocked`, and if so kick an idle CPU to do it.
     pub fn nohz_balancer_kick(&mut self, cpu: CpuId) -> crate::Result<()> {
-        if self.nohz_idle.is_empty() {
+        if self.fair.nohz.idle_cpus_mask.is_empty() {
             return Ok(());
         }
         let now = self.now;
         let mut flags = 0;
-        if now > self.nohz.next_blocked && self.nohz_has_blocked() {
+        if now > self.fair.nohz.next_blocked && self.nohz_has_blocked() {
             flags = NOHZ_STATS_KICK;
         }
-        if now >= self.nohz.next_balance && self.nohz_needs_balance(cpu) {
+        if now >= self.fair.nohz.next_balance && self.nohz_needs_balance(cpu) {
             flags = NOHZ_STATS_KICK | NOHZ_BALANCE_KICK;
         }
         if flags != 0 {
@@ -143,7 +176,7 @@ impl Sim {
             // Asymmetric systems only care about misfits, not cache use.
             return self.misfit_task_load(cpu) > 0;
         }
-        self.domains.sd_llc[cpu.idx()].is_some() && self.llc[self.llc_of(cpu)].nr_busy_cpus > 1
+        self.domains.sd_llc[cpu.idx()].is_some() && self.fair.llc[self.llc_of(cpu)].nr_busy_cpus > 1
     }
 
     /// `kick_ilb(flags)`: pick the idle load balancer (the first
@@ -153,11 +186,11 @@ impl Sim {
     // balance passes to the ILB CPU.
     fn kick_ilb(&mut self, this_cpu: CpuId, flags: u32) {
         if flags & NOHZ_BALANCE_KICK != 0 {
-            self.nohz.next_balance = self.now + self.tick_ns;
+            self.fair.nohz.next_balance = self.now + self.tick_ns;
         }
-        let ilb = self.nohz_idle.iter().find(|&c| c != this_cpu && self.rqs[c.idx()].idle_cpu());
+        let ilb = self.fair.nohz.idle_cpus_mask.iter().find(|&c| c != this_cpu && self.rqs[c.idx()].idle_cpu());
         let Some(ilb) = ilb else { return };
-        self.nohz.kicks += 1;
+        self.fair.nohz.kicks += 1;
         self.nohz_idle_balance_run(ilb, flags);
     }
 
@@ -171,7 +204,7 @@ impl Sim {
         let mut cost: Ns = 0;
         let nr = self.machine.nr_cpus() as u32;
         let start = CpuId((ilb.0 + 1) % nr);
-        let cpus: Vec<CpuId> = self.nohz_idle.iter_wrap(start).collect();
+        let cpus: Vec<CpuId> = self.fair.nohz.idle_cpus_mask.iter_wrap(start).collect();
         for balance_cpu in cpus {
             if !self.rqs[balance_cpu.idx()].idle_cpu() {
                 continue;
@@ -185,9 +218,9 @@ impl Sim {
                 self.update_nohz_stats(balance_cpu);
             }
             if now >= self.rqs[balance_cpu.idx()].next_balance && flags & NOHZ_BALANCE_KICK != 0 {
-                self.nohz.ilb_cpu = Some(ilb);
+                self.fair.nohz.ilb_cpu = Some(ilb);
                 cost += self.sched_balance_domains(balance_cpu, CpuIdleType::Idle, BalanceKind::NohzIdle);
-                self.nohz.ilb_cpu = None;
+                self.fair.nohz.ilb_cpu = None;
             }
             let nb = self.rqs[balance_cpu.idx()].next_balance;
             if next_balance > nb {
@@ -197,10 +230,10 @@ impl Sim {
         }
         self.charge(ilb, cost);
         if update_next {
-            self.nohz.next_balance = next_balance;
+            self.fair.nohz.next_balance = next_balance;
         }
         if flags & NOHZ_STATS_KICK != 0 {
-            self.nohz.next_blocked = now + NOHZ_BLOCKED_PERIOD_MS * NSEC_PER_MSEC;
+            self.fair.nohz.next_blocked = now + NOHZ_BLOCKED_PERIOD_MS * NSEC_PER_MSEC;
         }
     }
 }

@@ -54,24 +54,24 @@ impl Sim {
 
     /// `is_rd_overutilized(rd)`: true when EAS is not enabled.
     pub fn is_rd_overutilized(&self) -> bool {
-        !self.sched_energy_enabled() || self.eas.rd_overutilized
+        !self.sched_energy_enabled() || self.fair.eas.rd_overutilized
     }
 
     /// `set_rd_overutilized(rd, flag)`.
     pub fn set_rd_overutilized(&mut self, flag: bool) {
         if self.sched_energy_enabled() {
-            self.eas.rd_overutilized = flag;
+            self.fair.eas.rd_overutilized = flag;
         }
     }
 
     /// Whether domain `sd` is marked overutilized (seed idea 6).
     #[inline]
     pub fn sd_is_overutilized(&self, sd: SdId) -> bool {
-        self.eas.sd_overutilized.get(sd.0 as usize).copied().unwrap_or(true)
+        self.fair.eas.sd_overutilized.get(sd.0 as usize).copied().unwrap_or(true)
     }
 
     fn set_sd_overutilized(&mut self, sd: SdId, flag: bool) {
-        if let Some(f) = self.eas.sd_overutilized.get_mut(sd.0 as usize) {
+        if let Some(f) = self.fair.eas.sd_overutilized.get_mut(sd.0 as usize) {
             *f = flag;
         }
     }
@@ -103,7 +103,7 @@ impl Sim {
             return;
         }
         let over = self.cpu_overutilized(cpu);
-        if !self.eas.rd_overutilized && over {
+        if !self.fair.eas.rd_overutilized && over {
             self.set_rd_overutilized(true);
         }
         if !sched_feat!(self.features, sd_overutilized) {

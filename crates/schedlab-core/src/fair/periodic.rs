@@ -92,7 +92,7 @@ impl Sim {
     pub fn update_blocked_averages(&mut self, cpu: CpuId) {
         self.update_other_load_avgs(cpu);
         self.update_load_avg(cpu, None);
-        self.nohz.last_blocked_update[cpu.idx()] = self.now;
+        self.fair.nohz.last_blocked_update[cpu.idx()] = self.now;
     }
 
     /// `sched_balance_trigger(rq)` from the tick of a busy CPU: run the

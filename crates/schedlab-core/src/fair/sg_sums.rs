@@ -265,7 +265,7 @@ impl Sim {
         let changed = self.rqs.take_changed();
         for &c in &changed {
             let t = self.sg_cpu_terms(CpuId(c));
-            self.sg_sums.set_terms(c as usize, t);
+            self.fair.sg_sums.set_terms(c as usize, t);
         }
         self.rqs.give_back(changed);
     }

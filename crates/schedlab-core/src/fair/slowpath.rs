@@ -31,7 +31,7 @@ impl Sim {
     /// `task_running_on_cpu(cpu, p)`: `p` is queued on `cpu` and counted there.
     fn task_running_on_cpu(&self, cpu: CpuId, p: TaskId) -> u32 {
         let t = &self.tasks[p.idx()];
-        (t.cpu == cpu && t.avg.last_update_time != 0 && self.ses[p.idx()].on_rq) as u32
+        (t.cpu == cpu && t.avg.last_update_time != 0 && self.fair.ses[p.idx()].on_rq) as u32
     }
 
     /// `update_sg_wakeup_stats`: a group's statistics as if `p` were not there.
@@ -45,7 +45,7 @@ impl Sim {
         // of a group does not see the rest's load or idleness).
         let only_allowed = sched_feat!(self.features, wakeup_stats_allowed);
         let allowed = &self.tasks[p.idx()].allowed;
-        for &i in g.cpus(&self.sg_cpus) {
+        for &i in g.cpus(&self.fair.sg_cpus) {
             if only_allowed && !allowed.test(i) {
                 continue;
             }
@@ -65,9 +65,9 @@ impl Sim {
                 sgs.group_misfit_task_load = 0;
             }
         }
-        sgs.group_capacity = g.cpus(&self.sg_cpus).iter().map(|&c| self.capacity_of(c)).sum();
+        sgs.group_capacity = g.cpus(&self.fair.sg_cpus).iter().map(|&c| self.capacity_of(c)).sum();
         sgs.group_weight = g.nr_cpus;
-        let imbalanced = self.nohz.sgc_imbalance(sd.depth as usize, g.first);
+        let imbalanced = self.fair.nohz.sgc_imbalance(sd.depth as usize, g.first);
         sgs.group_type = group_classify(sd.imbalance_pct, imbalanced, &sgs);
         if matches!(sgs.group_type, GroupType::FullyBusy | GroupType::Overloaded) {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);

@@ -113,7 +113,7 @@ impl Sim {
         cfs.curr
             .iter()
             .chain(cfs.queue.iter())
-            .filter(|t| !self.ses[t.idx()].sched_delayed)
+            .filter(|t| !self.fair.ses[t.idx()].sched_delayed)
             .map(|t| self.tasks[t.idx()].avg.load_avg)
             .sum()
     }

@@ -370,7 +370,7 @@ impl Sim {
         }
         let mut has_idle_core = false;
         if self.machine.has_smt() {
-            has_idle_core = self.llc[self.llc_of(target)].has_idle_cores;
+            has_idle_core = self.fair.llc[self.llc_of(target)].has_idle_cores;
             if !has_idle_core && self.machine.cpus_share_cache(prev, target) {
                 if let Some(c) = self.select_idle_smt(p, &llc_span, prev, ctx) {
                     ctx.path = PlacePath::IdleSmt;
@@ -460,7 +460,7 @@ impl Sim {
         let mut idle_cpu: Option<CpuId> = None;
         let mut nr: i64 = i64::MAX;
         if sched_feat!(self.features, SIS_UTIL) {
-            nr = self.llc[self.llc_of(target)].nr_idle_scan as i64 + 1;
+            nr = self.fair.llc[self.llc_of(target)].nr_idle_scan as i64 + 1;
             if nr == 1 {
                 return None;
             }
@@ -509,7 +509,7 @@ impl Sim {
         }
         if has_idle_core {
             let l = self.llc_of(target);
-            self.llc[l].has_idle_cores = false;
+            self.fair.llc[l].has_idle_cores = false;
             found = idle_cpu;
         }
         found = found.or(cas_backup);

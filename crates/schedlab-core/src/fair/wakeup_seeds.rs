@@ -187,7 +187,7 @@ impl Sim {
     #[inline]
     pub fn sis_llc_idle_mask_filter(&self, cpus: &mut CpuMask, target: CpuId) {
         if sched_feat!(self.features, llc_idle_mask) {
-            *cpus = cpus.and(&self.llc[self.llc_of(target)].idle_mask);
+            *cpus = cpus.and(&self.fair.llc[self.llc_of(target)].idle_mask);
         }
     }
 
@@ -228,11 +228,12 @@ impl Sim {
         }
         let (lt, lp) = (self.llc_of(this), self.llc_of(prev));
         let smt = self.machine.has_smt();
-        let (core_t, core_p) = (smt && self.llc[lt].has_idle_cores, smt && self.llc[lp].has_idle_cores);
+        let (core_t, core_p) = (smt && self.fair.llc[lt].has_idle_cores, smt && self.fair.llc[lp].has_idle_cores);
         if core_t != core_p {
             return if core_t { this } else { prev };
         }
-        let idle = |cpu: CpuId, l: usize| self.machine.llc_mask(cpu).weight().saturating_sub(self.llc[l].nr_busy_cpus);
+        let idle =
+            |cpu: CpuId, l: usize| self.machine.llc_mask(cpu).weight().saturating_sub(self.fair.llc[l].nr_busy_cpus);
         let (idle_t, idle_p) = (idle(this, lt), idle(prev, lp));
         match idle_t.cmp(&idle_p) {
             std::cmp::Ordering::Greater => this,

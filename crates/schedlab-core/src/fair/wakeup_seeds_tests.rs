@@ -34,7 +34,7 @@ fn sim(toml: &str, ntasks: usize) -> Sim {
 fn busy(s: &mut Sim, cpu: u32, t: u32) {
     crate::testkit::busy(s, cpu, t);
     let l = s.llc_of(CpuId(cpu));
-    s.llc[l].idle_mask.clear(CpuId(cpu));
+    s.fair.llc[l].idle_mask.clear(CpuId(cpu));
 }
 
 fn on(s: &mut Sim, f: Feat) {
@@ -65,7 +65,7 @@ fn prefer_prev_idle_core_fast_path_keeps_task_on_idle_prev_core_across_llc() {
     let mut s = sim(SMT_2LLC, 4);
     busy(&mut s, 0, 1);
     s.tasks[0].cpu = CpuId(2);
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].nr_idle_scan = 4;
     let (cpu, _, _) = s.select_task_rq(P, CpuId(2), WF_TTWU | WF_SYNC, CpuId(0));
     assert!(s.machine.cpus_share_cache(cpu, CpuId(0)), "mainline: {cpu:?}");
     on(&mut s, Feat::prefer_prev_idle_core);
@@ -80,7 +80,7 @@ fn prefer_prev_idle_core_fast_path_ignores_idle_prev_whose_sibling_is_busy() {
     on(&mut s, Feat::prefer_prev_idle_core);
     busy(&mut s, 0, 1);
     busy(&mut s, 6, 2);
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_task_rq_seeds(P, CpuId(2), &mut c), None);
     let mut c = wake_ctx(0);
@@ -111,8 +111,8 @@ fn prefer_prev_idle_core_takes_idle_core_target_only_on_sync_wakeup() {
     let mut s = sim(SMT_2LLC, 4);
     busy(&mut s, 1, 1);
     s.tasks[0].recent_used_cpu = CpuId(1);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(3);
     assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(0));
     on(&mut s, Feat::prefer_prev_idle_core);
@@ -136,7 +136,7 @@ fn llc_idle_mask_scan_visits_only_masked_cpus() {
         busy(&mut s, c, c + 1);
     }
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
     assert_eq!(c.scanned, 5, "cluster 1, 2, 3, 0, then 4");
@@ -154,7 +154,7 @@ fn llc_idle_mask_finds_idle_cpu_beyond_sis_util_depth() {
         busy(&mut s, c, c + 1);
     }
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 2;
+    s.fair.llc[0].nr_idle_scan = 2;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.path, PlacePath::Fallback);
@@ -171,9 +171,9 @@ fn llc_idle_mask_stale_busy_cpu_is_still_visited() {
     for c in 0..4 {
         busy(&mut s, c, c + 1);
     }
-    s.llc[0].idle_mask.set(CpuId(1));
+    s.fair.llc[0].idle_mask.set(CpuId(1));
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     on(&mut s, Feat::llc_idle_mask);
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
@@ -195,7 +195,7 @@ fn llc_idle_mask_engine_keeps_idle_cpus_in_mask_and_clears_ticked_busy_ones() {
         s.run(step * 5_000_000).unwrap();
         for cpu in 0..s.rqs.len() {
             let c = CpuId(cpu as u32);
-            let inm = s.llc[s.llc_of(c)].idle_mask.test(c);
+            let inm = s.fair.llc[s.llc_of(c)].idle_mask.test(c);
             if s.rqs[cpu].curr.is_none() {
                 assert!(inm, "idle CPU {cpu} missing from the mask at step {step}");
             } else if !inm {
@@ -214,7 +214,7 @@ fn sis_cluster_first_scans_cluster_even_when_sis_util_forbids_the_scan() {
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 0;
+    s.fair.llc[0].nr_idle_scan = 0;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!((c.path, c.scanned), (PlacePath::Fallback, 0));
@@ -234,13 +234,13 @@ fn sis_cluster_first_takes_idle_smt_cpu_in_cluster_before_idle_core_elsewhere() 
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 8;
     let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert_eq!((got, c.path), (CpuId(2), PlacePath::IdleCore));
     on(&mut s, Feat::sis_cluster_first);
-    s.llc[0].has_idle_cores = true;
+    s.fair.llc[0].has_idle_cores = true;
     let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert_eq!((got, c.path), (CpuId(4), PlacePath::IdleCpu));
@@ -251,13 +251,13 @@ fn sis_cluster_first_takes_idle_smt_cpu_in_cluster_before_idle_core_elsewhere() 
 #[test]
 fn idler_llc_prefers_llc_with_idle_core() {
     let mut s = sim(SMT_2LLC, 4);
-    s.llc[0].has_idle_cores = false;
-    s.llc[1].has_idle_cores = true;
+    s.fair.llc[0].has_idle_cores = false;
+    s.fair.llc[1].has_idle_cores = true;
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(2), CpuId(0)), CpuId(0), "feature off");
     on(&mut s, Feat::idler_llc);
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(2), CpuId(0)), CpuId(2));
-    s.llc[0].has_idle_cores = true;
-    s.llc[1].has_idle_cores = false;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[1].has_idle_cores = false;
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(2), CpuId(2)), CpuId(0));
     // Same LLC: no opinion.
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(1), CpuId(1)), CpuId(1));
@@ -266,13 +266,13 @@ fn idler_llc_prefers_llc_with_idle_core() {
 #[test]
 fn idler_llc_without_idle_cores_takes_llc_with_more_idle_cpus() {
     let mut s = sim(TWO_LLC, 4);
-    s.llc[0].nr_busy_cpus = 3;
-    s.llc[1].nr_busy_cpus = 1;
+    s.fair.llc[0].nr_busy_cpus = 3;
+    s.fair.llc[1].nr_busy_cpus = 1;
     on(&mut s, Feat::idler_llc);
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(4), CpuId(0)), CpuId(4));
-    s.llc[1].nr_busy_cpus = 3;
+    s.fair.llc[1].nr_busy_cpus = 3;
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(4), CpuId(0)), CpuId(0), "tie keeps wake_affine's pick");
-    s.llc[0].nr_busy_cpus = 0;
+    s.fair.llc[0].nr_busy_cpus = 0;
     assert_eq!(s.wake_idler_llc(CpuId(0), CpuId(4), CpuId(4)), CpuId(0));
 }
 
@@ -285,11 +285,11 @@ fn idler_llc_in_select_task_rq_moves_sync_wakee_to_idler_llc() {
         busy(&mut s, c, c + 1);
     }
     busy(&mut s, 4, 4);
-    s.llc[0].nr_busy_cpus = 3;
-    s.llc[1].nr_busy_cpus = 1;
+    s.fair.llc[0].nr_busy_cpus = 3;
+    s.fair.llc[1].nr_busy_cpus = 1;
     s.tasks[0].cpu = CpuId(4);
-    s.llc[0].nr_idle_scan = 4;
-    s.llc[1].nr_idle_scan = 4;
+    s.fair.llc[0].nr_idle_scan = 4;
+    s.fair.llc[1].nr_idle_scan = 4;
     let (cpu, _, _) = s.select_task_rq(P, CpuId(4), WF_TTWU | WF_SYNC, CpuId(0));
     assert_eq!(cpu, CpuId(3), "mainline: the idle CPU of the waker's LLC");
     on(&mut s, Feat::idler_llc);
@@ -308,7 +308,7 @@ fn sis_time_limit_stops_scan_when_waker_avg_idle_is_short() {
         busy(&mut s, c, c + 1);
     }
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     s.rqs[0].avg_idle = 3 * s.machine.cost.scan_ns_per_cpu;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
@@ -330,7 +330,7 @@ fn sis_time_limit_long_avg_idle_and_idle_core_scan_are_not_limited() {
         busy(&mut s, c, c + 1);
     }
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     // Default avg_idle (2 x migration cost = 1 ms) covers the LLC many times.
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
@@ -340,8 +340,8 @@ fn sis_time_limit_long_avg_idle_and_idle_core_scan_are_not_limited() {
     busy(&mut s, 0, 1);
     s.rqs[0].avg_idle = 0;
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert_eq!((got, c.path), (CpuId(1), PlacePath::IdleCore));

@@ -155,8 +155,8 @@ fn sis_idle_core_preferred_over_idle_sibling_of_busy_core() {
     // core is not; core 1 is wholly idle. With has_idle_cores, core 1 wins.
     let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
     busy(&mut s, 0, 1);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert_eq!(got, CpuId(1));
@@ -169,12 +169,12 @@ fn sis_no_whole_idle_core_clears_has_idle_cores_and_returns_first_idle_cpu() {
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].has_idle_cores = true;
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].has_idle_cores = true;
+    s.fair.llc[0].nr_idle_scan = 4;
     let mut c = wake_ctx(0);
     let got = s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false);
     assert!(got == CpuId(4) || got == CpuId(5), "{got:?}");
-    assert!(!s.llc[0].has_idle_cores);
+    assert!(!s.fair.llc[0].has_idle_cores);
 }
 
 #[test]
@@ -183,8 +183,8 @@ fn sis_select_idle_smt_takes_prevs_idle_sibling_when_no_idle_core() {
     busy(&mut s, 0, 1);
     busy(&mut s, 1, 2);
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].has_idle_cores = false;
-    s.llc[0].nr_idle_scan = 0;
+    s.fair.llc[0].has_idle_cores = false;
+    s.fair.llc[0].nr_idle_scan = 0;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(1), CpuId(0), &mut c, false), CpuId(5));
     assert_eq!(c.path, PlacePath::IdleSmt);
@@ -195,7 +195,7 @@ fn sis_util_zero_depth_does_not_scan() {
     let mut s = sim_from_toml(CLUSTERS, 4, Features::mainline());
     busy(&mut s, 0, 1);
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 0;
+    s.fair.llc[0].nr_idle_scan = 0;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.path, PlacePath::Fallback);
@@ -210,11 +210,11 @@ fn sis_util_depth_limits_the_scan() {
         busy(&mut s, c, c + 1);
     }
     s.tasks[0].recent_used_cpu = CpuId(0);
-    s.llc[0].nr_idle_scan = 2;
+    s.fair.llc[0].nr_idle_scan = 2;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(0));
     assert_eq!(c.scanned, 2);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     let mut c = wake_ctx(0);
     assert_eq!(s.select_idle_sibling(P, CpuId(0), CpuId(0), &mut c, false), CpuId(4));
     assert_eq!(c.path, PlacePath::IdleCpu);
@@ -229,7 +229,7 @@ fn sis_cluster_scanned_before_rest_of_llc_wrapping_from_target_plus_one() {
     busy(&mut s, 2, 2);
     busy(&mut s, 3, 3);
     s.tasks[0].recent_used_cpu = CpuId(2);
-    s.llc[0].nr_idle_scan = 8;
+    s.fair.llc[0].nr_idle_scan = 8;
     let mut c = wake_ctx(2);
     assert_eq!(s.select_idle_sibling(P, CpuId(2), CpuId(2), &mut c, false), CpuId(1));
     assert_eq!(c.scanned, 3);
@@ -263,7 +263,7 @@ fn select_task_rq_fair_affine_wakeup_moves_to_idle_waker_llc() {
     busy(&mut s, 0, 1);
     busy(&mut s, 2, 2);
     s.tasks[0].cpu = CpuId(2);
-    s.llc[0].nr_idle_scan = 4;
+    s.fair.llc[0].nr_idle_scan = 4;
     let (cpu, _, _) =
         s.select_task_rq(P, CpuId(2), crate::engine::core::WF_TTWU | crate::engine::core::WF_SYNC, CpuId(0));
     assert!(s.machine.cpus_share_cache(cpu, CpuId(0)), "{cpu:?}");

@@ -5,10 +5,13 @@
 //! through a `match` on [`PeerState`], never a trait object.
 //!
 //! What every peer shares with the fair class, so that PELT, metrics and the
-//! invariant checker work unchanged: a runnable task (queued or running) has
-//! `se.on_rq` set and is counted in its CPU's `nr_running` and in the fair
+//! invariant checker work unchanged: a runnable task (queued or running) is
+//! counted in its CPU's `nr_running` (the core's) and, through the fair
+//! class's `account_peer_enqueue`/`account_peer_dequeue`, in the fair
 //! runqueue's `load_weight`/`h_nr_runnable` (the PELT inputs); the running
 //! task is `cfs.curr`. The peer's own queues hold only the waiting tasks.
+//! Whether a task is queued, a peer reads from the task (`p->on_rq`, set by
+//! the core's `enqueue_task`), never from the fair entity.
 //!
 //! - [`cosmos`]: scx_cosmos (sched_ext) with the built-in idle pick
 //!   ([`scx_idle`]).
@@ -98,15 +101,10 @@ impl Sim {
     }
 
     /// The accounting every peer enqueue shares with the fair class (PELT
-    /// inputs and `on_rq`), then the class's own enqueue.
+    /// inputs), then the class's own enqueue.
     pub fn peer_enqueue(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.enqueue_pelt_fair(cpu, p, flags);
-        let w = self.ses[p.idx()].weight;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
-        cfs.load_weight += w;
-        cfs.nr_queued += 1;
-        cfs.h_nr_runnable += 1;
-        self.ses[p.idx()].on_rq = true;
+        self.account_peer_enqueue(cpu, p);
         match self.peer {
             PeerState::Cosmos(_) => self.cosmos_enqueue(cpu, p, flags),
             PeerState::Bmq(_) => self.bmq_enqueue(cpu, p, flags),
@@ -123,12 +121,7 @@ impl Sim {
             PeerState::Bmq(_) => self.bmq_dequeue(cpu, p, flags),
             PeerState::None => {}
         }
-        let w = self.ses[p.idx()].weight;
-        let cfs = &mut self.rqs[cpu.idx()].cfs;
-        cfs.load_weight -= w;
-        cfs.nr_queued -= 1;
-        cfs.h_nr_runnable -= 1;
-        self.ses[p.idx()].on_rq = false;
+        self.account_peer_dequeue(cpu, p);
         true
     }
 

@@ -28,7 +28,7 @@ pub fn sim(class: ClassKind, ntasks: usize) -> Sim {
 pub fn busy(s: &mut Sim, cpu: u32, t: u32) {
     s.rqs[cpu as usize].curr = Some(TaskId(t));
     s.rqs[cpu as usize].nr_running = 1;
-    s.ses[t as usize].on_rq = true;
+    s.tasks[t as usize].on_rq = true;
     s.tasks[t as usize].cpu = CpuId(cpu);
     s.tasks[t as usize].state = crate::engine::task::TaskState::Runnable;
 }

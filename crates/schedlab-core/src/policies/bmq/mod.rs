@@ -226,7 +226,7 @@ impl Sim {
 
     /// `rq->prio`: the best level on `cpu`, its running task included.
     fn bmq_rq_prio(&self, st: &BmqState, cpu: CpuId) -> u8 {
-        let curr = self.rqs[cpu.idx()].curr.filter(|&c| self.ses[c.idx()].on_rq).map(|c| self.bmq_prio(st, c));
+        let curr = self.rqs[cpu.idx()].curr.filter(|&c| self.tasks[c.idx()].on_rq).map(|c| self.bmq_prio(st, c));
         let q = st.first_level(cpu);
         match (curr, q) {
             (Some(a), Some(b)) => a.min(b),
@@ -335,7 +335,7 @@ impl Sim {
                 expired = true;
             }
             let runnable = self.tasks[pp.idx()].state == TaskState::Runnable
-                && self.ses[pp.idx()].on_rq
+                && self.tasks[pp.idx()].on_rq
                 && self.tasks[pp.idx()].cpu == cpu;
             if runnable {
                 let super::PeerState::Bmq(st) = &self.peer else { return None };
@@ -381,7 +381,7 @@ impl Sim {
     // preempted by a better-priority task).
     pub fn migrate_pending_tasks(&mut self, src: CpuId, dst: CpuId) -> u32 {
         let Some(curr) = self.rqs[src.idx()].curr else { return 0 };
-        if !self.ses[curr.idx()].on_rq {
+        if !self.tasks[curr.idx()].on_rq {
             return 0;
         }
         let mut tries = (self.rqs[src.idx()].nr_running / 2).min(SCHED_NR_MIGRATE);

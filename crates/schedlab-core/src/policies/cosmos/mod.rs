@@ -387,7 +387,7 @@ impl Sim {
         let now = self.now;
         let prev_rq = prev.filter(|&pp| {
             self.tasks[pp.idx()].state == TaskState::Runnable
-                && self.ses[pp.idx()].on_rq
+                && self.tasks[pp.idx()].on_rq
                 && self.tasks[pp.idx()].cpu == cpu
         });
         let st = self.cosmos();

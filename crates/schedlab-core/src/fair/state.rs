@@ -1,0 +1,129 @@
+//! The fair class's global state ([`FairState`], held by the engine as
+//! `Sim::fair`, as it holds `Sim::rt` for the RT class and `Sim::peer` for a
+//! peer): everything fair.c keeps outside `struct rq`'s core fields, the
+//! per-task entities included. The engine never reads it; where core code
+//! of the kernel calls into fair.c (idle entry, the tick, NOHZ), the engine
+//! calls the fair function of the same name (`nohz.rs`, `idle_core.rs`), and
+//! the invariant checker calls [`Sim::check_fair`].
+
+use super::eas::EasState;
+use super::eevdf::SchedEntity;
+use super::lb_stats::GroupRef;
+use super::nohz::NohzState;
+use super::sg_sums::SgSums;
+use crate::cpumask::CpuMask;
+use crate::engine::Sim;
+use crate::ids::{CpuId, Ns};
+use crate::topology::{Domains, Machine};
+
+/// `struct sched_domain_shared` of one LLC (`sd_llc_shared`): allocated by
+/// topology.c, read and written only by fair.c.
+#[derive(Clone, Debug, Default)]
+pub struct LlcShared {
+    /// `has_idle_cores`: some core of the LLC may be wholly idle.
+    pub has_idle_cores: bool,
+    /// `nr_busy_cpus`: CPUs of the LLC with the tick running.
+    pub nr_busy_cpus: u32,
+    /// `nr_idle_scan`: SIS_UTIL scan depth.
+    pub nr_idle_scan: u32,
+    /// Seed idea 4 (`llc_idle_mask`): CPUs of the LLC believed idle. Set on
+    /// idle entry, cleared only by the tick of a busy CPU, so it may hold a
+    /// CPU that became busy since (the proposal's trade-off). Maintained
+    /// whatever the features; read only when `llc_idle_mask` is on.
+    pub idle_mask: CpuMask,
+}
+
+/// The fair class's global state: its entities, the LLC-shared state, the
+/// NOHZ and energy-aware state, and the load balancer's group descriptions
+/// and sums. Visible to the fair class only.
+pub struct FairState {
+    /// `p->se` of every task (EEVDF/CFS entities), by task id; a separate
+    /// table so the runqueue code can borrow it alongside `Sim::tasks`.
+    pub(in crate::fair) ses: Vec<SchedEntity>,
+    /// `sd_llc_shared`, by LLC index.
+    pub(in crate::fair) llc: Vec<LlcShared>,
+    /// `struct nohz` (its `idle_cpus_mask` included) and `sgc->imbalance`.
+    pub(in crate::fair) nohz: NohzState,
+    /// Energy model and the overutilized flags (`eas.rs`, `overutilized.rs`).
+    pub(in crate::fair) eas: EasState,
+    /// Static group descriptions per domain (`lb_stats::group_refs`).
+    pub(in crate::fair) sg_refs: Vec<Vec<GroupRef>>,
+    /// The CPUs of every group of `sg_refs`, each group's a run of this list.
+    pub(in crate::fair) sg_cpus: Vec<CpuId>,
+    /// Per-group sums of what `update_sg_lb_stats` reads (`sg_sums.rs`).
+    pub(in crate::fair) sg_sums: SgSums,
+    /// `sysctl_sched_base_slice` for this machine, ns: a new entity's slice.
+    pub(in crate::fair) base_slice_ns: Ns,
+}
+
+impl FairState {
+    /// The state at the start of a run: one entity per task (of nice
+    /// `nices[i]`, slice `base_slice_ns`), every CPU idle (in its LLC's idle
+    /// mask and in the NOHZ idle mask), no flag set.
+    pub(crate) fn new(machine: &Machine, domains: &Domains, nices: &[i32], base_slice_ns: Ns) -> Self {
+        let nr = machine.nr_cpus();
+        let mut llc =
+            vec![LlcShared { has_idle_cores: machine.has_smt(), ..Default::default() }; machine.nr_llcs as usize];
+        for c in 0..nr {
+            llc[machine.cpus[c].llc as usize].idle_mask.set(CpuId(c as u32));
+        }
+        let (sg_refs, sg_cpus) = super::lb_stats::group_refs(domains, machine);
+        let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
+        let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
+        FairState {
+            ses: nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
+            llc,
+            nohz: NohzState::new(nr, domains.nr_levels as usize, machine.all_cpus()),
+            eas: EasState::new(machine, domains),
+            sg_refs,
+            sg_cpus,
+            sg_sums,
+            base_slice_ns,
+        }
+    }
+}
+
+impl Sim {
+    /// The fair class's invariants, for the engine's checker (`Sim::check`):
+    /// a queued fair entity belongs to a task on a runqueue; the balance
+    /// statistics' group sums hold, for every CPU not noted changed since
+    /// they were brought up to date, what its runqueue gives now, and each
+    /// group's sums are its CPUs' terms.
+    pub(crate) fn check_fair(&self) -> Result<(), String> {
+        for t in &self.tasks {
+            if self.fair.ses[t.id.idx()].on_rq && !t.on_rq {
+                return Err(format!("task {}: its fair entity is queued but the task is not on a runqueue", t.id));
+            }
+        }
+        for c in 0..self.rqs.len() {
+            let cpu = CpuId(c as u32);
+            if !self.rqs.is_changed(c) && self.fair.sg_sums.terms(c) != &self.sg_cpu_terms(cpu) {
+                return Err(format!(
+                    "cpu {c} changed unnoticed: group sums hold {:?}, its runqueue gives {:?}",
+                    self.fair.sg_sums.terms(c),
+                    self.sg_cpu_terms(cpu)
+                ));
+            }
+        }
+        self.fair.sg_sums.check_sums(&self.fair.sg_refs, &self.fair.sg_cpus)
+    }
+
+    /// `p->se.sched_delayed`: the fair class keeps `p` queued although it
+    /// sleeps (DELAY_DEQUEUE). Read through `class_task_delayed`.
+    #[inline]
+    pub(crate) fn task_delayed_fair(&self, p: crate::ids::TaskId) -> bool {
+        self.fair.ses[p.idx()].sched_delayed
+    }
+
+    /// Whether `cpu` is in the NOHZ idle mask, for tests outside the class.
+    #[cfg(test)]
+    pub(crate) fn nohz_idle_test(&self, cpu: CpuId) -> bool {
+        self.fair.nohz.idle_cpus_mask.test(cpu)
+    }
+
+    /// `sd_llc_shared->nr_busy_cpus` of LLC `llc`, for tests outside the class.
+    #[cfg(test)]
+    pub(crate) fn llc_nr_busy_cpus(&self, llc: usize) -> u32 {
+        self.fair.llc[llc].nr_busy_cpus
+    }
+}
