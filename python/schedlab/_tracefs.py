@@ -167,6 +167,9 @@ def record(
             time.sleep(0.02)
         (inst / "tracing_on").write_text("0")
         pump.join(timeout=5)
+        # The pipe is ours to close once the tee has read it to its end.
+        with contextlib.suppress(OSError):
+            proc.stdout.close()
         trace = _read(inst / "trace")
         overruns = [ln.split(":", 1)[1].strip() for cpu in sorted((inst / "per_cpu").glob("cpu*"))
                     for ln in _read(cpu / "stats").splitlines() if ln.startswith("overrun:")]  # fmt: skip
