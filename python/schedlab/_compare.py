@@ -114,18 +114,14 @@ def run_matrix(
     def finished() -> list[list[RunResult]]:
         return [[r for r in row if r is not None] for row in out]
 
+    def args(p: int, i: int) -> tuple[Any, ...]:
+        """`_run_one`'s arguments for policy ``p`` and seed ``i``."""
+        return (machine, workload, policies[p], seeds[i], check_invariants, governor, idle_governor)
+
     if workers <= 1:
         for n, (p, i) in enumerate(tasks, 1):
             try:
-                out[p][i] = _run_one(
-                    machine,
-                    workload,
-                    policies[p],
-                    seeds[i],
-                    check_invariants,
-                    governor,
-                    idle_governor,
-                )
+                out[p][i] = _run_one(*args(p, i))
             except RunInterrupted:
                 raise MatrixInterrupted(finished(), n - 1, total) from None
             if progress:
@@ -137,20 +133,7 @@ def run_matrix(
             max_workers=workers, mp_context=_pool_context(), initializer=_ignore_sigint
         ) as pool:
             futures: dict[Future[RunResult], tuple[int, int]] = {
-                pool.submit(
-                    _run_one,
-                    machine,
-                    workload,
-                    policies[p],
-                    seeds[i],
-                    check_invariants,
-                    governor,
-                    idle_governor,
-                ): (
-                    p,
-                    i,
-                )
-                for p, i in tasks
+                pool.submit(_run_one, *args(p, i)): (p, i) for p, i in tasks
             }
             pending = set(futures)
             try:

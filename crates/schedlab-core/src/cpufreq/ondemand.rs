@@ -43,7 +43,7 @@
 use crate::engine::Sim;
 use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_USEC};
 use crate::topology::{Governor, Machine};
-use crate::workload::{Action, Program, SchedPolicy, Script, StartKind, TaskSpec, Workload};
+use crate::workload::{Action, Program, Script, Workload};
 
 /// `DEF_FREQUENCY_UP_THRESHOLD`: load (percent) above which ondemand goes
 /// to the policy's maximum.
@@ -151,22 +151,13 @@ pub fn with_dbs_kworkers(workload: Workload, machine: &Machine) -> (Workload, Op
     let actions = vec![Action::Wait, Action::Compute(machine.cpufreq.dbs_work_ns)];
     for c in 0..machine.nr_cpus() {
         let cpu = CpuId(c as u32);
-        w.tasks.push(TaskSpec {
-            name: format!("kworker/{c}:1"),
-            program: Program::Script(Script::new(actions.clone(), 0)),
-            nice: 0,
-            allowed: Some(crate::cpumask::CpuMask::from_cpus([cpu])),
-            preferred: None,
-            footprint_kib: DBS_KWORKER_FOOTPRINT_KIB,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: cpu.0 },
-            kthread: true,
-            policy: SchedPolicy::Normal,
-            rt_priority: 0,
-            noise: true,
-            wakee_flips: 0,
-            uclamp: Default::default(),
-        });
+        let program = Program::Script(Script::new(actions.clone(), 0));
+        w.tasks.push(crate::workload::per_cpu_kthread(
+            format!("kworker/{c}:1"),
+            program,
+            cpu,
+            DBS_KWORKER_FOOTPRINT_KIB,
+        ));
     }
     (w, Some(first))
 }

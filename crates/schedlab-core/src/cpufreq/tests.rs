@@ -130,15 +130,24 @@ pub(crate) fn duty_cycle_run(toml: &str, features: &[crate::features::Feat]) -> 
     use crate::workload::Action;
     let tasks =
         crate::testkit::script_tasks(2, &[Action::Compute(NSEC_PER_MSEC), Action::Sleep(9 * NSEC_PER_MSEC)], 60);
-    let w = crate::testkit::script_workload(tasks);
     let mut f = crate::features::Features::default();
     for &x in features {
         f.set(x, true);
     }
-    let mut cfg = crate::testkit::sim_config(f);
+    traced_run(toml, &crate::testkit::script_workload(tasks), f)
+}
+
+/// Metrics and ftrace text of workload `w` run to its end on the inline
+/// machine `toml` under `features`, with the invariant checker on.
+pub(crate) fn traced_run(
+    toml: &str,
+    w: &crate::workload::Workload,
+    features: crate::features::Features,
+) -> (Vec<crate::api::MetricValue>, String) {
+    let mut cfg = crate::testkit::sim_config(features);
     cfg.trace = true;
     cfg.check_invariants = true;
-    let mut s = crate::testkit::sim_with(toml, &w, cfg);
+    let mut s = crate::testkit::sim_with(toml, w, cfg);
     s.run(u64::MAX).unwrap();
     let end = s.now;
     let names = s.tasks.iter().map(|t| t.name.clone()).collect();

@@ -97,17 +97,7 @@ fn main_freq(toml: &str, compute_ms: u64, sleep_ms: u64) -> (u32, String) {
     use crate::workload::Action;
     let acts = [Action::Compute(compute_ms * NSEC_PER_MSEC), Action::Sleep(sleep_ms * NSEC_PER_MSEC)];
     let w = crate::testkit::script_workload(crate::testkit::script_tasks(1, &acts, 60));
-    let mut cfg = crate::testkit::sim_config(Default::default());
-    cfg.trace = true;
-    cfg.check_invariants = true;
-    let mut s = crate::testkit::sim_with(toml, &w, cfg);
-    s.run(u64::MAX).unwrap();
-    let end = s.now;
-    let names = s.tasks.iter().map(|t| t.name.clone()).collect();
-    let prios = s.tasks.iter().map(|t| t.prio).collect();
-    let events = s.trace.take().unwrap();
-    let text = crate::trace::ftrace::write_ftrace_tasks(names, prios, &[], s.machine.nr_cpus(), &events);
-    let r = s.collector.finish(end);
+    let (r, text) = super::tests::traced_run(toml, &w, Default::default());
     let best = r
         .iter()
         .filter_map(|m| m.name.strip_prefix("freq_residency.fd0.").map(|f| (m.value, f.parse::<u32>().unwrap())))

@@ -91,7 +91,7 @@ pub(super) fn with_ksoftirqd(
     nr_cpus: usize,
     seed: u64,
 ) -> crate::Result<(crate::workload::Workload, Vec<CpuIrq>, Vec<IrqStream>)> {
-    use crate::workload::{ksoftirqd::Ksoftirqd, ChanId, ChanSpec, Program, SchedPolicy, StartKind, TaskSpec};
+    use crate::workload::{ksoftirqd::Ksoftirqd, ChanId, ChanSpec, Program};
     let mut w = workload.clone();
     let mut irq = vec![CpuIrq::default(); nr_cpus];
     let mut streams = Vec::new();
@@ -119,24 +119,10 @@ pub(super) fn with_ksoftirqd(
         w.chans.push(ChanSpec { capacity: u32::MAX });
         irq[c].ksoftirqd = Some(TaskId(w.tasks.len() as u32));
         irq[c].ksoftirqd_chan = chan;
-        w.tasks.push(TaskSpec {
-            name: format!("ksoftirqd/{c}"),
-            program: Program::Ksoftirqd(Ksoftirqd::new(ChanId(chan))),
-            nice: 0,
-            allowed: Some(crate::cpumask::CpuMask::from_cpus([s.cpu])),
-            preferred: None,
-            // Softirq work touches packet buffers, not a working set that
-            // follows the thread: no cache footprint of its own.
-            footprint_kib: 0,
-            start_ns: 0,
-            start: StartKind::Wake { prev_cpu: c as u32 },
-            kthread: true,
-            policy: SchedPolicy::Normal,
-            rt_priority: 0,
-            noise: true,
-            wakee_flips: 0,
-            uclamp: Default::default(),
-        });
+        // Softirq work touches packet buffers, not a working set that
+        // follows the thread: no cache footprint of its own.
+        let program = Program::Ksoftirqd(Ksoftirqd::new(ChanId(chan)));
+        w.tasks.push(crate::workload::per_cpu_kthread(format!("ksoftirqd/{c}"), program, s.cpu, 0));
     }
     Ok((w, irq, streams))
 }

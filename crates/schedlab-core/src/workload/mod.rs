@@ -285,6 +285,28 @@ pub(crate) fn forked_task(name: &str, program: Program, footprint_kib: u32) -> T
     }
 }
 
+/// A per-CPU kernel thread bound to `cpu` (`kthread_create_on_cpu`:
+/// kworkers, ksoftirqd): SCHED_OTHER at nice 0, marked per-CPU kthread for
+/// `select_idle_sibling`, background noise, woken first on its CPU at t=0.
+pub(crate) fn per_cpu_kthread(name: String, program: Program, cpu: crate::ids::CpuId, footprint_kib: u32) -> TaskSpec {
+    TaskSpec {
+        name,
+        program,
+        nice: 0,
+        allowed: Some(CpuMask::from_cpus([cpu])),
+        preferred: None,
+        footprint_kib,
+        start_ns: 0,
+        start: StartKind::Wake { prev_cpu: cpu.0 },
+        kthread: true,
+        policy: SchedPolicy::Normal,
+        rt_priority: 0,
+        noise: true,
+        wakee_flips: 0,
+        uclamp: Default::default(),
+    }
+}
+
 /// A channel: a pipe or socket buffer measured in messages.
 #[derive(Clone, Debug)]
 pub struct ChanSpec {

@@ -12,7 +12,6 @@
 
 use super::spec::{Kind, ParamDef, Params, AUTO};
 use super::{forked_task, Action, PrimaryMetric, ProgCtx, Program, StartKind, TaskSpec, Workload};
-use crate::cpumask::CpuMask;
 use crate::error::Result;
 use crate::ids::{CpuId, Ns};
 use crate::sim::Rng;
@@ -178,22 +177,8 @@ pub(crate) fn build_kworkers(p: &mut Params) -> Result<Workload> {
 }
 
 fn kworker(cpu: CpuId, period_ns: Ns, runtime_ns: Ns) -> TaskSpec {
-    TaskSpec {
-        name: format!("kworker/{}:1", cpu.0),
-        program: Program::Periodic(Periodic::new(period_ns, runtime_ns, Phase::Random)),
-        nice: 0,
-        allowed: Some(CpuMask::from_cpus([cpu])),
-        preferred: None,
-        footprint_kib: KW_FOOTPRINT_KIB,
-        start_ns: 0,
-        start: StartKind::Wake { prev_cpu: cpu.0 },
-        kthread: true,
-        policy: super::SchedPolicy::Normal,
-        rt_priority: 0,
-        noise: true,
-        wakee_flips: 0,
-        uclamp: Default::default(),
-    }
+    let program = Program::Periodic(Periodic::new(period_ns, runtime_ns, Phase::Random));
+    super::per_cpu_kthread(format!("kworker/{}:1", cpu.0), program, cpu, KW_FOOTPRINT_KIB)
 }
 
 /// Where a periodic task's first release lies.
