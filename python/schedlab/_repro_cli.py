@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.progress import TaskID
 
-from . import _repro_all, _repro_report, cli
+from . import _cli_reproduce, _repro_all, _repro_report, cli
 from .reproduce import Case
 
 
@@ -117,10 +117,14 @@ def reproduce_many(opts: Options, sensitivity_from: list[Path], json_out: bool) 
         cli._echo_json(_repro_report.results_doc(done, meta))
     else:
         for cr in done:
-            cli._show_reproduce(cr.case, cr.judged, opts.scale, opts.runs, False, cr.complete)
+            _cli_reproduce._show_reproduce(
+                cr.case, cr.judged, opts.scale, opts.runs, False, cr.complete
+            )
             if cr.sensitivity is not None:
                 title = f"{cr.case.name}: sensitivity ({cr.sensitivity.source})"
-                cli._show_sensitivity(title, cr.sensitivity.results, cr.sensitivity.columns)
+                _cli_reproduce._show_sensitivity(
+                    title, cr.sensitivity.results, cr.sensitivity.columns
+                )
         if opts.report is not None:
             cli._out().print(
                 f"wrote {opts.report / 'index.html'} and {opts.report / 'report.md'} with "

@@ -18,7 +18,7 @@ from schedlab._compare import (
     fmt_pct,
     metric_columns,
 )
-from schedlab.cli import _compare_table
+from schedlab._cli_compare import _compare_table
 
 
 def fake_frame() -> pd.DataFrame:

@@ -270,6 +270,7 @@ impl Sim {
     /// `ttwu_runnable`'s requeue of a delayed task (`delayed_wakeup`). A task
     /// still delayed is not counted unless this is its wakeup: it left the
     /// buckets when it was delayed.
+    #[inline]
     pub(crate) fn uclamp_rq_inc(&mut self, cpu: CpuId, p: TaskId, delayed_wakeup: bool) {
         if !self.uclamp_used || !self.uclamp_enabled(p) {
             return;
@@ -287,6 +288,7 @@ impl Sim {
     }
 
     /// `uclamp_rq_dec(rq, p)`, from `dequeue_task` before the class lets go.
+    #[inline]
     pub(crate) fn uclamp_rq_dec(&mut self, cpu: CpuId, p: TaskId) {
         if !self.uclamp_used || !self.uclamp_enabled(p) {
             return;

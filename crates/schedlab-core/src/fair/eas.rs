@@ -146,9 +146,6 @@ impl EnergyModel {
 pub struct EasState {
     /// The energy model, if the machine has one.
     pub em: Option<EnergyModel>,
-    /// Whether the machine has asymmetric CPU capacities, the only case where
-    /// the kernel builds perf domains.
-    pub asym: bool,
     /// `sched_is_eas_possible()`: asymmetric capacities, no SMT, and the
     /// schedutil governor on every CPU (kernel/sched/topology.c; the kernel
     /// also wants frequency invariance, which schedlab has with any governor).
@@ -166,7 +163,6 @@ impl EasState {
         let schedutil = machine.cpufreq.governor == Some(crate::topology::Governor::Schedutil);
         EasState {
             em: EnergyModel::from_machine(machine),
-            asym,
             possible: asym && schedutil && !machine.has_smt(),
             rd_overutilized: false,
             sd_overutilized: vec![false; domains.sds.len()],

@@ -252,6 +252,14 @@ impl Sim {
         (self.uclamp_eff_value(p, UCLAMP_MIN), self.uclamp_eff_value(p, UCLAMP_MAX))
     }
 
+    /// `asym_fits_cpu(task_util_est(p), uclamp_min, uclamp_max, cpu)` for
+    /// one test of `p` (`select_idle_sibling` reads the three once instead).
+    #[inline]
+    pub fn asym_fits_task(&self, p: TaskId, cpu: CpuId) -> bool {
+        let (min, max) = self.task_uclamp(p);
+        self.asym_fits_cpu(self.task_util_est(p), min, max, cpu)
+    }
+
     /// `asym_fits_cpu(util, util_min, util_max, cpu)`: on asymmetric-capacity
     /// machines the task must fully fit (utilisation and clamps).
     /// Under `wake_cap` (v4.9 .. v5.6) the idle search was capacity-blind:

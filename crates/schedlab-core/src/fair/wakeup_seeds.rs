@@ -54,7 +54,7 @@ impl Sim {
         if sched_feat!(self.features, prefer_prev_idle_core)
             && self.tasks[p.idx()].allowed.test(prev)
             && self.is_idle_core(prev)
-            && self.asym_fits_cpu(self.task_util_est(p), self.task_uclamp(p).0, self.task_uclamp(p).1, prev)
+            && self.asym_fits_task(p, prev)
         {
             ctx.path = PlacePath::Prev;
             return Some(prev);
@@ -123,7 +123,7 @@ impl Sim {
             && self.machine.cpus_share_cache(recent, target)
             && self.tasks[p.idx()].allowed.test(recent)
             && self.is_idle_core(recent)
-            && self.asym_fits_cpu(self.task_util_est(p), self.task_uclamp(p).0, self.task_uclamp(p).1, recent)
+            && self.asym_fits_task(p, recent)
         {
             ctx.path = PlacePath::Recent;
             return Some(recent);
