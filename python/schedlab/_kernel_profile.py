@@ -24,7 +24,7 @@ _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
     ("EEVDF", (6, 6), None),
     ("wa_idle_prev", (5, 10), None),
     ("legacy_find_idlest_group", (0, 0), (5, 4)),
-    ("capacity_spare_wake_current", (4, 15), (5, 4)),
+    ("capacity_spare_wake_current", (4, 15), None),
     ("wake_cap", (4, 9), (5, 6)),
     ("UTIL_EST", (4, 17), None),
     ("rt_bandwidth", (0, 0), (6, 11)),
@@ -39,7 +39,6 @@ _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
 # when the other is off (switching them alone is refused or inert).
 _ONLY_WITH: dict[str, str] = {
     "avg_idle_stamp_guard": "avg_idle_put_prev",
-    "capacity_spare_wake_current": "legacy_find_idlest_group",
 }
 
 

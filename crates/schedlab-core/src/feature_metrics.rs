@@ -53,7 +53,7 @@ pub fn shown_by(f: Feat) -> &'static str {
         idler_llc => "migrations_llc (waker and prev in different LLCs)",
         sis_time_limit => "scanned_per_wakeup_mean",
         capacity_spare_wake_current => {
-            "migrations, placed_capacity_mean (with legacy_find_idlest_group: exec or wakeup slow path under RT/IRQ pressure)"
+            "migrations, completion_time_s (asymmetric machine under RT/IRQ pressure: the wakeup slow path with legacy_find_idlest_group, select_idle_capacity without wake_cap)"
         }
         legacy_find_idlest_group => "migrations, place_slow_path targets (fork, exec, or wake_cap wakeups)",
         wake_cap => "place_slow_path, migrations (asymmetric machine, wakees too big for a LITTLE CPU)",

@@ -135,7 +135,7 @@ sched_features! {
     idler_llc = false;
     /// Idea 4: stop the idle search when local expected idle time is shorter than its cost.
     sis_time_limit = false;
-    /// Idea 5: capacity_spare_wake uses capacity_of, not the original capacity (v4.15 .. v5.4); acts only with legacy_find_idlest_group.
+    /// Idea 5: wakeup-time capacity checks read capacity_of (RT/IRQ pressure subtracted), not the original capacity: capacity_spare_wake in the legacy slow path (v4.15 .. v5.4), select_idle_capacity and asym_fits_cpu (v5.7+); off = v4.14, or today's kernel without the idea.
     capacity_spare_wake_current = true;
     /// Idea 5: the slow path's group choice as before v5.5 (runnable load, avg_load, most spare capacity) instead of the v5.5+ group classification.
     legacy_find_idlest_group = false;

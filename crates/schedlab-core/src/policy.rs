@@ -263,13 +263,15 @@ pub fn parse_policy(s: &str) -> Result<Policy> {
         seen.push((f, on));
         features.set(f, on);
     }
-    if !features.on(Feat::capacity_spare_wake_current) && !features.on(Feat::legacy_find_idlest_group) {
+    if !features.on(Feat::capacity_spare_wake_current)
+        && !features.on(Feat::legacy_find_idlest_group)
+        && features.on(Feat::wake_cap)
+    {
         return Err(SchedlabError::spec(
             "policy",
             s,
-            "capacity_spare_wake_current off needs legacy_find_idlest_group: capacity_spare_wake exists only in the \
-             pre-v5.5 find_idlest_group, and the v5.5+ slow path counts capacity_of as the kernel does (e.g. \
-             v5.9+legacy_find_idlest_group-capacity_spare_wake_current, or v4.14)",
+            "capacity_spare_wake_current off needs legacy_find_idlest_group (v4.14's capacity_spare_wake) or no \
+             wake_cap (v5.7+'s select_idle_capacity): v5.5 and v5.6 had neither reader of it",
         ));
     }
     if features.on(Feat::SIS_UTIL) && features.on(Feat::SIS_PROP) {
@@ -331,14 +333,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn capacity_spare_wake_off_needs_the_legacy_slow_path() {
-        let e = parse_policy("v5.9-capacity_spare_wake_current").unwrap_err().to_string();
-        assert!(e.contains("needs legacy_find_idlest_group"), "{e}");
-        assert!(parse_policy("eevdf-capacity_spare_wake_current").is_err());
-        assert!(parse_policy("v4.14-legacy_find_idlest_group").is_err());
-        let p = parse_policy("v5.9+legacy_find_idlest_group-capacity_spare_wake_current").unwrap();
-        assert!(!p.features.on(Feat::capacity_spare_wake_current));
-        assert!(parse_policy("v4.14+capacity_spare_wake_current").is_ok());
+    fn capacity_spare_wake_current_switches_off_in_every_profile() {
+        // v4.15 .. v5.4 read it in capacity_spare_wake, v5.7+ in the wakeup
+        // path's util_fits_cpu (fair/wakeup.rs, Sim::wake_capacity).
+        for s in ["v5.9-capacity_spare_wake_current", "eevdf-capacity_spare_wake_current", "v4.14"] {
+            assert!(!parse_policy(s).unwrap().features.on(Feat::capacity_spare_wake_current), "{s}");
+        }
+        let e = parse_policy("v4.14-legacy_find_idlest_group").unwrap_err().to_string();
+        assert!(e.contains("v5.5 and v5.6 had neither"), "{e}");
+        assert!(parse_policy("v4.14+capacity_spare_wake_current-legacy_find_idlest_group").is_ok());
     }
 
     #[test]

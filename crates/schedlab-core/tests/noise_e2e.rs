@@ -40,3 +40,26 @@ fn cas_moves_wakeups_away_from_cpus_taking_a_ping_flood() {
     assert_ne!(metric(&base, "migrations"), metric(&cas, "migrations"));
     assert!(metric(&cas, "placed_capacity_mean") > metric(&base, "placed_capacity_mean"));
 }
+
+#[test]
+fn wakeup_fitting_from_capacity_of_moves_pixel2_hackbench_beside_rt_tasks() {
+    // Issue 7's command: `schedlab compare -m pixel2 -w hackbench:groups=1,
+    // fds=8,loops=2000 -w rt-periodic:... -p eevdf-capacity_spare_wake_current
+    // -p eevdf`. The RT tasks take 20% of each big CPU, so capacity_of there
+    // is ~80% of the original capacity; select_idle_capacity and
+    // asym_fits_cpu read capacity_of with the feature (the kernel since
+    // v5.7) and the original capacity without it.
+    let w = ["hackbench:groups=1,fds=8,loops=2000", "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"];
+    let cur = composed("pixel2", &w, "eevdf", 0);
+    let orig = composed("pixel2", &w, "eevdf-capacity_spare_wake_current", 0);
+    let names = ["completion_time_s", "migrations", "placed_capacity_mean", "placed_capacity_min"];
+    let (c, o): (Vec<f64>, Vec<f64>) = names.iter().map(|m| (metric(&cur, m), metric(&orig, m))).unzip();
+    eprintln!("{names:?}\n capacity_of {c:?}\n original    {o:?}");
+    assert_ne!(c[0], o[0], "completion time");
+    assert!(c[1] != o[1] || c[2] != o[2], "placements");
+    // The kernels before and after v5.5/v5.7 differ there too.
+    let v414 = composed("pixel2", &w, "v4.14", 0);
+    let v59 = composed("pixel2", &w, "v5.9", 0);
+    assert_ne!(metric(&v414, "completion_time_s"), metric(&v59, "completion_time_s"));
+    assert_ne!(metric(&v414, "migrations"), metric(&v59, "migrations"));
+}

@@ -12,7 +12,8 @@
 //! (fair/slowpath_legacy.rs), where `capacity_spare_wake_current` acts. The
 //! v5.5+ functions here count a group's capacity as the kernel does, from
 //! `sgc->capacity` (the sum of `capacity_of`), whatever that feature says:
-//! v5.5+ kernels have no `capacity_spare_wake`. With `wake_cap`, the domain
+//! v5.5+ kernels have no `capacity_spare_wake` (the feature acts in their
+//! fast path instead: `select_idle_capacity`, `asym_fits_cpu`). With `wake_cap`, the domain
 //! flags come from [`Sim::sd_balance_flags`] (v4.14's SD_BALANCE_WAKE on
 //! asymmetric domains).
 

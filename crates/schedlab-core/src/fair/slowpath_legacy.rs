@@ -33,7 +33,9 @@
 //! starts from: the CPU's original capacity (v4.14: RT and IRQ time are
 //! invisible, so a big CPU with RT tasks eating it still looks roomy) or
 //! `capacity_of` (v4.15, Joel Fernandes' fix, up to v5.4 where the function
-//! was renamed `capacity_spare_without` and then dropped in v5.5).
+//! was renamed `capacity_spare_without` and then dropped in v5.5). v5.7's
+//! `select_idle_capacity` carried the idea on: its `util_fits_cpu` reads
+//! `capacity_of`, and so does [`Sim::wake_capacity`] there.
 //!
 //! `source_load(cpu, idx)` and `target_load(cpu, idx)` read `cpu_load[idx-1]`
 //! only for `idx > 0`; v4.14's `sd_init` sets `wake_idx = forkexec_idx = 0`
@@ -136,12 +138,7 @@ impl Sim {
     /// `capacity_spare_wake_current`, from `capacity_of` (v4.15+), which can
     /// be below the utilisation under RT/IRQ pressure, hence the clamp at 0.
     pub fn capacity_spare_wake(&self, cpu: CpuId, p: TaskId) -> u64 {
-        let cap = if sched_feat!(self.features, capacity_spare_wake_current) {
-            self.capacity_of(cpu)
-        } else {
-            self.machine.capacity_orig(cpu) as u64
-        };
-        cap.saturating_sub(self.cpu_util_wake(cpu, p))
+        self.wake_capacity(cpu).saturating_sub(self.cpu_util_wake(cpu, p))
     }
 
     /// The sums of one group, as the loop body of the legacy `find_idlest_group`.

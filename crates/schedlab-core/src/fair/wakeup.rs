@@ -219,8 +219,32 @@ impl Sim {
     /// fits but a `uclamp_min` above both `util` and the CPU's actual
     /// capacity asks for more (a better CPU is wanted, this one will do);
     /// else 0. Without clamps in use (`uclamp_is_used`), 1 or 0 on `util` alone.
+    #[inline]
     pub fn util_fits_cpu(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: CpuId) -> i32 {
-        let fits = fits_capacity(util, self.capacity_of(cpu));
+        self.util_fits_capacity(util, uclamp_min, uclamp_max, cpu, self.capacity_of(cpu))
+    }
+
+    /// The capacity the wakeup path's fitting reads: `capacity_of` (RT, IRQ
+    /// and thermal pressure subtracted) under `capacity_spare_wake_current`,
+    /// the original capacity without it. Idea 5's patch (v4.15) made
+    /// `capacity_spare_wake` read `capacity_of`; since v5.7 the wakeup
+    /// path's capacity test is `select_idle_capacity`/`asym_fits_cpu`, whose
+    /// `util_fits_cpu` reads `capacity_of` as well, so switching the feature
+    /// off there asks what the idea is worth in today's kernel.
+    #[inline]
+    pub fn wake_capacity(&self, cpu: CpuId) -> u64 {
+        if sched_feat!(self.features, capacity_spare_wake_current) {
+            self.capacity_of(cpu)
+        } else {
+            self.machine.capacity_orig(cpu) as u64
+        }
+    }
+
+    /// `util_fits_cpu` against a given current `capacity` of `cpu` (the
+    /// kernel's reads `capacity_of(cpu)`; the wakeup path passes
+    /// [`Sim::wake_capacity`]).
+    pub fn util_fits_capacity(&self, util: u64, uclamp_min: u64, uclamp_max: u64, cpu: CpuId, capacity: u64) -> i32 {
+        let fits = fits_capacity(util, capacity);
         if !self.uclamp_is_used() {
             return fits as i32;
         }
@@ -269,7 +293,7 @@ impl Sim {
             return true;
         }
         if self.domains.asym_cpucap_active {
-            return self.util_fits_cpu(util, util_min, util_max, cpu) > 0;
+            return self.util_fits_capacity(util, util_min, util_max, cpu, self.wake_capacity(cpu)) > 0;
         }
         true
     }
@@ -573,8 +597,8 @@ impl Sim {
             if !self.idle_or_sched_idle(cpu) {
                 continue;
             }
-            let mut cap = self.capacity_of(cpu);
-            let fits = self.util_fits_cpu(task_util, util_min, util_max, cpu);
+            let mut cap = self.wake_capacity(cpu);
+            let fits = self.util_fits_capacity(task_util, util_min, util_max, cpu, cap);
             if fits > 0 {
                 return Some(cpu);
             } else if fits < 0 {
