@@ -23,6 +23,7 @@ from . import _native
 _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
     ("EEVDF", (6, 6), None),
     ("wa_idle_prev", (5, 10), None),
+    ("migrate_se_pelt_lag", (6, 0), None),
     ("legacy_find_idlest_group", (0, 0), (5, 4)),
     ("capacity_spare_wake_current", (4, 15), None),
     ("wake_cap", (4, 9), (5, 6)),

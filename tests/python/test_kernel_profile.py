@@ -50,8 +50,9 @@ def test_a_backported_feature_joins_the_release_profile():
 @pytest.mark.parametrize(
     ("release", "features", "want"),
     [
-        # Debian 12's CFS kernel: SIS_UTIL (v5.20) and the idle-prev check (v5.10).
-        ("6.1.0-41-amd64", ["NO_SIS_PROP", "SIS_UTIL"], "v5.9+SIS_UTIL-SIS_PROP+wa_idle_prev"),
+        # Debian 12's CFS kernel: SIS_UTIL (v5.20), the idle-prev check (v5.10) and the
+        # wakeup-migration PELT decay (v6.0).
+        ("6.1.0-41-amd64", ["NO_SIS_PROP", "SIS_UTIL"], "v5.9+SIS_UTIL-SIS_PROP+migrate_se_pelt_lag+wa_idle_prev"),
         ("6.18.44-fc", [], "v6.12"),
         ("7.1.0", [], "v7.1"),
         ("7.3.0-rc1", [], "eevdf"),

@@ -110,6 +110,8 @@ sched_features! {
     wakeup_preempt_no_fork = true;
     /// The slow path's group statistics (`update_sg_wakeup_stats`) count only the CPUs the task may run on (Adam Li, Aug 2025: "Only update stats for allowed CPUs when looking for dst group", in the 2026 fair.c); off = v6.12, every CPU of the group.
     wakeup_stats_allowed = true;
+    /// A task migrating at wakeup from an idle CPU has its PELT averages decayed to an estimate of now (the CPU's PELT clock when last updated while idle, plus the time since), not only to that CPU's last cfs_rq update (v6.0, e2f3e35f1f5a "sched/fair: Decay task PELT values during wakeup migration"); off = v5.9 and older, where the sleep since that update is not decayed.
+    migrate_se_pelt_lag = true;
     /// The saved lag is clamped to the runqueue's longest slice plus a tick (2026, 6e3c0a4e1ad1 "sched/fair: Fix lag clamp"); off = twice the entity's own slice, at least a tick (v6.6 .. v6.19).
     lag_clamp_max_slice = true;
     /// A delayed entity keeps the lag it was delayed with as a floor (and DELAY_ZERO caps it at 0) when it is finally dequeued or woken, and a woken one is placed again whenever that moved its lag (2026 rework of update_entity_lag); off = v6.12 .. v6.19: lag taken afresh, a woken one placed again only for positive lag under DELAY_ZERO.

@@ -218,6 +218,12 @@ pub fn update_load_avg_blocked_se(sa: &mut SchedAvg, now: u64, weight: u64) -> b
     false
 }
 
+/// `load_avg_is_decayed`: every sum has decayed to 0.
+#[inline]
+pub fn load_avg_is_decayed(sa: &SchedAvg) -> bool {
+    sa.load_sum == 0 && sa.util_sum == 0 && sa.runnable_sum == 0
+}
+
 /// `__update_load_avg_se` for a task entity: load and runnable are `on_rq`,
 /// running is "is cfs_rq->curr". Clears `UTIL_AVG_UNCHANGED`
 /// (`cfs_se_util_change`) when util_avg was recomputed.
@@ -405,6 +411,10 @@ pub struct RqClockPelt {
     pub clock_pelt: Ns,
     /// Idle time lost to saturation, subtracted in [`Self::rq_clock_pelt`].
     pub lost_idle_time: Ns,
+    /// `rq->clock_idle`: the rq clock at the last update while idle.
+    pub clock_idle: Ns,
+    /// `rq->clock_pelt_idle`: `rq_clock_pelt` at that update.
+    pub clock_pelt_idle: Ns,
 }
 
 impl RqClockPelt {
@@ -431,6 +441,15 @@ impl RqClockPelt {
         if cfs_util_sum + rt_util_sum + dl_util_sum >= divider {
             self.lost_idle_time += self.clock_task.saturating_sub(self.clock_pelt);
         }
+    }
+
+    /// `_update_idle_rq_clock_pelt`'s stamps, at an update of an idle rq's
+    /// clock (after [`Self::update_rq_clock_pelt`] caught up): what
+    /// `migrate_se_pelt_lag` estimates "now" from.
+    #[inline]
+    pub fn stamp_idle(&mut self, rq_clock: Ns) {
+        self.clock_idle = rq_clock;
+        self.clock_pelt_idle = self.rq_clock_pelt();
     }
 
     /// `rq_clock_pelt`: the time to pass to the update functions.

@@ -127,6 +127,8 @@ fn v5_9() -> (ClassKind, Features, Confine) {
     // Clamps as v6.2+ applies them are not v5.9's (uclamp_task_util,
     // uclamp_rq_util_with): refused; see UCLAMP_TASK.
     f.set(Feat::UCLAMP_TASK, false);
+    // The wakeup-migration PELT decay came with v6.0 (e2f3e35f1f5a).
+    f.set(Feat::migrate_se_pelt_lag, false);
     (c, f, k)
 }
 

@@ -28,6 +28,11 @@ const AMONG_MORE_HOGS: &[&str] = &["hackbench:groups=2,fds=4,loops=400,buf=8,sta
 const NEWIDLE: &[&str] = &["schbench:message_threads=4,threads=16,runtime=200ms,warmup=0", "sieve:threads=60"];
 const WQ: &[&str] = &["workqueue:threads=50%,chunks=300"];
 const WQ_FULL: &[&str] = &["workqueue:threads=100%,chunks=2000"];
+/// Six periodic tasks under EAS and schedutil: a task woken onto another
+/// CPU than the idle one it slept on brings a util decayed over its sleep
+/// (or not), which moves that CPU's frequency.
+const PERIODIC_EAS: &[&str] = &["[[task]]\nname = \"per\"\ncount = 6\n\
+     ops = [ { loop = 40, do = [ { compute = \"3ms\" }, { sleep = \"17ms\" } ] } ]\n"];
 const KUNPENG_HB: &[&str] = &["hackbench:groups=12,fds=10,loops=200,buf=8"];
 const KUNPENG_SB: &[&str] = &["schbench:message_threads=4,threads=24,runtime=100ms,warmup=0"];
 const EAS: &[&str] = &["hackbench:groups=1,fds=4,loops=400,buf=8", "kworkers:period=8ms,runtime=1ms"];
@@ -110,6 +115,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         remote_cpufreq_update => s("hikey960@schedutil", REMOTE_FREQ, "eevdf-TTWU_QUEUE"),
         sis_cluster_first => s("kunpeng920", KUNPENG_SB, "eevdf"),
         eas => s("hikey960@schedutil", EAS, "eevdf"),
+        migrate_se_pelt_lag => s("hikey960@schedutil", PERIODIC_EAS, "eevdf"),
         sd_overutilized => s("hikey960@schedutil", EAS, "eevdf"),
         NONTASK_CAPACITY | cas => s("xeon-2s-44c", IRQ, "eevdf"),
         RT_PUSH_IPI => s("laptop-4c8t", RT_OVERLOAD, "eevdf"),

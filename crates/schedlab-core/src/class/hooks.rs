@@ -103,12 +103,13 @@ impl Sim {
         }
     }
 
-    /// `class->migrate_task_rq`: `p` (not queued) moves to another CPU.
-    /// Called from `set_task_cpu`.
-    pub(crate) fn class_migrate_task_rq(&mut self, p: TaskId, old: CpuId) {
+    /// `class->migrate_task_rq`: `p` (not queued) moves to another CPU;
+    /// `migrating` when load balancing dequeued it for the move
+    /// (`task_on_rq_migrating`), not a wakeup. Called from `set_task_cpu`.
+    pub(crate) fn class_migrate_task_rq(&mut self, p: TaskId, old: CpuId, migrating: bool) {
         match self.task_class(p) {
             SchedClass::Rt => {}
-            SchedClass::Fair | SchedClass::Ext | SchedClass::Bmq => self.migrate_task_rq_fair(p, old),
+            SchedClass::Fair | SchedClass::Ext | SchedClass::Bmq => self.migrate_task_rq_fair(p, old, migrating),
         }
     }
 

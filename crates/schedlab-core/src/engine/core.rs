@@ -52,6 +52,10 @@ impl Sim {
         let running = rq.curr.is_some();
         rq.clock_running = running;
         rq.clock_pelt.update_rq_clock_pelt(clock_task, running, cap, freq);
+        if !running {
+            let clock = rq.clock;
+            rq.clock_pelt.stamp_idle(clock);
+        }
     }
 
     /// `rq_clock_task(rq)` after `update_rq_clock`: the CPU's time minus the
@@ -127,7 +131,7 @@ impl Sim {
         if old == new_cpu {
             return;
         }
-        self.class_migrate_task_rq(p, old);
+        self.class_migrate_task_rq(p, old, reason == MigrateReason::Balance);
         self.tasks[p.idx()].cpu = new_cpu;
         self.emit(Event::Migrate { task: p, orig: old, dest: new_cpu, reason });
     }

@@ -190,8 +190,10 @@ impl Sim {
     }
 
     /// `migrate_task_rq_fair`: the task's load leaves the old runqueue
-    /// (`remove_entity_load_avg`, folded in at that runqueue's next update).
-    pub(crate) fn migrate_task_rq_fair(&mut self, p: TaskId, old: CpuId) {
+    /// (`remove_entity_load_avg`, folded in at that runqueue's next update);
+    /// at a wakeup (not `migrating`) from an idle CPU, `migrate_se_pelt_lag`
+    /// then decays the task over the idle time that CPU's clock missed.
+    pub(crate) fn migrate_task_rq_fair(&mut self, p: TaskId, old: CpuId, migrating: bool) {
         // CFS: a waking task's vruntime leaves relative to the old min_vruntime.
         self.rqs[old.idx()].cfs.migrate_task_rq_fair(&mut self.fair.ses, p, &self.features);
         let w = self.fair.ses[p.idx()].weight;
@@ -201,6 +203,9 @@ impl Sim {
             // sync_entity_load_avg: decay the task to the old rq's last update.
             pelt::update_load_avg_blocked_se(&mut t.avg, rq.cfs_avg.last_update_time, w);
             pelt::remove_entity_load_avg(&mut rq.removed, &t.avg);
+            if !migrating && sched_feat!(self.features, migrate_se_pelt_lag) {
+                migrate_se_pelt_lag(&mut t.avg, rq, self.now, w);
+            }
         }
         t.avg.last_update_time = 0;
         self.fair.ses[p.idx()].exec_start = 0;
@@ -360,5 +365,94 @@ impl Sim {
             return false;
         }
         rq.curr == Some(p) && self.tasks[p.idx()].prio > oldprio
+    }
+}
+
+/// `migrate_se_pelt_lag` (v6.0, `CONFIG_NO_HZ_COMMON`): a task leaving an
+/// idle CPU at wakeup was synced to that CPU's last cfs_rq update, which
+/// can be long past (an idle CPU's clock is not updated). Estimate now as
+/// the CPU's PELT clock when its clock was last updated while idle plus
+/// the time since then, or the cfs_rq's update if that is later (the
+/// kernel's own choice when the estimate would go backwards), and decay
+/// the task's averages to it. Skipped when the task has fully decayed or
+/// the CPU is running something (its clock is fresh then). Bandwidth
+/// throttling, which the kernel subtracts, is not modelled.
+fn migrate_se_pelt_lag(sa: &mut pelt::SchedAvg, rq: &crate::engine::rq::Rq, now: crate::ids::Ns, weight: u64) {
+    if pelt::load_avg_is_decayed(sa) || rq.curr.is_some() {
+        return;
+    }
+    let lut = rq.cfs_avg.last_update_time;
+    let mut est = rq.clock_pelt.clock_pelt_idle;
+    if est < lut {
+        est = lut;
+    } else {
+        est += now.saturating_sub(rq.clock_pelt.clock_idle);
+    }
+    pelt::update_load_avg_blocked_se(sa, est, weight);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rq::Rq;
+    use crate::fair::eevdf::EevdfParams;
+
+    const MS: u64 = 1_000_000;
+    const W: u64 = 1024;
+
+    /// A task that ran 8 ms alone and slept at 10 ms, on an idle CPU whose
+    /// cfs_rq was last updated then; the CPU's clock was last updated while
+    /// idle at `stamp`.
+    fn slept(stamp: u64) -> (SchedAvg, Rq) {
+        let mut sa = SchedAvg::default();
+        pelt::update_load_avg_se(&mut sa, 2 * MS, W, true, true);
+        pelt::update_load_avg_se(&mut sa, 10 * MS, W, true, true);
+        let mut rq = Rq::new(1024, Vec::new(), EevdfParams::new(1, 250));
+        rq.cfs_avg.last_update_time = sa.last_update_time;
+        rq.clock_pelt.clock_idle = stamp;
+        rq.clock_pelt.clock_pelt_idle = stamp;
+        (sa, rq)
+    }
+
+    fn decayed_to(mut sa: SchedAvg, t: u64) -> SchedAvg {
+        pelt::update_load_avg_blocked_se(&mut sa, t, W);
+        sa
+    }
+
+    use crate::pelt::SchedAvg;
+
+    #[test]
+    fn a_wakeup_from_an_idle_cpu_decays_over_the_missed_idle_time() {
+        // Stamped at 30 ms while idle, woken at 50 ms: now is estimated as
+        // 30 + (50 - 30) = 50 ms, so the task decays over its whole 40 ms sleep.
+        let (mut sa, rq) = slept(30 * MS);
+        let before = sa;
+        migrate_se_pelt_lag(&mut sa, &rq, 50 * MS, W);
+        assert_eq!(sa, decayed_to(before, 50 * MS));
+        assert!(sa.util_avg < before.util_avg / 2, "{} -> {}", before.util_avg, sa.util_avg);
+    }
+
+    #[test]
+    fn a_stamp_older_than_the_cfs_update_gives_the_cfs_update() {
+        // Last stamped before the task slept: the estimate would go back in
+        // time, so the kernel keeps the cfs_rq's last update (no decay here).
+        let (mut sa, rq) = slept(5 * MS);
+        let before = sa;
+        migrate_se_pelt_lag(&mut sa, &rq, 50 * MS, W);
+        assert_eq!(sa, decayed_to(before, rq.cfs_avg.last_update_time));
+        assert_eq!(sa.util_avg, before.util_avg);
+    }
+
+    #[test]
+    fn no_estimate_from_a_busy_cpu_or_for_a_decayed_task() {
+        let (mut sa, mut rq) = slept(30 * MS);
+        rq.curr = Some(TaskId(7));
+        let before = sa;
+        migrate_se_pelt_lag(&mut sa, &rq, 50 * MS, W);
+        assert_eq!(sa, before, "a running CPU's clock is fresh");
+        let (_, rq) = slept(30 * MS);
+        let mut zero = SchedAvg { last_update_time: 10 * MS, ..SchedAvg::default() };
+        migrate_se_pelt_lag(&mut zero, &rq, 50 * MS, W);
+        assert_eq!(zero.last_update_time, 10 * MS, "load_avg_is_decayed: nothing to do");
     }
 }
