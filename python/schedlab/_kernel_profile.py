@@ -24,6 +24,9 @@ _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
     ("EEVDF", (6, 6), None),
     ("wa_idle_prev", (5, 10), None),
     ("migrate_se_pelt_lag", (6, 0), None),
+    # A sched_feat, but its default changed with v7.1 (9213aa4784cf, where
+    # hrtimer rearming is deferred: x86); a kernel's printed features win.
+    ("HRTICK", (7, 1), None),
     ("legacy_find_idlest_group", (0, 0), (5, 4)),
     ("capacity_spare_wake_current", (4, 15), None),
     ("wake_cap", (4, 9), (5, 6)),

@@ -43,6 +43,7 @@ pub fn shown_by(f: Feat) -> &'static str {
         avg_idle_stamp_guard => "newidle_balance_calls (idle entered while a wakeup was pending)",
         lag_clamp_max_slice => "wakeup_latency_* (lag that hits the clamp: long sleepers among hogs)",
         delayed_lag_floor => "context_switches, wakeup_latency_* (tasks woken while delayed)",
+        HRTICK => "context_switches, wakeup_latency_* (CPU-bound fair tasks sharing a CPU: slices end at their deadline, not at the next tick)",
         migrate_se_pelt_lag => "placed_capacity_mean, freq_residency.* (util of tasks woken onto another CPU: EAS, schedutil)",
         wakeup_stats_allowed => "place_slow_path, migrations (forks and exec of tasks confined to part of a group)",
         wakeup_preempt_no_fork => "context_switches, wakeup_latency_* of forked tasks (a fork no longer preempts its parent)",

@@ -60,6 +60,8 @@ sched_features! {
     RUN_TO_PARITY = true;
     /// Let a task with a shorter slice preempt despite RUN_TO_PARITY.
     PREEMPT_SHORT = true;
+    /// A high-resolution timer ends the running fair task's request at its virtual deadline instead of the next tick (HRTICK; default on since v7.1, 9213aa4784cf, where the kernel has deferred hrtimer rearming: generic-entry architectures such as x86; off in v6.12 and older, and on kernels that print NO_HRTICK).
+    HRTICK = true;
     /// Allow wakeup-time preemption of the current task (both disciplines).
     WAKEUP_PREEMPTION = true;
     /// Prefer the buddy the scheduler set (next buddy) when it is eligible (EEVDF; CFS always honours its buddies within wakeup_gran).

@@ -92,6 +92,8 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     f.set(Feat::delayed_lag_floor, false);
     // uclamp_rq_inc after the class's enqueue until 2025.
     f.set(Feat::uclamp_inc_before_enqueue, false);
+    // HRTICK was off by default until v7.1 (9213aa4784cf).
+    f.set(Feat::HRTICK, false);
     (ClassKind::Fair, f, Confine::None)
 }
 
@@ -274,6 +276,14 @@ pub fn parse_policy(s: &str) -> Result<Policy> {
             s,
             "capacity_spare_wake_current off needs legacy_find_idlest_group (v4.14's capacity_spare_wake) or no \
              wake_cap (v5.7+'s select_idle_capacity): v5.5 and v5.6 had neither reader of it",
+        ));
+    }
+    if features.on(Feat::HRTICK) && !features.on(Feat::EEVDF) {
+        return Err(SchedlabError::spec(
+            "policy",
+            s,
+            "HRTICK is modelled as v7.1's hrtick_start_fair (until the virtual deadline); the CFS profiles' \
+             hrtick (sched_slice) is not: use it with EEVDF (e.g. v6.12+HRTICK)",
         ));
     }
     if features.on(Feat::SIS_UTIL) && features.on(Feat::SIS_PROP) {

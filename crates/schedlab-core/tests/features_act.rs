@@ -25,7 +25,9 @@ const HACKBENCH: &[&str] = &["hackbench:groups=4,fds=4,loops=400,buf=8"];
 const AMONG_HOGS: &[&str] = &["hackbench:groups=2,fds=4,loops=400,buf=8,start=5ms", "sieve:threads=8"];
 const AMONG_MORE_HOGS: &[&str] = &["hackbench:groups=2,fds=4,loops=400,buf=8,start=5ms", "sieve:threads=24"];
 /// Newly-idle balancing with work to pull on a 2-socket machine.
-const NEWIDLE: &[&str] = &["schbench:message_threads=4,threads=16,runtime=200ms,warmup=0", "sieve:threads=60"];
+const NEWIDLE: &[&str] = &["schbench:message_threads=4,threads=16,runtime=200ms,warmup=0", "sieve:threads=40"];
+/// Sleepers with longer requests (8 receivers a group) among hogs.
+const AMONG_HOGS_FDS8: &[&str] = &["hackbench:groups=2,fds=8,loops=400,buf=8,start=5ms", "sieve:threads=24"];
 const WQ: &[&str] = &["workqueue:threads=50%,chunks=300"];
 const WQ_FULL: &[&str] = &["workqueue:threads=100%,chunks=2000"];
 /// Six periodic tasks under EAS and schedutil: a task woken onto another
@@ -91,7 +93,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         // wait (v6.19+).
         wakeup_preempt_no_fork => s("laptop-4c8t", AMONG_HOGS, "eevdf-RUN_TO_PARITY"),
         // Lag at the clamp: many hogs keep V far from a waking sleeper.
-        lag_clamp_max_slice => s("laptop-4c8t", AMONG_MORE_HOGS, "eevdf"),
+        lag_clamp_max_slice => s("laptop-4c8t", AMONG_HOGS_FDS8, "eevdf"),
         // Delayed sleepers among hogs, woken before they are picked.
         delayed_lag_floor => s("laptop-4c8t", AMONG_HOGS, "eevdf"),
         // Forks confined to CPUs 0-4: the core {4,5} is half allowed.
@@ -115,6 +117,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         remote_cpufreq_update => s("hikey960@schedutil", REMOTE_FREQ, "eevdf-TTWU_QUEUE"),
         sis_cluster_first => s("kunpeng920", KUNPENG_SB, "eevdf"),
         eas => s("hikey960@schedutil", EAS, "eevdf"),
+        HRTICK => s("laptop-4c8t", &["sieve:threads=2,work=60ms,cpus=0"], "eevdf"),
         migrate_se_pelt_lag => s("hikey960@schedutil", PERIODIC_EAS, "eevdf"),
         sd_overutilized => s("hikey960@schedutil", EAS, "eevdf"),
         NONTASK_CAPACITY | cas => s("xeon-2s-44c", IRQ, "eevdf"),

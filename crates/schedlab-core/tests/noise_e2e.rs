@@ -49,14 +49,20 @@ fn wakeup_fitting_from_capacity_of_moves_pixel2_hackbench_beside_rt_tasks() {
     // is ~80% of the original capacity; select_idle_capacity and
     // asym_fits_cpu read capacity_of with the feature (the kernel since
     // v5.7) and the original capacity without it.
+    // A wakee fits a big CPU's ~80% current capacity with the 20% margin
+    // up to util 640, its original capacity up to 819: only wakees in
+    // between are placed differently, so not every seed has one.
     let w = ["hackbench:groups=1,fds=8,loops=2000", "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"];
-    let cur = composed("pixel2", &w, "eevdf", 0);
-    let orig = composed("pixel2", &w, "eevdf-capacity_spare_wake_current", 0);
-    let names = ["completion_time_s", "migrations", "placed_capacity_mean", "placed_capacity_min"];
-    let (c, o): (Vec<f64>, Vec<f64>) = names.iter().map(|m| (metric(&cur, m), metric(&orig, m))).unzip();
-    eprintln!("{names:?}\n capacity_of {c:?}\n original    {o:?}");
-    assert_ne!(c[0], o[0], "completion time");
-    assert!(c[1] != o[1] || c[2] != o[2], "placements");
+    let names = ["completion_time_s", "migrations", "placed_capacity_mean"];
+    let mut differ = 0;
+    for seed in 0..5 {
+        let cur = composed("pixel2", &w, "eevdf", seed);
+        let orig = composed("pixel2", &w, "eevdf-capacity_spare_wake_current", seed);
+        let (c, o): (Vec<f64>, Vec<f64>) = names.iter().map(|m| (metric(&cur, m), metric(&orig, m))).unzip();
+        eprintln!("seed {seed} {names:?}\n capacity_of {c:?}\n original    {o:?}");
+        differ += (c[0] != o[0] && (c[1] != o[1] || c[2] != o[2])) as u32;
+    }
+    assert!(differ >= 1, "no seed of five placed or finished differently");
     // The kernels before and after v5.5/v5.7 differ there too.
     let v414 = composed("pixel2", &w, "v4.14", 0);
     let v59 = composed("pixel2", &w, "v5.9", 0);

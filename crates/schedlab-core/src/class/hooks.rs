@@ -179,6 +179,18 @@ impl Sim {
         }
     }
 
+    /// `class->task_tick` with `queued` set: `curr`'s slice timer fired
+    /// (`hrtick()`). Returns whether `cpu` must reschedule. Called from
+    /// `hrtick`. Only the fair class arms it (HRTICK_DL is not modelled:
+    /// there is no deadline class); a timer left armed when another class
+    /// took the CPU does nothing here.
+    pub(crate) fn class_hrtick(&mut self, cpu: CpuId, curr: TaskId) -> bool {
+        match self.task_class(curr) {
+            SchedClass::Fair => self.task_tick_fair_queued(cpu, curr),
+            SchedClass::Rt | SchedClass::Ext | SchedClass::Bmq => false,
+        }
+    }
+
     /// `class->put_prev_task`: `prev` stops running on `cpu` (it blocked,
     /// was preempted, or yields). Peers put prev back inside their pick
     /// (`balance_one` in sched_ext), unless a higher class takes the CPU.
@@ -199,7 +211,7 @@ impl Sim {
     pub(crate) fn class_set_next_task(&mut self, cpu: CpuId, p: TaskId) {
         match self.task_class(p) {
             SchedClass::Rt => self.set_next_task_rt(cpu, p, false),
-            SchedClass::Fair => self.set_next_task_fair(cpu, p),
+            SchedClass::Fair => self.set_next_task_fair(cpu, p, false),
             SchedClass::Ext | SchedClass::Bmq => {}
         }
     }
@@ -270,7 +282,9 @@ impl Sim {
             SchedClass::Fair => {
                 let next = self.pick_next_task_fair(cpu);
                 if let Some(n) = next {
-                    self.set_next_task_fair(cpu, n);
+                    // The kernel puts prev and sets next only when they
+                    // differ (put_prev_set_next_task).
+                    self.set_next_task_fair(cpu, n, Some(n) != prev);
                 }
                 next
             }
@@ -296,7 +310,7 @@ impl Sim {
         }
         let next = self.pick_task_fair(cpu);
         if let Some(n) = next {
-            self.set_next_task_fair(cpu, n);
+            self.set_next_task_fair(cpu, n, true);
         }
         next
     }

@@ -95,6 +95,9 @@ impl Sim {
     /// `cpu` switches to the idle task: the governor picks a state (and the
     /// tick's fate), the LLC's shared state learns it is idle.
     pub(super) fn enter_idle(&mut self, cpu: CpuId) {
+        // hrtick_schedule_exit: an idle rq's slice timer is cancelled.
+        let key = self.key_hrtick(cpu);
+        self.queue.cancel_key(key);
         self.rqs[cpu.idx()].idle_since = self.now;
         self.counters_set_c0(cpu, false);
         self.cpuidle_idle_call(cpu);

@@ -63,6 +63,8 @@ pub enum Ev {
         /// `Rq::tick_gen` when scheduled.
         gen: u64,
     },
+    /// The high-resolution slice timer of `cpu` fired (`hrtick`).
+    HrTick(CpuId),
     /// A sleeping task's timer fired.
     Timer {
         /// Task.
@@ -138,16 +140,16 @@ pub enum Ev {
 }
 
 /// Number of event-queue keys for `nr_cpus` CPUs and `nr_tasks` tasks: each
-/// CPU's `RunDone` and `Tick`, and each task's `Timer`, replace their own
-/// pending event (`sim::queue`) instead of leaving it stale.
+/// CPU's `RunDone`, `Tick` and `HrTick`, and each task's `Timer`, replace
+/// their own pending event (`sim::queue`) instead of leaving it stale.
 pub(crate) fn ev_keys(nr_cpus: usize, nr_tasks: usize) -> u32 {
-    (2 * nr_cpus + nr_tasks) as u32
+    (3 * nr_cpus + nr_tasks) as u32
 }
 
 /// The queue key of task `p`'s `Timer` on a machine of `nr_cpus` CPUs.
 #[inline]
 pub(crate) fn key_timer(nr_cpus: usize, p: TaskId) -> u32 {
-    (2 * nr_cpus) as u32 + p.0
+    (3 * nr_cpus) as u32 + p.0
 }
 
 /// Counters the engine keeps about itself.
@@ -309,6 +311,12 @@ impl Sim {
         self.rqs.len() as u32 + cpu.0
     }
 
+    /// The queue key of `cpu`'s pending `HrTick` (`rq->hrtick_timer`).
+    #[inline]
+    pub(crate) fn key_hrtick(&self, cpu: CpuId) -> u32 {
+        2 * self.rqs.len() as u32 + cpu.0
+    }
+
     /// The queue key of `p`'s pending `Timer`.
     #[inline]
     pub(crate) fn key_timer(&self, p: TaskId) -> u32 {
@@ -385,6 +393,10 @@ impl Sim {
                 }
                 self.stats.handled += 1;
                 self.sched_tick(cpu)
+            }
+            Ev::HrTick(cpu) => {
+                self.stats.handled += 1;
+                self.hrtick(cpu)
             }
             Ev::Timer { task, gen } => {
                 if self.tasks[task.idx()].timer_gen != gen {

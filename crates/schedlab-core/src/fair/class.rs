@@ -120,6 +120,9 @@ impl Sim {
         if self.tasks[p.idx()].policy == SchedPolicy::Idle {
             cfs.h_nr_idle += 1;
         }
+        if sched_feat!(self.features, HRTICK) {
+            self.hrtick_update(cpu);
+        }
     }
 
     /// The part of `enqueue_task_fair` that runs after the core counted the
@@ -315,11 +318,16 @@ impl Sim {
         }
     }
 
-    /// `set_next_task_fair`: PELT of the incoming task and `set_next_entity`.
-    pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId) {
+    /// `set_next_task_fair`: PELT of the incoming task and `set_next_entity`;
+    /// `first` when it takes the CPU from another task (`__set_next_task_fair`
+    /// then starts the slice timer).
+    pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId, first: bool) {
         let now = self.rq_clock_task(cpu);
         self.update_load_avg(cpu, Some(next));
         self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.fair.ses, next, now, &self.features);
+        if first && sched_feat!(self.features, HRTICK) {
+            self.hrtick_start_fair(cpu, next);
+        }
         self.update_misfit_status(Some(next), cpu);
     }
 

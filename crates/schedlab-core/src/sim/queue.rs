@@ -154,8 +154,15 @@ impl<E> EventQueue<E> {
         }
     }
 
-    /// Whether `key` has a pending event.
+    /// When `key`'s pending event is due, if it has one.
     #[cfg(test)]
+    pub fn key_time(&self, key: u32) -> Option<Ns> {
+        let p = self.pos[key as usize];
+        (p != NOT_QUEUED).then(|| self.heap[p as usize].time())
+    }
+
+    /// Whether `key` has a pending event.
+    #[inline]
     pub fn key_queued(&self, key: u32) -> bool {
         self.pos[key as usize] != NOT_QUEUED
     }
