@@ -436,6 +436,35 @@ def launcher_flips(trace_text: str) -> int | None:
     return None
 
 
+# A `fork_flips` probe line: the forking task's comm-pid, then the child's pid
+# and the count it inherited.
+_FORK_FLIPS = re.compile(r"^\s*\S*?-(\d+)\s.* fork_flips: .*\bpid=(\d+) flips=(\d+)")
+
+
+def inherited_flips(trace_text: str) -> list[int]:
+    """The `wakee_flips` each task of the workload inherited at fork: the
+    `fork_flips` lines whose forking task is the launched program (the first
+    line's child) or one of its descendants, in trace order. These, not the
+    launcher's count, are what the workload's threads start with: the
+    program's main thread forks them, and its own count has moved since the
+    shell forked it (21 against the shell's 2 in one hackbench recording)."""
+    tree: set[int] = set()
+    out: list[int] = []
+    for line in trace_text.splitlines():
+        if " fork_flips: " not in line:
+            continue
+        m = _FORK_FLIPS.match(line)
+        if m is None:
+            continue
+        parent, child, flips = (int(g) for g in m.groups())
+        if not tree:
+            tree.add(child)  # the launched program: its children are the workload's
+        elif parent in tree:
+            tree.add(child)
+            out.append(flips)
+    return out
+
+
 def record_in_guest(
     shape: GuestShape,
     argv: Sequence[str],
@@ -484,6 +513,7 @@ def record_in_guest(
         "sched_features": text("sched_features").split(),
         "sched_domains": text("sched_domains").splitlines(),
         "launcher_wakee_flips": launcher_flips(trace),
+        "inherited_wakee_flips": inherited_flips(trace),
         "overruns": text("overruns").split(),
         "argv": list(argv),
     }

@@ -176,6 +176,21 @@ def test_launcher_flips_reads_the_first_fork_probe_line():
     assert g.launcher_flips("no probe here\n") is None
 
 
+def test_inherited_flips_follow_the_launched_programs_descendants():
+    # sh forks the program (pid 711) with 2; the program's main thread forks
+    # two threads with 4 and 5, one of which forks another with 7; kthreadd's
+    # fork of a kworker is no part of the workload.
+    trace = (
+        "  sh-710 [002] .....  14.94: fork_flips: (wake_up_new_task+0x4/0x300) pid=711 flips=2\n"
+        "  wl-711 [000] .....  15.03: fork_flips: (wake_up_new_task+0x4/0x300) pid=712 flips=4\n"
+        "  kthreadd-2 [001] .....  15.03: fork_flips: (wake_up_new_task+0x4/0x300) pid=90 flips=9\n"
+        "  wl-711 [000] .....  15.04: fork_flips: (wake_up_new_task+0x4/0x300) pid=713 flips=5\n"
+        "  wl-sb-m0-713 [003] ..... 15.05: fork_flips: (wake_up_new_task+0x4) pid=714 flips=7\n"
+    )
+    assert g.inherited_flips(trace) == [4, 5, 7]
+    assert g.inherited_flips("no probe here\n") == []
+
+
 @pytest.mark.slow
 def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path):
     if shutil.which("qemu-system-x86_64") is None or not _static_busybox():

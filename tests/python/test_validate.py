@@ -1,6 +1,7 @@
 """`schedlab validate`: verdict rules, and the comparison on recordings
 faked from a simulated trace (no root needed)."""
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -77,6 +78,61 @@ def test_a_case_without_its_tasks_in_the_trace_fails_clearly(tmp_path: Path) -> 
 
     with pytest.raises(_native.SimulationError, match="no task named 'no-such-comm'"):
         _validate.run_case(case, tmp_path, reps=1, seeds=1, record=fake_record)
+
+
+def _fork_lines(flips: int) -> str:
+    # A guest's fork probe: the shell forks the program, which forks two threads.
+    return (
+        "  sh-10 [000] .....  1.0: fork_flips: (wake_up_new_task+0x4/0x300) pid=11 flips=1\n"
+        f"  wl-11 [000] .....  1.1: fork_flips: (wake_up_new_task+0x4/0x300) pid=12 flips={flips}\n"
+        f"  wl-11 [000] .....  1.2: fork_flips: (wake_up_new_task+0x4/0x300) pid=13 flips={flips}\n"
+    )
+
+
+def test_each_recording_is_simulated_with_the_flips_its_threads_inherited(
+    tmp_path: Path,
+) -> None:
+    wl = "hackbench:groups=1,loops=30,ipc=pipe,mode=thread"
+    case = _validate.Case("self", ("sim",), "hackbench", wl, "test")
+    machine = (Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text()
+    flips = iter([8, 0])
+    recorded: list[Path] = []
+
+    def fake_record(argv: list[str], out: Path) -> dict[str, Any]:
+        out.mkdir(parents=True)
+        r = schedlab.run("laptop-4c8t", wl, policy="v6.12", seed=0, trace=True)
+        (out / "trace.txt").write_text(_fork_lines(next(flips)) + (r.trace or ""))
+        (out / "machine.toml").write_text(machine)
+        info = {"kernel_release": "6.12.0", "sched_features": [], "launcher_wakee_flips": 1}
+        (out / "kernel.json").write_text(json.dumps(info))
+        recorded.append(out)
+        return info
+
+    res = _validate.run_case(case, tmp_path, reps=2, seeds=1, record=fake_record)
+    # The threads' counts, not the shell's (1), one per recording.
+    assert res["flips"] == [8, 0]
+    assert res["workload"] == wl
+    sims = [
+        schedlab.run("laptop-4c8t", w, policy="v6.12", seed=0).metrics
+        for w in (wl + ",parent_wakee_flips=8", wl)
+    ]
+    row = {r["metric"]: r for r in res["rows"]}["wake_prev_cpu_pct"]
+    assert row["sim"] == pytest.approx(
+        (sims[0]["wake_prev_cpu_pct"] + sims[1]["wake_prev_cpu_pct"]) / 2
+    )
+    assert "`parent_wakee_flips` 8, 0 (one per recording" in _validate.markdown([res], "T")
+
+    # --reuse: the recordings in place are analyzed again, nothing recorded;
+    # an explicit count overrides the measured ones.
+    def no_record(argv: list[str], out: Path) -> dict[str, Any]:
+        raise AssertionError(f"recorded again into {out}")
+
+    again = _validate.run_case(
+        case, tmp_path, reps=2, seeds=1, record=no_record, parent_wakee_flips=8, reuse=True
+    )
+    assert again["flips"] == [8, 8]
+    assert again["workload"] == wl + ",parent_wakee_flips=8"
+    assert len(recorded) == 2
 
 
 def test_completion_times_are_compared_only_when_calibrated() -> None:
