@@ -300,6 +300,13 @@ def build_initramfs(work: Path, job: str, files: Mapping[str, Path]) -> Path:
     return out
 
 
+def _first_fatal(console: str) -> str | None:
+    """The `_FATAL_CONSOLE` marker that appears first on the console (an
+    oops before the panic it causes), or None."""
+    found = [(console.find(m), m) for m in _FATAL_CONSOLE if m in console]
+    return min(found)[1] if found else None
+
+
 def boot(
     shape: GuestShape,
     kernel: Path,
@@ -342,7 +349,7 @@ def boot(
                 fatal = f"no result within {timeout_s:.0f} s"
                 break
             text = console.read_text(errors="replace") if console.exists() else ""
-            hit = next((m for m in _FATAL_CONSOLE if m in text), None)
+            hit = _first_fatal(text)
             if hit:
                 fatal = f"the guest stopped: '{hit}' on its console"
                 break
@@ -361,7 +368,12 @@ def boot(
     result.mkdir()
     data = out_tar.read_bytes() if out_tar.exists() else b""
     if not data:
-        raise GuestError(f"{shape.describe()}: the guest sent no results (console: {console})")
+        # A panic with panic=-1 reboots, and -no-reboot ends QEMU, often before
+        # the console was read again: name what the console shows.
+        text = console.read_text(errors="replace") if console.exists() else ""
+        hit = _first_fatal(text)
+        why = f" after '{hit}' on its console" if hit else ""
+        raise GuestError(f"{shape.describe()}: the guest sent no results{why} (console: {console})")
     try:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(result, filter="data")

@@ -157,6 +157,25 @@ def test_an_oops_on_the_console_stops_the_guest_at_once(
     assert time.monotonic() - t0 < 10
 
 
+def test_a_guest_that_panics_and_exits_names_the_oops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # panic=-1 and -no-reboot: QEMU exits right after the panic, sending
+    # nothing back; the error names what the console showed.
+    fake = tmp_path / "bin" / "qemu-system-x86_64"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'while [ $# -gt 0 ]; do [ "$1" = -serial ] && con="${2#file:}"; shift; done\n'
+        'printf "Oops: int3: 0000 [#1]\\nKernel panic - not syncing\\n" > "$con"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    with pytest.raises(g.GuestError, match="'Oops:'"):
+        g.boot(shape, tmp_path / "k", tmp_path / "rd", tmp_path, timeout_s=30)
+
+
 def test_record_job_quotes_the_command_and_enables_the_events():
     job = g._record_job(["/wl", "hackbench:groups=2", "it's"], 4096)
     assert "'/wl' 'hackbench:groups=2' 'it'\\''s' > /out/workload.stdout" in job
