@@ -177,6 +177,36 @@ def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
     assert "| app_wakeup_latency_p99_us | 1061 |" in md
 
 
+def test_the_schbench_case_on_its_guest_recording(tmp_path: Path) -> None:
+    # A guest recording (`guest-2c2t-schbench`: `_guest.record_in_guest` in a
+    # 1 socket x 2 cores x 2 threads Debian 6.12.95 guest, 200 ms of the
+    # case's schbench) stands in for `validate --qemu`: the policy comes from
+    # the guest's sched_features, the simulated flips from its fork probe.
+    case = next(c for c in _validate.default_cases() if c.name == "schbench")
+    fixture = REC / "guest-2c2t-schbench"
+    spec = "schbench:message_threads=1,threads=2,runtime=200ms,operations=5,op=200us"
+    case = _validate.Case(case.name, ("schedlab-wl", spec), case.comm, spec, case.note, case.shown)
+
+    def replay(argv: list[str], out: Path) -> dict[str, Any]:
+        shutil.copytree(fixture, out)
+        info: dict[str, Any] = json.loads((out / "kernel.json").read_text())
+        return info
+
+    res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
+    assert res["policy"] == "v6.12+NI_RANDOM"
+    # The program's three threads inherited 2 each (the fork probe's lines).
+    assert res["flips"] == [2]
+    assert res["workload"] == spec + ",parent_wakee_flips=2"
+    rows = {row["metric"]: row for row in res["rows"]}
+    # Counted with grep: 378 sched_waking lines of wl-sb tasks, 3
+    # sched_migrate_task lines moving one.
+    assert rows["migrations_per_wakeup"]["real"] == pytest.approx(3 / 378)
+    assert 0 < rows["wake_smt_sibling_pct"]["real"] < 1
+    assert rows["requests_per_s"]["real"] == pytest.approx(713.461573, rel=1e-6)
+    for m in _validate.FRACTIONS:
+        assert rows[m]["verdict"] in ("pass", "MISS")
+
+
 def test_native_and_simulated_specs_are_the_same() -> None:
     cases = {c.name: c for c in _validate.default_cases(scale=0.1)}
     assert set(cases) == {"ping-pong", "hackbench-saturated", "work-queue", "schbench"}
