@@ -223,7 +223,12 @@ def _recorded(out: Path) -> dict[str, Any] | None:
         return None
     if not info_file.is_file():
         return None
-    info: dict[str, Any] = json.loads(info_file.read_text())
+    try:
+        info = json.loads(info_file.read_text())
+    except json.JSONDecodeError as e:
+        raise _native.SpecError(f"{info_file}: line {e.lineno}: --reuse: not JSON ({e.msg})") from e
+    if not isinstance(info, dict):
+        raise _native.SpecError(f"{info_file}: --reuse: expected a JSON object")
     return info
 
 

@@ -133,6 +133,10 @@ def test_each_recording_is_simulated_with_the_flips_its_threads_inherited(
     assert again["flips"] == [8, 8]
     assert again["workload"] == wl + ",parent_wakee_flips=8"
     assert len(recorded) == 2
+    # A damaged kernel.json is a one-line error naming the file.
+    (recorded[0] / "kernel.json").write_text("{not json")
+    with pytest.raises(_native.SpecError, match=r"kernel\.json: line 1: --reuse: not JSON"):
+        _validate.run_case(case, tmp_path, reps=2, seeds=1, record=no_record, reuse=True)
 
 
 def test_completion_times_are_compared_only_when_calibrated() -> None:
