@@ -175,6 +175,15 @@ def validate_cmd(
             "schbench.",
         ),
     ] = None,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            "--reuse",
+            help="Analyze and simulate the recordings already in --out (trace.txt, machine.toml, "
+            "kernel.json per case and repetition) instead of recording again; a case missing any "
+            "of them is recorded. For a guest, whose recordings take minutes under TCG.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -196,6 +205,7 @@ def validate_cmd(
         qemu=qemu,
         wl_bin=wl_bin,
         machine_file=machine,
+        reuse=reuse,
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))

@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Mapping, Sequence
@@ -44,8 +45,15 @@ DEFAULT_KERNEL = "6.12"
 DEFAULT_MEM_MIB = 1024
 # The guest's CPU model under TCG (see the module docstring).
 GUEST_CPU = "Nehalem"
-# Console lines on which the guest is stopped at once: it will not finish.
-_FATAL_CONSOLE = ("KVM internal error", "Kernel panic", "emulation failure")
+# Console lines on which the guest is stopped at once: it will not finish, or
+# its recording cannot be trusted. An oops does not always panic (panic_on_oops
+# is off in Debian's config): under TCG we saw "Oops: int3" in sched_clock_cpu
+# once (a breakpoint left by live code patching, text_poke_bp, that a TCG vCPU
+# executed), after which the guest hung until the timeout.
+_FATAL_CONSOLE = ("KVM internal error", "Kernel panic", "emulation failure", "Oops:")
+# Boots tried per recording: a boot that fails as above is tried once more (the
+# failures are rare and not reproducible; a second one in a row is reported).
+BOOT_ATTEMPTS = 2
 
 
 class GuestError(RuntimeError):
@@ -232,8 +240,10 @@ cat /sys/kernel/debug/sched/features > /out/sched_features 2>/dev/null
 for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
   [ -r "$d/name" ] && echo "$d $(cat $d/name) $(cat $d/flags 2>/dev/null)" >> /out/sched_domains
 done
-for f in $(find /sys/devices/system/cpu /sys/devices/system/node -maxdepth 5 -type f 2>/dev/null); do
-  case "$f" in */uevent|*/stat|*/time|*/usage|*/above|*/below|*/rejected|*/residency_ns|*/hotplug/*|*/power/*|*/crash_*|*/vulnerabilities/*|*/microcode/*) continue;; esac
+for f in $(find /sys/devices/system/cpu /sys/devices/system/node -maxdepth 5 -type f \
+    2>/dev/null); do
+  case "$f" in */uevent|*/stat|*/time|*/usage|*/above|*/below|*/rejected|*/residency_ns) continue;;
+    */hotplug/*|*/power/*|*/crash_*|*/vulnerabilities/*|*/microcode/*) continue;; esac
   [ -r "$f" ] || continue
   mkdir -p "/out${f%/*}"
   cat "$f" > "/out$f" 2>/dev/null || rm -f "/out$f"
@@ -290,6 +300,13 @@ def build_initramfs(work: Path, job: str, files: Mapping[str, Path]) -> Path:
     return out
 
 
+def _first_fatal(console: str) -> str | None:
+    """The `_FATAL_CONSOLE` marker that appears first on the console (an
+    oops before the panic it causes), or None."""
+    found = [(console.find(m), m) for m in _FATAL_CONSOLE if m in console]
+    return min(found)[1] if found else None
+
+
 def boot(
     shape: GuestShape,
     kernel: Path,
@@ -332,7 +349,7 @@ def boot(
                 fatal = f"no result within {timeout_s:.0f} s"
                 break
             text = console.read_text(errors="replace") if console.exists() else ""
-            hit = next((m for m in _FATAL_CONSOLE if m in text), None)
+            hit = _first_fatal(text)
             if hit:
                 fatal = f"the guest stopped: '{hit}' on its console"
                 break
@@ -351,13 +368,47 @@ def boot(
     result.mkdir()
     data = out_tar.read_bytes() if out_tar.exists() else b""
     if not data:
-        raise GuestError(f"{shape.describe()}: the guest sent no results (console: {console})")
+        # A panic with panic=-1 reboots, and -no-reboot ends QEMU, often before
+        # the console was read again: name what the console shows.
+        text = console.read_text(errors="replace") if console.exists() else ""
+        hit = _first_fatal(text)
+        why = f" after '{hit}' on its console" if hit else ""
+        raise GuestError(f"{shape.describe()}: the guest sent no results{why} (console: {console})")
     try:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             tar.extractall(result, filter="data")
     except tarfile.TarError as e:
         raise GuestError(f"the guest's result tar is unreadable: {e}") from e
     return result
+
+
+def boot_with_retry(
+    shape: GuestShape,
+    kernel: Path,
+    initrd: Path,
+    work: Path,
+    timeout_s: float,
+    attempts: int = BOOT_ATTEMPTS,
+) -> Path:
+    """`boot`, tried up to `attempts` times: a failed boot (an oops or panic on
+    the console, no result in time, no results sent back) is reported on
+    stderr with its console kept as ``console-failed-N.log`` and tried again;
+    the last failure is raised."""
+    for attempt in range(1, attempts):
+        try:
+            return boot(shape, kernel, initrd, work, timeout_s)
+        except GuestError as e:
+            kept = work / f"console-failed-{attempt}.log"
+            console = work / "console.log"
+            if console.exists():
+                os.replace(console, kept)
+            print(
+                f"schedlab: guest boot {attempt} of {attempts} failed ({e}); console kept as "
+                f"{kept}; booting again",
+                file=sys.stderr,
+                flush=True,
+            )
+    return boot(shape, kernel, initrd, work, timeout_s)
 
 
 # Sched tracepoints recorded in a guest, the ones `schedlab record` records on
@@ -397,6 +448,35 @@ def launcher_flips(trace_text: str) -> int | None:
     return None
 
 
+# A `fork_flips` probe line: the forking task's comm-pid, then the child's pid
+# and the count it inherited.
+_FORK_FLIPS = re.compile(r"^\s*\S*?-(\d+)\s.* fork_flips: .*\bpid=(\d+) flips=(\d+)")
+
+
+def inherited_flips(trace_text: str) -> list[int]:
+    """The `wakee_flips` each task of the workload inherited at fork: the
+    `fork_flips` lines whose forking task is the launched program (the first
+    line's child) or one of its descendants, in trace order. These, not the
+    launcher's count, are what the workload's threads start with: the
+    program's main thread forks them, and its own count has moved since the
+    shell forked it (21 against the shell's 2 in one hackbench recording)."""
+    tree: set[int] = set()
+    out: list[int] = []
+    for line in trace_text.splitlines():
+        if " fork_flips: " not in line:
+            continue
+        m = _FORK_FLIPS.match(line)
+        if m is None:
+            continue
+        parent, child, flips = (int(g) for g in m.groups())
+        if not tree:
+            tree.add(child)  # the launched program: its children are the workload's
+        elif parent in tree:
+            tree.add(child)
+            out.append(flips)
+    return out
+
+
 def record_in_guest(
     shape: GuestShape,
     argv: Sequence[str],
@@ -421,7 +501,7 @@ def record_in_guest(
     work = out / ".guest"
     work.mkdir(exist_ok=True)
     initrd = build_initramfs(work, _record_job(argv, buffer_kb), files)
-    result = boot(shape, kernel, initrd, work, timeout_s)
+    result = boot_with_retry(shape, kernel, initrd, work, timeout_s)
 
     def text(name: str) -> str:
         p = result / name
@@ -429,9 +509,8 @@ def record_in_guest(
 
     rc = text("workload.rc").strip()
     if rc != "0":
-        raise GuestError(
-            f"the workload failed in the guest (exit {rc or '?'}): {text('workload.stderr').strip()[-300:]}"
-        )
+        err = text("workload.stderr").strip()[-300:]
+        raise GuestError(f"the workload failed in the guest (exit {rc or '?'}): {err}")
     trace = text("trace.txt")
     if not trace:
         raise GuestError(f"the guest recorded no trace (see {work / 'console.log'})")
@@ -446,6 +525,7 @@ def record_in_guest(
         "sched_features": text("sched_features").split(),
         "sched_domains": text("sched_domains").splitlines(),
         "launcher_wakee_flips": launcher_flips(trace),
+        "inherited_wakee_flips": inherited_flips(trace),
         "overruns": text("overruns").split(),
         "argv": list(argv),
     }

@@ -134,8 +134,8 @@ def default_cases(scale: float = 1.0) -> list[Case]:
             ("schedlab-wl", hb),
             "wl-hb-*",
             hb,
-            "2 groups of 20 sender and 20 receiver threads over pipes, 100-byte messages: the same spec natively "
-            "and simulated",
+            "2 groups of 20 sender and 20 receiver threads over pipes, 100-byte messages: the same "
+            "spec natively and simulated",
         ),
         Case(
             "work-queue",
@@ -200,6 +200,38 @@ def verdict(metric: str, real: float, sim: float, calibrated: bool = False) -> s
     return "not compared"
 
 
+def recording_flips(trace_text: str, info: dict[str, Any]) -> int | None:
+    """The `wakee_flips` a recording's workload threads inherited, as one
+    count for the simulated family's `parent_wakee_flips` (which gives every
+    forked task the same): the lower median of the counts the guest's fork
+    probe saw for the program's own threads, else the launcher's count, else
+    None (a host recording has no probe)."""
+    from ._guest import inherited_flips
+
+    counts = inherited_flips(trace_text)
+    if counts:
+        return int(statistics.median_low(counts))
+    flips = info.get("launcher_wakee_flips")
+    return int(flips) if flips is not None else None
+
+
+def _recorded(out: Path) -> dict[str, Any] | None:
+    """What `record` returned for a recording already in `out` (its
+    kernel.json), or None when `out` holds no complete recording."""
+    info_file = out / "kernel.json"
+    if not ((out / "trace.txt").is_file() and (out / "machine.toml").is_file()):
+        return None
+    if not info_file.is_file():
+        return None
+    try:
+        info = json.loads(info_file.read_text())
+    except json.JSONDecodeError as e:
+        raise _native.SpecError(f"{info_file}: line {e.lineno}: --reuse: not JSON ({e.msg})") from e
+    if not isinstance(info, dict):
+        raise _native.SpecError(f"{info_file}: --reuse: expected a JSON object")
+    return info
+
+
 def run_case(
     case: Case,
     work: Path,
@@ -208,16 +240,22 @@ def run_case(
     record: Callable[[list[str], Path], dict[str, Any]],
     parent_wakee_flips: int | None = None,
     machine_file: Path | None = None,
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
-    compares the means. `parent_wakee_flips` is the launcher's count the
-    simulated tasks inherit (a guest recording measures it; a host without
-    kprobes cannot, so it is an assumption there: see docs/validation.md)."""
+    compares the means. `parent_wakee_flips` is the count the simulated tasks
+    inherit; without it, each recording's own (`recording_flips`: a guest's
+    fork probe measures it) is simulated over `seeds` seeds and the means
+    taken over recordings and seeds; a host recording has none (0). With
+    `reuse`, a recording already in `work` (trace, machine and kernel.json)
+    is analyzed again instead of recorded."""
     real_runs: list[dict[str, float]] = []
+    rep_flips: list[int] = []
     info: dict[str, Any] = {}
     for i in range(reps):
         out = work / case.name / f"real-{i}"
-        info = record(list(case.argv), out)
+        kept = _recorded(out) if reuse else None
+        info = kept if kept is not None else record(list(case.argv), out)
         text = (out / "trace.txt").read_text(errors="replace")
         machine_text = (out / "machine.toml").read_text()
         doc = _native.analyze_trace(
@@ -238,6 +276,10 @@ def run_case(
         traced = _metrics(doc)
         own = {k: v for k, v in own.items() if math.isnan(traced.get(k, math.nan))}
         real_runs.append({**traced, **own})
+        if parent_wakee_flips is not None:
+            rep_flips.append(parent_wakee_flips)
+        else:
+            rep_flips.append(recording_flips(text, info) or 0)
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
@@ -245,14 +287,20 @@ def run_case(
     machine = resolve_machine(str(machine_path))
     # A machine `schedlab calibrate` wrote carries its measured costs.
     calibrated = "schedlab calibrate:" in Path(machine_path).read_text()
-    flips = (
-        parent_wakee_flips if parent_wakee_flips is not None else info.get("launcher_wakee_flips")
-    )
-    workload = case.workload + (f",parent_wakee_flips={int(flips)}" if flips else "")
-    sim_runs = [
-        run_sources(machine, resolve_workloads([workload]), policy, seed).metrics
-        for seed in range(seeds)
-    ]
+
+    def spec(flips: int) -> str:
+        return case.workload + (f",parent_wakee_flips={flips}" if flips else "")
+
+    # One simulation per distinct count and seed, weighted by how many
+    # recordings had that count (equal counts give identical runs).
+    by_flips = {
+        f: [
+            run_sources(machine, resolve_workloads([spec(f)]), policy, seed).metrics
+            for seed in range(seeds)
+        ]
+        for f in sorted(set(rep_flips))
+    }
+    sim_runs = [m for f in rep_flips for m in by_flips[f]]
     rows = []
     for m in (*COMPARED, *case.shown):
         real = _mean([r.get(m, math.nan) for r in real_runs])
@@ -266,10 +314,13 @@ def run_case(
                 "verdict": verdict(m, real, sim, calibrated),
             }
         )
+    distinct = sorted(set(rep_flips))
     return {
         "case": case.name,
         "native": " ".join(case.argv),
-        "workload": workload,
+        "workload": spec(distinct[0]) if len(distinct) == 1 else case.workload,
+        "flips": rep_flips,
+        "flips_measured": parent_wakee_flips is None and len(distinct) > 1,
         "policy": policy,
         "kernel": info.get("kernel_release", ""),
         "machine": str(machine_path),
@@ -291,6 +342,7 @@ def validate(
     qemu: str | None = None,
     wl_bin: Path | None = None,
     machine_file: Path | None = None,
+    reuse: bool = False,
 ) -> list[dict[str, Any]]:
     """Every case, natively on this host (under `schedlab record`) or, with
     `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
@@ -305,7 +357,8 @@ def validate(
         if wl_bin is None or not wl_bin.is_file():
             raise _native.SpecError(
                 "--wl-bin: validate --qemu needs the static schedlab-wl binary (RUSTFLAGS='-C "
-                "target-feature=+crt-static' cargo build --release -p schedlab-wl --target x86_64-unknown-linux-gnu)"
+                "target-feature=+crt-static' cargo build --release -p schedlab-wl --target "
+                "x86_64-unknown-linux-gnu)"
             )
         binary = wl_bin
 
@@ -321,10 +374,13 @@ def validate(
             return _tracefs.record(argv, o)
 
     for case in cases if cases is not None else default_cases(scale):
-        if qemu is None and shutil.which(case.argv[0]) is None:
+        kept = reuse and all(_recorded(out / case.name / f"real-{i}") for i in range(reps))
+        if qemu is None and not kept and shutil.which(case.argv[0]) is None:
             results.append({"case": case.name, "skipped": f"'{case.argv[0]}' not found"})
             continue
-        results.append(run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file))
+        results.append(
+            run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file, reuse)
+        )
     return results
 
 
@@ -332,6 +388,15 @@ def _fmt(v: float) -> str:
     if isinstance(v, float) and math.isnan(v):
         return "-"
     return f"{v:.4g}"
+
+
+def _flips_note(r: dict[str, Any]) -> str:
+    """How the simulated side took the recordings' inherited `wakee_flips`
+    when they differed (one count each, simulated separately)."""
+    if not r.get("flips_measured"):
+        return ""
+    counts = ", ".join(str(f) for f in r["flips"])
+    return f" with `parent_wakee_flips` {counts} (one per recording, as its threads inherited)"
 
 
 def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
@@ -345,14 +410,16 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
             f"### {r['case']}",
             "",
             f"Native: `{r['native']}` ({r['reps']} recordings, kernel {r['kernel']}); simulated: "
-            f"`{r['workload']}` under `{r['policy']}` ({r['seeds']} seeds)"
+            f"`{r['workload']}`{_flips_note(r)} under `{r['policy']}` ({r['seeds']} seeds"
+            + (" per recording)" if r.get("flips_measured") else ")")
             + (f" on the calibrated `{r['machine']}`." if r.get("calibrated") else "."),
             "",
             "| metric | real | simulated | sim - real | verdict |",
             "|---|---|---|---|---|",
         ]
         lines += [
-            f"| {row['metric']} | {_fmt(row['real'])} | {_fmt(row['sim'])} | {_fmt(row['diff'])} | {row['verdict']} |"
+            f"| {row['metric']} | {_fmt(row['real'])} | {_fmt(row['sim'])} | "
+            f"{_fmt(row['diff'])} | {row['verdict']} |"
             for row in r["rows"]
         ]
         lines += ["", *[f"- {n}" for n in r["notes"]], ""]

@@ -2,8 +2,10 @@
 initramfs; booting a real guest is a slow test."""
 
 import gzip
+import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,84 @@ def test_a_guest_boots_and_reports_its_topology(tmp_path: Path):
     assert (result / "sys/devices/system/cpu/cpu3/topology/thread_siblings_list").exists()
 
 
+def test_a_failed_boot_is_tried_once_more_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    calls: list[int] = []
+
+    def fake_boot(shape, kernel, initrd, work, timeout_s):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        (work / "console.log").write_text(f"boot {len(calls)}\n")
+        if len(calls) == 1:
+            raise g.GuestError("the guest stopped: 'Oops:' on its console")
+        return work / "result"
+
+    monkeypatch.setattr(g, "boot", fake_boot)
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    got = g.boot_with_retry(shape, tmp_path / "k", tmp_path / "rd", tmp_path, 10)
+    assert got == tmp_path / "result"
+    assert len(calls) == 2
+    err = capsys.readouterr().err
+    assert "guest boot 1 of 2 failed" in err
+    assert "'Oops:' on its console" in err
+    assert "booting again" in err
+    assert (tmp_path / "console-failed-1.log").read_text() == "boot 1\n"
+    assert (tmp_path / "console.log").read_text() == "boot 2\n"
+
+    # Two failures in a row: the second is raised, not retried further.
+    calls.clear()
+
+    def always_fails(shape, kernel, initrd, work, timeout_s):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        raise g.GuestError("no result within 10 s")
+
+    monkeypatch.setattr(g, "boot", always_fails)
+    with pytest.raises(g.GuestError, match="no result within 10 s"):
+        g.boot_with_retry(shape, tmp_path / "k", tmp_path / "rd", tmp_path, 10)
+    assert len(calls) == g.BOOT_ATTEMPTS
+
+
+def test_an_oops_on_the_console_stops_the_guest_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # A stand-in for QEMU that prints an oops on its serial console and then
+    # hangs, as the TCG guest did: boot must stop it, not wait for the timeout.
+    fake = tmp_path / "bin" / "qemu-system-x86_64"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'while [ $# -gt 0 ]; do [ "$1" = -serial ] && con="${2#file:}"; shift; done\n'
+        'echo "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI" > "$con"\n'
+        "exec sleep 60\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    t0 = time.monotonic()
+    with pytest.raises(g.GuestError, match="'Oops:' on its console"):
+        g.boot(shape, tmp_path / "k", tmp_path / "rd", tmp_path, timeout_s=30)
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_guest_that_panics_and_exits_names_the_oops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # panic=-1 and -no-reboot: QEMU exits right after the panic, sending
+    # nothing back; the error names what the console showed.
+    fake = tmp_path / "bin" / "qemu-system-x86_64"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'while [ $# -gt 0 ]; do [ "$1" = -serial ] && con="${2#file:}"; shift; done\n'
+        'printf "Oops: int3: 0000 [#1]\\nKernel panic - not syncing\\n" > "$con"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    with pytest.raises(g.GuestError, match="'Oops:'"):
+        g.boot(shape, tmp_path / "k", tmp_path / "rd", tmp_path, timeout_s=30)
+
+
 def test_record_job_quotes_the_command_and_enables_the_events():
     job = g._record_job(["/wl", "hackbench:groups=2", "it's"], 4096)
     assert "'/wl' 'hackbench:groups=2' 'it'\\''s' > /out/workload.stdout" in job
@@ -113,6 +193,21 @@ def test_launcher_flips_reads_the_first_fork_probe_line():
     )
     assert g.launcher_flips(trace) == 8
     assert g.launcher_flips("no probe here\n") is None
+
+
+def test_inherited_flips_follow_the_launched_programs_descendants():
+    # sh forks the program (pid 711) with 2; the program's main thread forks
+    # two threads with 4 and 5, one of which forks another with 7; kthreadd's
+    # fork of a kworker is no part of the workload.
+    trace = (
+        "  sh-710 [002] .....  14.94: fork_flips: (wake_up_new_task+0x4/0x300) pid=711 flips=2\n"
+        "  wl-711 [000] .....  15.03: fork_flips: (wake_up_new_task+0x4/0x300) pid=712 flips=4\n"
+        "  kthreadd-2 [001] .....  15.03: fork_flips: (wake_up_new_task+0x4/0x300) pid=90 flips=9\n"
+        "  wl-711 [000] .....  15.04: fork_flips: (wake_up_new_task+0x4/0x300) pid=713 flips=5\n"
+        "  wl-sb-m0-713 [003] ..... 15.05: fork_flips: (wake_up_new_task+0x4) pid=714 flips=7\n"
+    )
+    assert g.inherited_flips(trace) == [4, 5, 7]
+    assert g.inherited_flips("no probe here\n") == []
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """`schedlab validate`: verdict rules, and the comparison on recordings
 faked from a simulated trace (no root needed)."""
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -79,6 +80,65 @@ def test_a_case_without_its_tasks_in_the_trace_fails_clearly(tmp_path: Path) -> 
         _validate.run_case(case, tmp_path, reps=1, seeds=1, record=fake_record)
 
 
+def _fork_lines(flips: int) -> str:
+    # A guest's fork probe: the shell forks the program, which forks two threads.
+    return (
+        "  sh-10 [000] .....  1.0: fork_flips: (wake_up_new_task+0x4/0x300) pid=11 flips=1\n"
+        f"  wl-11 [000] .....  1.1: fork_flips: (wake_up_new_task+0x4/0x300) pid=12 flips={flips}\n"
+        f"  wl-11 [000] .....  1.2: fork_flips: (wake_up_new_task+0x4/0x300) pid=13 flips={flips}\n"
+    )
+
+
+def test_each_recording_is_simulated_with_the_flips_its_threads_inherited(
+    tmp_path: Path,
+) -> None:
+    wl = "hackbench:groups=1,loops=30,ipc=pipe,mode=thread"
+    case = _validate.Case("self", ("sim",), "hackbench", wl, "test")
+    machine = (Path(schedlab.__file__).parent / "presets/machines/laptop-4c8t.toml").read_text()
+    flips = iter([8, 0])
+    recorded: list[Path] = []
+
+    def fake_record(argv: list[str], out: Path) -> dict[str, Any]:
+        out.mkdir(parents=True)
+        r = schedlab.run("laptop-4c8t", wl, policy="v6.12", seed=0, trace=True)
+        (out / "trace.txt").write_text(_fork_lines(next(flips)) + (r.trace or ""))
+        (out / "machine.toml").write_text(machine)
+        info = {"kernel_release": "6.12.0", "sched_features": [], "launcher_wakee_flips": 1}
+        (out / "kernel.json").write_text(json.dumps(info))
+        recorded.append(out)
+        return info
+
+    res = _validate.run_case(case, tmp_path, reps=2, seeds=1, record=fake_record)
+    # The threads' counts, not the shell's (1), one per recording.
+    assert res["flips"] == [8, 0]
+    assert res["workload"] == wl
+    sims = [
+        schedlab.run("laptop-4c8t", w, policy="v6.12", seed=0).metrics
+        for w in (wl + ",parent_wakee_flips=8", wl)
+    ]
+    row = {r["metric"]: r for r in res["rows"]}["wake_prev_cpu_pct"]
+    assert row["sim"] == pytest.approx(
+        (sims[0]["wake_prev_cpu_pct"] + sims[1]["wake_prev_cpu_pct"]) / 2
+    )
+    assert "`parent_wakee_flips` 8, 0 (one per recording" in _validate.markdown([res], "T")
+
+    # --reuse: the recordings in place are analyzed again, nothing recorded;
+    # an explicit count overrides the measured ones.
+    def no_record(argv: list[str], out: Path) -> dict[str, Any]:
+        raise AssertionError(f"recorded again into {out}")
+
+    again = _validate.run_case(
+        case, tmp_path, reps=2, seeds=1, record=no_record, parent_wakee_flips=8, reuse=True
+    )
+    assert again["flips"] == [8, 8]
+    assert again["workload"] == wl + ",parent_wakee_flips=8"
+    assert len(recorded) == 2
+    # A damaged kernel.json is a one-line error naming the file.
+    (recorded[0] / "kernel.json").write_text("{not json")
+    with pytest.raises(_native.SpecError, match=r"kernel\.json: line 1: --reuse: not JSON"):
+        _validate.run_case(case, tmp_path, reps=2, seeds=1, record=no_record, reuse=True)
+
+
 def test_completion_times_are_compared_only_when_calibrated() -> None:
     assert _validate.verdict("completion_time_s", 1.0, 1.1, calibrated=True) == "pass"
     assert _validate.verdict("completion_time_s", 1.0, 1.2, calibrated=True) == "MISS"
@@ -119,6 +179,36 @@ def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
         assert rows[m]["verdict"] in ("pass", "MISS")
     md = _validate.markdown([res], "Fixture")
     assert "| app_wakeup_latency_p99_us | 1061 |" in md
+
+
+def test_the_schbench_case_on_its_guest_recording(tmp_path: Path) -> None:
+    # A guest recording (`guest-2c2t-schbench`: `_guest.record_in_guest` in a
+    # 1 socket x 2 cores x 2 threads Debian 6.12.95 guest, 200 ms of the
+    # case's schbench) stands in for `validate --qemu`: the policy comes from
+    # the guest's sched_features, the simulated flips from its fork probe.
+    case = next(c for c in _validate.default_cases() if c.name == "schbench")
+    fixture = REC / "guest-2c2t-schbench"
+    spec = "schbench:message_threads=1,threads=2,runtime=200ms,operations=5,op=200us"
+    case = _validate.Case(case.name, ("schedlab-wl", spec), case.comm, spec, case.note, case.shown)
+
+    def replay(argv: list[str], out: Path) -> dict[str, Any]:
+        shutil.copytree(fixture, out)
+        info: dict[str, Any] = json.loads((out / "kernel.json").read_text())
+        return info
+
+    res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
+    assert res["policy"] == "v6.12+NI_RANDOM"
+    # The program's three threads inherited 2 each (the fork probe's lines).
+    assert res["flips"] == [2]
+    assert res["workload"] == spec + ",parent_wakee_flips=2"
+    rows = {row["metric"]: row for row in res["rows"]}
+    # Counted with grep: 378 sched_waking lines of wl-sb tasks, 3
+    # sched_migrate_task lines moving one.
+    assert rows["migrations_per_wakeup"]["real"] == pytest.approx(3 / 378)
+    assert 0 < rows["wake_smt_sibling_pct"]["real"] < 1
+    assert rows["requests_per_s"]["real"] == pytest.approx(713.461573, rel=1e-6)
+    for m in _validate.FRACTIONS:
+        assert rows[m]["verdict"] in ("pass", "MISS")
 
 
 def test_native_and_simulated_specs_are_the_same() -> None:
