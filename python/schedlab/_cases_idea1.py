@@ -117,6 +117,6 @@ LAWALL_NAS_NOHARM = Case(
         "cg, mg and ep (ft, is and dc are not modelled), under lawall-nas's two drivers; each "
         "is judged as a published change of 0%. All but bt.B and lu.B are structural: their "
         "NAS threads never sleep, so no wakeup reaches the changed code. Time steps are NPB's "
-        "own per class, times --scale (ep is one pass and does not scale)."
+        "own per class, times --scale, at least one (so ep, one pass, does not shrink)."
     ),
 )
