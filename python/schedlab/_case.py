@@ -1,8 +1,9 @@
 """What a reproduction case is: its rows, its policies, its machine.
 
 The cases themselves live with the ideas they reproduce (`schedlab.reproduce`
-for ideas 1, 2, 3, 5 and 7, `_cases_idea4` and `_cases_idea5` for the later
-ones); `schedlab.reproduce` registers them all in `CASES` and runs them.
+for ideas 1, 2, 3, 5 and 7, `_cases_idea1` for idea 1's no-harm rows,
+`_cases_idea4`, `_cases_idea5` and `_cases_idea6` for the later ones);
+`schedlab.reproduce` registers them all in `CASES` and runs them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Row:
     #: cpufreq governor of this row's runs (`--governor`), when the row's
     #: published configuration names one; overrides the case's.
     governor: str | None = None
+    #: Where the publication reports "no change" in words, without figures:
+    #: those words. The row is judged as a published change of 0% (the
+    #: no-change rule: the simulated difference must stay within the spread).
+    no_change: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,12 +75,14 @@ def hackbench_rows(
     loops: int,
     noise: str,
     structural: str | None = None,
+    no_change: str | None = None,
 ) -> tuple[Row, ...]:
     """One row per hackbench group count of ``published`` (the figures per
     policy, or ``()`` where none were published): hackbench ``bench``
     (``{groups}`` and ``{loops}`` filled in, ``loops`` at scale 1) beside
     ``noise``; ``label`` may name ``{groups}`` and ``{tasks}`` (``per_group``
-    tasks in each group). ``structural`` applies to every row."""
+    tasks in each group). ``structural`` and ``no_change`` (`Row`'s) apply
+    to every row."""
 
     def spec(groups: int) -> Callable[[float], str | Sequence[str]]:
         def at(s: float) -> str | Sequence[str]:
@@ -89,6 +96,7 @@ def hackbench_rows(
             spec(g),
             dict(zip(policies, pub, strict=True)) if pub else {},
             structural,
+            no_change=no_change,
         )
         for g, pub in published.items()
     )

@@ -10,8 +10,9 @@ of SEEDS.md:
   the simulation reproduces it when its difference has the same sign and is
   larger than the run-to-run spread across seeds (the larger standard
   deviation of the two policies);
-- where the publication shows no change, the simulated difference must stay
-  within that spread;
+- where the publication shows no change (by its figures, or in words without
+  figures: `Row.no_change`), the simulated difference must stay within that
+  spread;
 - magnitude within a factor of two of the published relative change is
   reported separately (the stretch goal).
 
@@ -30,6 +31,7 @@ from typing import Any
 from ._case import Case as Case
 from ._case import Row as Row
 from ._case import hackbench_rows, scaled
+from ._cases_idea1 import LAWALL_NAS_NOHARM
 from ._cases_idea4 import (
     CLUSTER_FIRST_JACOBSVILLE,
     CLUSTER_FIRST_KUNPENG920,
@@ -362,6 +364,7 @@ CASES: dict[str, Case] = {
         ROY_SATURATION,
         NI_RETRY_SCHBENCH,
         LAWALL_NAS,
+        LAWALL_NAS_NOHARM,
         CAS_HACKBENCH,
         JOEL_RT_HACKBENCH,
         AVG_IDLE_ERROR,
@@ -405,18 +408,24 @@ def judge(
     sim_new: Sequence[float],
     no_change_pct: float = DEFAULT_NO_CHANGE_PCT,
     resolution_pct: float = DEFAULT_RESOLUTION_PCT,
+    published_no_change: bool = False,
 ) -> tuple[str, float | None, float | None, bool | None]:
     """Verdict of one comparison: (verdict, published %, simulated %, magnitude ok).
 
     The spread is the larger standard deviation of the two policies across
-    seeds, but at least ``resolution_pct`` percent of the baseline mean."""
+    seeds, but at least ``resolution_pct`` percent of the baseline mean.
+    ``published_no_change``: the publication says "no change" without
+    figures (`Row.no_change`), judged as a published change of 0%."""
     mb, mn = statistics.fmean(sim_base), statistics.fmean(sim_new)
     spread = max(_sd(sim_base), _sd(sim_new), abs(mb) * resolution_pct / 100)
     diff = mn - mb
     sim_pct = diff / mb * 100 if mb else None
-    if pub_base is None or pub_new is None or pub_base == 0:
+    if published_no_change:
+        pub_pct = 0.0
+    elif pub_base is None or pub_new is None or pub_base == 0:
         return "no published figure", None, sim_pct, None
-    pub_pct = (pub_new - pub_base) / pub_base * 100
+    else:
+        pub_pct = (pub_new - pub_base) / pub_base * 100
     if abs(pub_pct) < no_change_pct:
         ok = abs(diff) <= spread
         return (
@@ -543,7 +552,12 @@ def run_case(
                     )
                     continue
                 verdict_text, pub_pct, sim_pct, mag = judge(
-                    published.get(base), published.get(policy), values[0], values[pi], no_change_pct
+                    published.get(base),
+                    published.get(policy),
+                    values[0],
+                    values[pi],
+                    no_change_pct,
+                    published_no_change=row.no_change is not None,
                 )
                 res = case.resolution.get(metric)
                 pb, pn = published.get(base), published.get(policy)
