@@ -155,6 +155,11 @@ impl Sim {
             irq,
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first).with_dbs_first(dbs_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
+            cluster_idle: machine
+                .cluster_cpus
+                .iter()
+                .map(|m| crate::cpuidle::cluster::ClusterIdle::new(m.weight() as u16))
+                .collect(),
             timers: super::timers::TimerQueues::new(nr, tasks.len()),
             uclamp_used,
             domains,
