@@ -107,6 +107,7 @@ impl Sim {
                 msg: None,
                 woken_at: None,
                 wake_tokens: 0,
+                in_iowait: false,
                 timer_gen: 0,
                 footprint_kib: ts.footprint_kib,
                 cache_cpu: CpuId(prev),
