@@ -54,10 +54,17 @@ impl Sim {
         let Selection { idx, stop_tick } =
             cpuidle_select(self.machine.cpuidle.governor, &mut self.idle_devs[cpu.idx()], states, &s);
         let state = idx as u8;
+        let cl = self.machine.cpus[cpu.idx()].cluster as usize;
+        // A state chosen again without a wakeup in between replaces the
+        // CPU's request (the cluster's count holds one request per CPU).
+        if let Some(old) = self.rqs[cpu.idx()].idle_state {
+            if states.get(old as usize).is_some_and(|st| st.level == IdleLevel::Cluster) {
+                self.cluster_idle[cl].cpu_exit(old as usize);
+            }
+        }
         if states[idx].level == IdleLevel::Cluster {
             // A cluster state is a request: the cluster goes down with its
             // last CPU (`cpuidle/cluster.rs`).
-            let cl = self.machine.cpus[cpu.idx()].cluster as usize;
             self.cluster_idle[cl].cpu_enter(idx);
         }
         // The kernel traces the requested state (`cpuidle_enter_state`).

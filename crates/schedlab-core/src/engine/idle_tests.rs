@@ -62,3 +62,25 @@ fn the_cluster_exit_latency_is_paid_only_when_the_cluster_was_down() {
     s.exit_idle(CpuId(0));
     assert_eq!(s.rqs[0].ready_at, now + 650 * US);
 }
+
+#[test]
+fn a_second_selection_without_a_wakeup_replaces_the_request() {
+    let mut s = cluster_sim();
+    s.enter_idle(CpuId(0));
+    s.enter_idle(CpuId(1));
+    // The idle loop selects again on CPU 1 (as after an idle tick): still
+    // one request per CPU, the cluster still down.
+    s.cpuidle_idle_call(CpuId(1));
+    assert!(s.cluster_idle[0].is_down());
+    let now = s.now;
+    s.exit_idle(CpuId(0));
+    assert_eq!(s.rqs[0].ready_at, now + 1600 * US);
+    s.exit_idle(CpuId(1));
+    assert!(!s.cluster_idle[0].is_down());
+    // Both requests are gone: a new pair takes the cluster down again.
+    s.now += 10 * NSEC_PER_MSEC;
+    s.enter_idle(CpuId(0));
+    assert!(!s.cluster_idle[0].is_down());
+    s.enter_idle(CpuId(1));
+    assert!(s.cluster_idle[0].is_down());
+}
