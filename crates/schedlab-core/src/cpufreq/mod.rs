@@ -20,10 +20,13 @@
 
 pub mod counters;
 pub mod intel_pstate;
+pub mod iowait;
 pub mod ondemand;
 pub mod sugov;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_iowait;
 #[cfg(test)]
 mod tests_pstate;
 pub mod turbo;
@@ -98,6 +101,8 @@ pub struct CpufreqState {
     pub dbs: Vec<ondemand::DbsCpu>,
     /// Active-core accounting for turbo (`None` without a turbo table or a governor).
     pub turbo: Option<turbo::TurboState>,
+    /// schedutil's per-CPU iowait boost state (empty unless `schedutil`).
+    pub sugov_cpus: Vec<iowait::SugovCpu>,
 }
 
 /// `cpufreq_driver_resolve_freq(policy, f)` with `CPUFREQ_RELATION_L`: the
@@ -176,6 +181,11 @@ impl CpufreqState {
                 Vec::new()
             },
             turbo: turbo::TurboState::new(machine),
+            sugov_cpus: if governor == Some(Governor::Schedutil) {
+                vec![iowait::SugovCpu::default(); n]
+            } else {
+                Vec::new()
+            },
         };
         if per_cpu {
             s.cpu_req_khz = (0..n).map(|c| s.policies[machine.cpus[c].freq_domain as usize].req_khz).collect();
@@ -215,15 +225,28 @@ impl Sim {
     /// (`intel_pstate_update_util`). Cheap without these governors.
     #[inline]
     pub fn cpufreq_update_util(&mut self, cpu: CpuId) {
+        self.cpufreq_update_util_flags(cpu, 0);
+    }
+
+    /// `cpufreq_update_util(rq, flags)` with `flags` (`iowait::SCHED_CPUFREQ_IOWAIT`).
+    /// DEVIATION(kernel): intel_pstate's own iowait boost is not modelled;
+    /// only schedutil reads the flag.
+    #[inline]
+    pub fn cpufreq_update_util_flags(&mut self, cpu: CpuId, flags: u32) {
         match self.cpufreq.governor {
-            Some(Governor::Schedutil) => self.sugov_update_shared(cpu),
+            Some(Governor::Schedutil) => self.sugov_update_shared(cpu, flags),
             Some(Governor::Ondemand) => self.dbs_update_util_handler(cpu),
             Some(Governor::IntelPstate) => self.intel_pstate_update_util(cpu),
             _ => {}
         }
     }
 
-    fn sugov_update_shared(&mut self, cpu: CpuId) {
+    fn sugov_update_shared(&mut self, cpu: CpuId, flags: u32) {
+        let (now, tick) = (self.now, self.tick_ns);
+        // sugov_iowait_boost and last_update come before every check.
+        let sg = &mut self.cpufreq.sugov_cpus[cpu.idx()];
+        iowait::sugov_iowait_boost(sg, now, flags, tick);
+        sg.last_update = now;
         // cpufreq_this_cpu_can_update: a remote enqueue updates the policy
         // only from a CPU of the same policy, and before v4.14 not at all
         // (`remote_cpufreq_update` off): the target's next own update does.
@@ -233,12 +256,18 @@ impl Sim {
             }
         }
         let fd = self.machine.cpus[cpu.idx()].freq_domain;
-        let now = self.now;
         let rate_limit = self.machine.cpufreq.rate_limit_ns;
         // sugov_should_update_freq.
         let pol = &self.cpufreq.policies[fd as usize];
         if !pol.need_freq_update && now.saturating_sub(pol.last_freq_update_time) < rate_limit {
             return;
+        }
+        // sugov_next_freq_shared: each CPU's boost (sugov_iowait_apply), read
+        // by sugov_next_freq_khz as the floor of its utilisation.
+        let max_cap = self.machine.core_type(cpu).capacity as u64;
+        for j in self.machine.freq_domains[fd as usize].span.iter() {
+            let sg = &mut self.cpufreq.sugov_cpus[j.idx()];
+            sg.boost_util = iowait::sugov_iowait_apply(sg, now, max_cap, tick);
         }
         let next = self.sugov_next_freq_khz(fd);
         // sugov_update_next_freq.

@@ -7,6 +7,7 @@
 //! when the CPU leaves the state it entered. Per-CPU data are fixed arrays
 //! (no allocation, no hashing, no dynamic dispatch: the governor is an enum).
 
+pub mod cluster;
 pub mod menu;
 pub mod teo;
 
@@ -24,15 +25,18 @@ pub const RESIDENCY_THRESHOLD_NS: Ns = 15 * NSEC_PER_USEC;
 /// The idle governor of every CPU (`/sys/devices/system/cpu/cpuidle/current_governor`).
 ///
 /// schedlab's default is `avg_idle`, not the kernel's `menu`, until menu is
-/// checked against a real kernel: under menu the big.LITTLE presets slow
-/// down far more than their sleep states should allow (hackbench, 1 group
-/// of 8 fds, 300 loops: pixel2 0.025 -> 0.052 s, hikey960 0.023 -> 0.036 s;
-/// test `tests/idle_governor_default.rs`), because their cluster states are
-/// entered per CPU here
-/// (no coupling: the kernel enters a cluster state only when the whole
-/// cluster is idle) and futex wakeups leave menu no timer to go by, so the
-/// deep ms-exit states are chosen. Both need the real kernel as referee
-/// before every result moves.
+/// checked against a real kernel. Under menu the big.LITTLE presets used to
+/// slow down far more than their sleep states should allow, because their
+/// cluster states were entered per CPU; with cluster states coupled
+/// (`cluster.rs`: in effect only while the whole cluster asks for one) most
+/// of that is gone. hackbench, 1 group of 8 fds, 300 loops, seeds 1-5,
+/// menu against avg_idle: pixel2 v4.14 0.0523 -> 0.0257 s (avg_idle
+/// 0.0254); hikey960 eevdf mean 0.0351 -> 0.0262 s (0.0233); pixel2 eevdf
+/// mean 0.0544 -> 0.0265 s (0.0200). What is left (+13% and +33% on the
+/// eevdf runs) comes from futex wakeups that leave menu no timer, so it
+/// trusts its history and still asks for the deep states, and those
+/// figures have no kernel to referee them yet; changing the default would
+/// move every published figure (test `tests/idle_governor_default.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum IdleGovernor {
     /// `menu`: the next timer scaled by a correction factor, capped by the

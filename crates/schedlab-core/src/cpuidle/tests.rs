@@ -18,6 +18,8 @@ fn states() -> Vec<IdleState> {
         exit_latency_ns: exit_us * US,
         target_residency_ns: res_us * US,
         power_mw: 0,
+        level: crate::topology::IdleLevel::Cpu,
+        cpu_exit_latency_ns: None,
     };
     vec![st("C1", 2, 2), st("C1E", 10, 20), st("C6", 133, 600)]
 }

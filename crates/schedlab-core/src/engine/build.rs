@@ -107,6 +107,7 @@ impl Sim {
                 msg: None,
                 woken_at: None,
                 wake_tokens: 0,
+                in_iowait: false,
                 timer_gen: 0,
                 footprint_kib: ts.footprint_kib,
                 cache_cpu: CpuId(prev),
@@ -155,6 +156,11 @@ impl Sim {
             irq,
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first).with_dbs_first(dbs_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
+            cluster_idle: machine
+                .cluster_cpus
+                .iter()
+                .map(|m| crate::cpuidle::cluster::ClusterIdle::new(m.weight() as u16))
+                .collect(),
             timers: super::timers::TimerQueues::new(nr, tasks.len()),
             uclamp_used,
             domains,

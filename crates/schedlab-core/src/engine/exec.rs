@@ -120,6 +120,8 @@ impl Sim {
                 return Ok(Stepped::Busy);
             }
             let t = &mut self.tasks[p.idx()];
+            // io_schedule_finish: the task runs again after its I/O wait.
+            t.in_iowait = false;
             let action = match t.pending.take() {
                 Some(a) => a,
                 None => {
@@ -150,6 +152,11 @@ impl Sim {
                 Ok(Some(Stepped::Busy))
             }
             Action::Sleep(ns) => self.sleep_until(cpu, p, self.now.saturating_add(ns)),
+            Action::IoSleep(ns) => {
+                // io_schedule_prepare: current->in_iowait = 1.
+                self.tasks[p.idx()].in_iowait = true;
+                self.sleep_until(cpu, p, self.now.saturating_add(ns))
+            }
             Action::SleepUntil(t) => {
                 if t <= self.now {
                     return Ok(None);

@@ -20,6 +20,7 @@
 use super::Sim;
 use crate::cpuidle::{cpuidle_reflect, cpuidle_select, Selection, SleepLength};
 use crate::ids::CpuId;
+use crate::topology::IdleLevel;
 use crate::trace::Event;
 
 impl Sim {
@@ -53,6 +54,20 @@ impl Sim {
         let Selection { idx, stop_tick } =
             cpuidle_select(self.machine.cpuidle.governor, &mut self.idle_devs[cpu.idx()], states, &s);
         let state = idx as u8;
+        let cl = self.machine.cpus[cpu.idx()].cluster as usize;
+        // A state chosen again without a wakeup in between replaces the
+        // CPU's request (the cluster's count holds one request per CPU).
+        if let Some(old) = self.rqs[cpu.idx()].idle_state {
+            if states.get(old as usize).is_some_and(|st| st.level == IdleLevel::Cluster) {
+                self.cluster_idle[cl].cpu_exit(old as usize);
+            }
+        }
+        if states[idx].level == IdleLevel::Cluster {
+            // A cluster state is a request: the cluster goes down with its
+            // last CPU (`cpuidle/cluster.rs`).
+            self.cluster_idle[cl].cpu_enter(idx);
+        }
+        // The kernel traces the requested state (`cpuidle_enter_state`).
         self.emit(Event::CpuIdle { cpu, state: Some(state) });
         self.idle_devs[cpu.idx()].entered_at = self.now;
         self.rqs[cpu.idx()].idle_state = Some(state);
@@ -77,7 +92,15 @@ impl Sim {
     /// `tick` when its tick woke it. Returns the state's exit latency.
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
         let Some(s) = self.rqs[cpu.idx()].idle_state.take() else { return 0 };
-        let exit = self.machine.core_type(cpu).idle_states.get(s as usize).map_or(0, |st| st.exit_latency_ns);
+        let states = &self.machine.core_type(cpu).idle_states;
+        let exit = match states.get(s as usize) {
+            Some(st) if st.level == IdleLevel::Cluster => {
+                let cl = self.machine.cpus[cpu.idx()].cluster as usize;
+                self.cluster_idle[cl].wake(states, s as usize, self.now)
+            }
+            Some(st) => st.exit_latency_ns,
+            None => 0,
+        };
         // DEVIATION(kernel): the kernel traces the exit once the state's
         // exit latency has passed; here it is traced when the wakeup
         // reaches the CPU, and the latency delays the task's first run

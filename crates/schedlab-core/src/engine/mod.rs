@@ -271,6 +271,8 @@ pub struct Sim {
     irq: Vec<irq::CpuIrq>,
     /// Per CPU, the cpuidle device and its governor's data (`cpuidle`).
     idle_devs: Vec<crate::cpuidle::CpuidleDevice>,
+    /// Per cluster, its CPUs' cluster-state requests (`cpuidle/cluster.rs`).
+    cluster_idle: Vec<crate::cpuidle::cluster::ClusterIdle>,
     /// Pending sleep timers per CPU (the governor's next timer event).
     timers: timers::TimerQueues,
     /// `sched_uclamp_used`: some task asked for a clamp (`engine::uclamp`).
@@ -466,5 +468,7 @@ impl Sim {
     }
 }
 
+#[cfg(test)]
+mod idle_tests;
 #[cfg(test)]
 mod irq_tests;

@@ -91,6 +91,10 @@ pub struct Task {
     pub woken_at: Option<Ns>,
     /// Pending futex-style wakes (`Action::Wake` before `Action::Wait`).
     pub wake_tokens: u32,
+    /// `p->in_iowait`: the task blocked in an I/O wait (`Action::IoSleep`,
+    /// `io_schedule`) and has not run since; its enqueue asks schedutil for
+    /// an iowait boost.
+    pub in_iowait: bool,
     /// Timer generation: a `Timer` event with an older generation is stale.
     pub timer_gen: u64,
     /// Cache footprint, KiB.

@@ -139,7 +139,9 @@ impl Sim {
             .iter()
             .map(|c| {
                 let (eff, min, max) = self.effective_cpu_util(c, self.cpu_util_cfs_boost(c));
-                sugov_effective_cpu_perf(eff, min, max)
+                // sugov_get_util: max(util, the iowait boost).
+                let boost = self.cpufreq.sugov_cpus.get(c.idx()).map_or(0, |sg| sg.boost_util);
+                sugov_effective_cpu_perf(eff.max(boost), min, max)
             })
             .max()
             .unwrap_or(0);

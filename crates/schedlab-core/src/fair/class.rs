@@ -67,6 +67,13 @@ impl Sim {
         if !delayed_move {
             pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
         }
+        // enqueue_task_fair, after util_est_enqueue: "If in_iowait is set,
+        // the code below may not trigger any cpufreq utilization updates, so
+        // do it here explicitly with the IOWAIT flag passed." The peer
+        // classes (sched_ext, BMQ) do not.
+        if self.tasks[p.idx()].in_iowait && self.normal_class == crate::class::SchedClass::Fair {
+            self.cpufreq_update_util_flags(cpu, crate::cpufreq::iowait::SCHED_CPUFREQ_IOWAIT);
+        }
         // The kernel adds util_est before enqueue_entity's update_load_avg
         // and attaches inside it, so its cpufreq update sees the task.
         self.cpufreq_update_util(cpu);

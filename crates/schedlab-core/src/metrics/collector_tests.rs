@@ -72,6 +72,8 @@ fn every_registry_metric_has_a_value_in_order() {
         domain_opps: vec![vec![crate::topology::Opp { freq_khz: 1_000_000, power_mw: 100 }]],
         domain_idle_mw: vec![0],
         domain_idle_states_mw: vec![vec![0]],
+        domain_idle_levels: Vec::new(),
+        cpu_cluster: Vec::new(),
         domain_start_khz: vec![1_000_000],
     });
     let m = run(c, &two_task_script(), 50_000);

@@ -7,13 +7,19 @@
 //! An idle CPU draws the `power_mw` of the idle state it is in, from the
 //! `cpu_idle` events the idle governor's choices produce; an idle CPU in no
 //! state (idle since the start, or awake between states) draws its core
-//! type's shallowest state's power. Model limit: a CPU handling an interrupt
-//! while idle is counted idle.
+//! type's shallowest state's power. A `cpu_idle` event names the state the
+//! CPU requested (as the kernel traces it); a cluster state is in effect
+//! only while every CPU of the cluster requests one (`cpuidle/cluster.rs`),
+//! and until then the requesting CPU draws its deepest CPU state's power.
+//! The meter replays that rule from the events, so a cluster going down or
+//! up re-prices its CPUs: O(cluster size) for those events, O(1) for the
+//! rest. Model limit: a CPU handling an interrupt while idle is counted idle.
 
 use crate::api::{Better, MetricValue};
+use crate::cpuidle::cluster::{deepest_cpu_state, ClusterIdle};
 use crate::ids::{CpuId, Ns, NSEC_PER_SEC};
 use crate::topology::machine::Machine;
-use crate::topology::Opp;
+use crate::topology::{IdleLevel, Opp};
 
 /// What the energy meter needs to know about the machine.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +33,12 @@ pub struct EnergyCtx {
     pub domain_idle_mw: Vec<u32>,
     /// Per domain, the power of one CPU in each idle state, shallowest first, mW.
     pub domain_idle_states_mw: Vec<Vec<u32>>,
+    /// Per domain, the level of each idle state (shorter than the states:
+    /// the rest are CPU states).
+    pub domain_idle_levels: Vec<Vec<IdleLevel>>,
+    /// Cluster of each CPU (its cluster states' coupling); empty: every CPU
+    /// its own.
+    pub cpu_cluster: Vec<u32>,
     /// Starting frequency of each domain, kHz.
     pub domain_start_khz: Vec<u32>,
 }
@@ -65,6 +77,12 @@ impl EnergyCtx {
                 .iter()
                 .map(|d| first(d).idle_states.iter().map(|s| s.power_mw).collect())
                 .collect(),
+            domain_idle_levels: machine
+                .freq_domains
+                .iter()
+                .map(|d| first(d).idle_states.iter().map(|s| s.level).collect())
+                .collect(),
+            cpu_cluster: machine.cpus.iter().map(|c| c.cluster).collect(),
             domain_start_khz: start_khz,
         }
     }
@@ -113,6 +131,14 @@ pub struct EnergyMeter {
     domains: Vec<DomainMeter>,
     busy: Vec<bool>,
     cpus: Vec<CpuMeter>,
+    /// The idle state each CPU requested (its last `cpu_idle`).
+    state: Vec<Option<u8>>,
+    /// Cluster of each CPU.
+    cpu_cluster: Vec<u32>,
+    /// Per cluster, its CPUs' cluster-state requests.
+    clusters: Vec<ClusterIdle>,
+    /// Per cluster, its CPUs.
+    cluster_cpus: Vec<Vec<u32>>,
     /// Frequency transitions in the counted window.
     pub transitions: u64,
 }
@@ -149,7 +175,25 @@ impl EnergyMeter {
             .iter()
             .map(|&d| CpuMeter { idle_mw: ctx.domain_idle_mw[d as usize], ..CpuMeter::default() })
             .collect();
-        EnergyMeter { ctx, domains, busy, cpus, transitions: 0 }
+        let nr = ctx.cpu_domain.len();
+        let cpu_cluster: Vec<u32> =
+            if ctx.cpu_cluster.len() == nr { ctx.cpu_cluster.clone() } else { (0..nr as u32).collect() };
+        let mut cluster_cpus = vec![Vec::new(); cpu_cluster.iter().max().map_or(0, |&c| c as usize + 1)];
+        for (cpu, &cl) in cpu_cluster.iter().enumerate() {
+            cluster_cpus[cl as usize].push(cpu as u32);
+        }
+        let clusters = cluster_cpus.iter().map(|v| ClusterIdle::new(v.len() as u16)).collect();
+        EnergyMeter {
+            ctx,
+            domains,
+            busy,
+            cpus,
+            state: vec![None; nr],
+            cpu_cluster,
+            clusters,
+            cluster_cpus,
+            transitions: 0,
+        }
     }
 
     /// Energy one CPU of domain `d` would have drawn busy from the window's
@@ -225,25 +269,77 @@ impl EnergyMeter {
         }
     }
 
+    /// The level of state `s` of domain `d`'s table.
+    fn level(&self, d: usize, s: usize) -> IdleLevel {
+        self.ctx.domain_idle_levels.get(d).and_then(|l| l.get(s)).copied().unwrap_or(IdleLevel::Cpu)
+    }
+
+    /// The idle power `cpu` draws now, from the state it requested and, for
+    /// a cluster state, whether its cluster is down, mW.
+    fn requested_mw(&self, cpu: usize) -> u32 {
+        let d = self.ctx.cpu_domain[cpu] as usize;
+        let Some(s) = self.state[cpu].map(usize::from) else { return self.ctx.domain_idle_mw[d] };
+        let eff = if self.level(d, s) == IdleLevel::Cpu {
+            s
+        } else if let Some(down) = self.clusters[self.cpu_cluster[cpu] as usize].down_state() {
+            down
+        } else {
+            deepest_cpu_state((0..=s).map(|i| self.level(d, i)), s)
+        };
+        self.ctx.domain_idle_states_mw[d].get(eff).copied().unwrap_or(self.ctx.domain_idle_mw[d])
+    }
+
+    /// `cpu` draws `mw` when idle from `t` on.
+    fn set_idle_mw(&mut self, t: Ns, window_start: Ns, cpu: usize, mw: u32) {
+        let d = self.ctx.cpu_domain[cpu] as usize;
+        let old = self.cpus[cpu].idle_mw;
+        if mw == old {
+            return;
+        }
+        if !self.busy[cpu] {
+            // Close the idle stretch at the old power, in the domain and the CPU.
+            self.account(d, t, window_start);
+            self.account_cpu(cpu, t, window_start);
+            let m = &mut self.domains[d];
+            m.idle_mw_sum = m.idle_mw_sum - old as u64 + mw as u64;
+        }
+        self.cpus[cpu].idle_mw = mw;
+    }
+
+    /// Re-price every CPU of `cpu`'s cluster (it went down or came up).
+    fn reprice_cluster(&mut self, t: Ns, window_start: Ns, cpu: usize) {
+        let cl = self.cpu_cluster[cpu] as usize;
+        for i in 0..self.cluster_cpus[cl].len() {
+            let o = self.cluster_cpus[cl][i] as usize;
+            let mw = self.requested_mw(o);
+            self.set_idle_mw(t, window_start, o, mw);
+        }
+    }
+
     /// `cpu_idle` for `cpu` at `t`: it enters idle state `state`, or leaves
     /// its state (`None`: back to the no-state power).
     pub fn set_idle_state(&mut self, t: Ns, window_start: Ns, cpu: CpuId, state: Option<u8>) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
-        let d = d as usize;
-        let default = self.ctx.domain_idle_mw[d];
-        let mw = state.and_then(|s| self.ctx.domain_idle_states_mw[d].get(s as usize).copied()).unwrap_or(default);
-        let old = self.cpus[cpu.idx()].idle_mw;
-        if mw == old {
-            return;
+        let (d, c) = (d as usize, cpu.idx());
+        let cl = self.cpu_cluster[c] as usize;
+        let mut flipped = false;
+        if let Some(old) = self.state[c].take().map(usize::from) {
+            if self.level(d, old) == IdleLevel::Cluster {
+                flipped |= self.clusters[cl].cpu_exit(old);
+            }
         }
-        if !self.busy[cpu.idx()] {
-            // Close the idle stretch at the old power, in the domain and the CPU.
-            self.account(d, t, window_start);
-            self.account_cpu(cpu.idx(), t, window_start);
-            let m = &mut self.domains[d];
-            m.idle_mw_sum = m.idle_mw_sum - old as u64 + mw as u64;
+        if let Some(new) = state.map(usize::from) {
+            if self.level(d, new) == IdleLevel::Cluster {
+                flipped |= self.clusters[cl].cpu_enter(new);
+            }
         }
-        self.cpus[cpu.idx()].idle_mw = mw;
+        self.state[c] = state;
+        if flipped {
+            self.reprice_cluster(t, window_start, c);
+        } else {
+            let mw = self.requested_mw(c);
+            self.set_idle_mw(t, window_start, c, mw);
+        }
     }
 
     /// Total energy in the unit it is summed in, mW x ns (exact).
@@ -375,6 +471,8 @@ mod tests {
             ]],
             domain_idle_mw: vec![10],
             domain_idle_states_mw: vec![vec![10]],
+            domain_idle_levels: vec![vec![IdleLevel::Cpu]],
+            cpu_cluster: vec![0, 0],
             domain_start_khz: vec![1_000_000],
         }
     }
@@ -490,5 +588,47 @@ mod tests {
         assert_eq!(e.energy_mw_ns(), (214 + 26) * ms as u128);
         assert_eq!(e.cpus[0].energy, 214 * ms as u128);
         assert_eq!(e.cpus[1].energy, 26 * ms as u128);
+    }
+
+    #[test]
+    fn a_cluster_state_draws_its_power_only_while_the_whole_cluster_is_in_it() {
+        // Two CPUs of one cluster at 1000 MHz (100 mW busy); states C1 10 mW,
+        // cpu-off 4 mW, cluster-off 1 mW (cluster level).
+        let mut x = ctx();
+        x.domain_idle_states_mw = vec![vec![10, 4, 1]];
+        x.domain_idle_levels = vec![vec![IdleLevel::Cpu, IdleLevel::Cpu, IdleLevel::Cluster]];
+        let mut mc = MetricsContext::flat(2);
+        mc.cpus_start_idle = true;
+        mc.energy = Some(x);
+        let mut c = Collector::new(mc);
+        let ms = NSEC_PER_MSEC;
+        let idle = |cpu: u32, state: Option<u8>| Event::CpuIdle { cpu: CpuId(cpu), state };
+        let sw = |cpu: u32, prev: Option<TaskId>, next: Option<TaskId>| Event::Switch {
+            cpu: CpuId(cpu),
+            prev,
+            prev_state: PrevState::Sleeping,
+            next,
+        };
+        // CPU0: busy 0..1 ms, asks for cluster-off 1..3 ms, then (CPU1 up)
+        // in cpu-off 3..4 ms.
+        // CPU1: asks for cluster-off 0..3 ms: cpu-off while CPU0 runs
+        // (0..1 ms), cluster-off with it (1..3 ms); busy 3..4 ms.
+        let evs = [
+            (0, sw(0, None, Some(TaskId(0)))),
+            (0, idle(1, Some(2))),
+            (ms, sw(0, Some(TaskId(0)), None)),
+            (ms, idle(0, Some(2))),
+            (3 * ms, idle(1, None)),
+            (3 * ms, sw(1, None, Some(TaskId(1)))),
+        ];
+        for (time, ev) in evs {
+            c.on_event(&TimedEvent { time, ev });
+        }
+        c.finish(4 * ms);
+        let e = c.energy.as_ref().unwrap();
+        // mW x ms: CPU0 100 + 2 x 1 + 4 = 106; CPU1 4 + 2 x 1 + 100 = 106.
+        assert_eq!(e.cpus[0].energy, 106 * ms as u128);
+        assert_eq!(e.cpus[1].energy, 106 * ms as u128);
+        assert_eq!(e.energy_mw_ns(), 212 * ms as u128);
     }
 }

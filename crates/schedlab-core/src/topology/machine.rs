@@ -80,8 +80,41 @@ pub struct IdleState {
     pub exit_latency_ns: Ns,
     /// Shortest idle period for which entering the state pays off, in ns.
     pub target_residency_ns: Ns,
-    /// Power of one CPU while in the state, in milliwatts.
+    /// Power of one CPU while in the state, in milliwatts (for a cluster
+    /// state: while the cluster is down; see `level`).
     pub power_mw: u32,
+    /// What the state powers down: the CPU alone, or its whole cluster.
+    pub level: IdleLevel,
+    /// For a cluster state: the exit latency of a CPU that requested it
+    /// while its cluster stayed up (the state's CPU part alone), ns; `None`:
+    /// the deepest CPU state's.
+    pub cpu_exit_latency_ns: Option<Ns>,
+}
+
+/// The power level an idle state reaches (the PSCI power level of its
+/// `arm,psci-suspend-param`: 0 = core, 1 = cluster).
+///
+/// A cluster state is requested per CPU (PSCI platform-coordinated mode) but
+/// takes effect only once every CPU of the cluster has requested one: until
+/// then the requesting CPU sits in its deepest CPU-level state
+/// (`cpuidle/cluster.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IdleLevel {
+    /// The CPU (core) alone: WFI, C-states, CPU power-down.
+    #[default]
+    Cpu,
+    /// The CPU's cluster (`Machine::cluster_cpus`): cluster/L2 power-down.
+    Cluster,
+}
+
+impl IdleLevel {
+    /// The name the machine file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            IdleLevel::Cpu => "cpu",
+            IdleLevel::Cluster => "cluster",
+        }
+    }
 }
 
 /// A kind of core (all cores of a symmetric machine share one).

@@ -13,7 +13,9 @@ mod sysfs_tests;
 mod sysfs_toml;
 
 pub use domains::{build_sched_domains, Domains, SchedDomain, SdId, SdLevel};
-pub use machine::{CoreType, CostParams, CpuInfo, CpufreqParams, Distance, Governor, IdleState, Machine, Opp};
+pub use machine::{
+    CoreType, CostParams, CpuInfo, CpufreqParams, Distance, Governor, IdleLevel, IdleState, Machine, Opp,
+};
 pub use show::{render_json, render_text};
 pub use spec::{parse_machine, set_governor, set_idle_governor};
 pub use sysfs::import_sysfs;

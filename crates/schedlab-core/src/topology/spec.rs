@@ -375,6 +375,7 @@ fn build(p: &P, top: &Map<String, Value>) -> Result<Machine> {
         let core_type = core_of_type[core as usize].unwrap_or(0);
         m.cpus.push(CpuInfo { id, core, cluster, llc, node, package, core_type, freq_domain: fd });
     }
+    spec_cpuidle::check_cluster_states(p, &m)?;
     Ok(m)
 }
 

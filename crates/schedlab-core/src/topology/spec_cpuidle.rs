@@ -8,10 +8,17 @@
 //! idle_states = [        # shallowest first, at most CPUIDLE_STATE_MAX (10)
 //!   { name = "C1", exit_latency_us = 2, target_residency_us = 2, power_mw = 50 },
 //!   { name = "C6", exit_latency_us = 133, target_residency_us = 600, power_mw = 5 },
+//!   { name = "cluster-off", exit_latency_us = 1600, target_residency_us = 3500,
+//!     level = "cluster", cpu_exit_latency_us = 600 },
 //! ]                      # exit_latency_us and target_residency_us required,
 //!                        # target_residency_us >= exit_latency_us (a state
 //!                        # cannot pay off before the CPU is back), power_mw
-//!                        # default 0 (unknown); absent: one C1-like state
+//!                        # default 0 (unknown); absent: one C1-like state.
+//!                        # level: cpu (default) | cluster: a cluster state
+//!                        # takes effect only while every CPU of the cluster
+//!                        # requests one (cpuidle/cluster.rs); cluster states
+//!                        # come after the CPU states, state 0 is a CPU
+//!                        # state, and a cluster with them has one core type
 //! [cpuidle]
 //! governor = "menu"      # menu | teo | avg_idle; default avg_idle (schedlab's
 //!                        # rule, the tick always stopped); menu is the
@@ -25,7 +32,7 @@ use super::{join, P};
 use crate::cpuidle::{CpuidleParams, IdleGovernor, CPUIDLE_STATE_MAX};
 use crate::error::{Result, SchedlabError};
 use crate::ids::NSEC_PER_USEC;
-use crate::topology::machine::{IdleState, Machine};
+use crate::topology::machine::{IdleLevel, IdleState, Machine};
 use serde_json::{Map, Value};
 
 /// A core type's `idle_states` (`path` is the core type's key).
@@ -41,13 +48,38 @@ pub(super) fn parse_idle_states(p: &P, t: &Map<String, Value>, path: &str) -> Re
         for (i, s) in a.iter().enumerate() {
             let sp = format!("{path}.idle_states[{i}]");
             let st = p.table(s, &sp)?;
-            p.keys(st, &sp, &["name", "exit_latency_us", "target_residency_us", "power_mw"])?;
+            p.keys(
+                st,
+                &sp,
+                &["name", "exit_latency_us", "target_residency_us", "power_mw", "level", "cpu_exit_latency_us"],
+            )?;
             let state = IdleState {
                 name: p.req_str(st, &sp, "name")?.to_string(),
                 exit_latency_ns: p.req_u64(st, &sp, "exit_latency_us", 0, 1_000_000)? * NSEC_PER_USEC,
                 target_residency_ns: p.req_u64(st, &sp, "target_residency_us", 0, 10_000_000)? * NSEC_PER_USEC,
                 power_mw: p.u64_or(st, &sp, "power_mw", 0, 1_000_000, 0)? as u32,
+                level: parse_level(p, st, &sp)?,
+                cpu_exit_latency_ns: p
+                    .opt_u64(st, &sp, "cpu_exit_latency_us", 0, 1_000_000)?
+                    .map(|us| us * NSEC_PER_USEC),
             };
+            if let Some(x) = state.cpu_exit_latency_ns {
+                if state.level != IdleLevel::Cluster || x > state.exit_latency_ns {
+                    return Err(p.err(
+                        &join(&sp, "cpu_exit_latency_us"),
+                        "only on a cluster state (level = \"cluster\"), at most its exit_latency_us",
+                    ));
+                }
+            }
+            if i == 0 && state.level != IdleLevel::Cpu {
+                return Err(p.err(
+                    &join(&sp, "level"),
+                    "\"cpu\" for the shallowest state (a CPU whose cluster stays up falls back to a CPU state)",
+                ));
+            }
+            if idle_states.last().is_some_and(|l: &IdleState| l.level > state.level) {
+                return Err(p.err(&join(&sp, "level"), "cluster states after (deeper than) every CPU state"));
+            }
             if state.target_residency_ns < state.exit_latency_ns {
                 return Err(p.err(
                     &join(&sp, "target_residency_us"),
@@ -71,9 +103,45 @@ pub(super) fn parse_idle_states(p: &P, t: &Map<String, Value>, path: &str) -> Re
             exit_latency_ns: NSEC_PER_USEC,
             target_residency_ns: 2 * NSEC_PER_USEC,
             power_mw: 0,
+            level: IdleLevel::Cpu,
+            cpu_exit_latency_ns: None,
         });
     }
     Ok(idle_states)
+}
+
+/// A state's `level` (default `cpu`).
+fn parse_level(p: &P, st: &Map<String, Value>, sp: &str) -> Result<IdleLevel> {
+    match p.opt_str(st, sp, "level")? {
+        None | Some("cpu") => Ok(IdleLevel::Cpu),
+        Some("cluster") => Ok(IdleLevel::Cluster),
+        Some(other) => Err(p.err(&join(sp, "level"), format!("one of cpu, cluster; got \"{other}\""))),
+    }
+}
+
+/// Cluster states need one state table per cluster: every CPU of a cluster
+/// whose CPUs may request a cluster state is of one core type (the firmware
+/// compares the requests of the cluster's CPUs state by state).
+pub(super) fn check_cluster_states(p: &P, m: &Machine) -> Result<()> {
+    for (i, ct) in m.core_types.iter().enumerate() {
+        let Some(j) = ct.idle_states.iter().position(|s| s.level == IdleLevel::Cluster) else { continue };
+        for c in m.cpus.iter().filter(|c| c.core_type as usize == i) {
+            if let Some(o) =
+                m.cluster_cpus[c.cluster as usize].iter().find(|&o| m.cpus[o.idx()].core_type as usize != i)
+            {
+                return Err(p.err(
+                    &format!("core_type[{i}].idle_states[{j}].level"),
+                    format!(
+                        "every CPU of a cluster of one core type for a cluster state (cluster {} holds CPU {} and CPU {})",
+                        c.cluster,
+                        c.id.0,
+                        o.0
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Parse an idle governor name: `Err` holds what was expected.
@@ -137,6 +205,34 @@ mod tests {
         let eleven = [r#"{ name = "S", exit_latency_us = 1, target_residency_us = 1 }"#; 11].join(", ");
         let (_, key, _) = key_of(&with_states(&eleven));
         assert_eq!(key, "core_type[0].idle_states");
+    }
+
+    #[test]
+    fn bad_cluster_states_name_file_and_key() {
+        let wfi = r#"{ name = "WFI", exit_latency_us = 1, target_residency_us = 1 }"#;
+        let cl = r#"{ name = "cl", exit_latency_us = 9, target_residency_us = 9, level = "cluster" }"#;
+        let ok = parse_machine(&with_states(&format!("{wfi}, {cl}")), "toml", "m").unwrap();
+        assert_eq!(ok.core_types[0].idle_states[1].level, crate::topology::IdleLevel::Cluster);
+        let (_, key, _) = key_of(&with_states(cl));
+        assert_eq!(key, "core_type[0].idle_states[0].level", "state 0 must be a CPU state");
+        let (_, key, _) =
+            key_of(&with_states(&format!("{wfi}, {cl}, {}", wfi.replace("WFI", "C2").replace("1,", "9,"))));
+        assert_eq!(key, "core_type[0].idle_states[2].level", "CPU states before cluster states");
+        let (_, key, expected) = key_of(&with_states(&format!(
+            r#"{wfi}, {{ name = "cl", exit_latency_us = 9, target_residency_us = 9, level = "socket" }}"#
+        )));
+        assert_eq!(key, "core_type[0].idle_states[1].level");
+        assert!(expected.contains("cpu, cluster"), "{expected}");
+        let (_, key, _) = key_of(&with_states(&format!("{wfi}, {}", cl.replace(" }", ", cpu_exit_latency_us = 10 }"))));
+        assert_eq!(key, "core_type[0].idle_states[1].cpu_exit_latency_us", "longer than the state's exit");
+        // Two core types in one cluster cannot share a cluster state.
+        let mixed = format!(
+            "{}idle_states = [ {wfi}, {cl} ]\n[[core_type]]\nname = \"u\"\ncores = \"1\"\ncapacity = 512\nnominal_freq_mhz = 1000\n",
+            BASE.replace("cores = \"all\"", "cores = \"0\"")
+        );
+        let (_, key, expected) = key_of(&mixed);
+        assert_eq!(key, "core_type[0].idle_states[1].level");
+        assert!(expected.contains("one core type"), "{expected}");
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub enum Op {
     RunFor(Ns),
     /// Sleep for a sampled duration (`nanosleep`).
     Sleep(Dist),
+    /// Block in an I/O wait for a sampled duration (`Action::IoSleep`).
+    IoSleep(Dist),
     /// Anchor the program's timers `delay` from now and sleep until then
     /// (rt-app's thread start: `t_first` = start + `delay`, which every
     /// timer's first period counts from).
@@ -269,6 +271,10 @@ impl Ops {
                     self.pc += 1;
                     return Action::Sleep(d.sample(rng));
                 }
+                Op::IoSleep(d) => {
+                    self.pc += 1;
+                    return Action::IoSleep(d.sample(rng));
+                }
                 Op::Start { delay } => {
                     self.pc += 1;
                     let at = ctx.now.saturating_add(delay);
@@ -475,7 +481,7 @@ impl OpsBuilder {
                     | Op::SetAffinity(_)
                     | Op::SetScheduler { .. }
                     | Op::Spawn { .. }
-            ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)))
+            ) && !matches!(op, Op::Compute(Dist::Fixed(0)) | Op::Sleep(Dist::Fixed(0)) | Op::IoSleep(Dist::Fixed(0)))
         })
     }
 

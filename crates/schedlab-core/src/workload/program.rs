@@ -34,6 +34,10 @@ pub enum Action {
     Sleep(Ns),
     /// Sleep until an absolute time (a periodic timer).
     SleepUntil(Ns),
+    /// Block in an I/O wait for a duration (the device's service time):
+    /// `io_schedule`, so the task is `in_iowait` until it runs again and its
+    /// wakeup asks schedutil for an iowait boost (`cpufreq/iowait.rs`).
+    IoSleep(Ns),
     /// Write one message to a channel. Blocks while the channel is full. Wakes
     /// a reader blocked on it; `sync` marks the wakeup WF_SYNC (the writer is
     /// about to block, as in a pipe write followed by a read).

@@ -151,7 +151,7 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
         }
         let ctx = ProgCtx { now, task: TaskId(task as u32), msg, woken_at };
         match progs[task].step(&ctx, &mut rngs[task]) {
-            Action::Compute(d) | Action::Sleep(d) => push(&mut queue, now + d, task, None, None),
+            Action::Compute(d) | Action::Sleep(d) | Action::IoSleep(d) => push(&mut queue, now + d, task, None, None),
             Action::SleepUntil(t) => push(&mut queue, t.max(now), task, None, None),
             Action::Mark { kind, value } => {
                 out.marks.push((now, ctx.task, kind, value));

@@ -327,6 +327,7 @@ fn compile(
         let kp = format!("{path}.{kind}");
         let allowed_mods: &[&str] = match kind.as_str() {
             "send" => &["sync"],
+            "sleep" => &["io"],
             "wait" => &["mutex"],
             "barrier" | "semwait" => &["spin"],
             "timer" => &["mode"],
@@ -370,7 +371,10 @@ fn compile(
                 b.push(Op::RunFor(dur(v)?));
             }
             "sleep" => {
-                b.push(Op::Sleep(dist(v)?));
+                // `io = true`: an I/O wait (io_schedule), which schedutil's
+                // iowait boost sees on the wakeup.
+                let d = dist(v)?;
+                b.push(if flag("io").transpose()?.unwrap_or(false) { Op::IoSleep(d) } else { Op::Sleep(d) });
             }
             "timer" => {
                 let period = dur(v)?;
