@@ -10,12 +10,17 @@
 use schedlab_core::api::run;
 use schedlab_core::testkit::{metric, preset_source, run_spec};
 
+/// Mean hackbench completion time over seeds 0-4.
 fn completion(machine: &str, policy: &str, governor: &str) -> f64 {
-    let mut s = run_spec(preset_source(machine), "hackbench:groups=1,fds=8,loops=300", policy, 3, false);
-    s.options.idle_governor = Some(governor.into());
-    s.options.check_invariants = false;
-    let r = run(&s).unwrap_or_else(|e| panic!("{machine} {governor}: {e}"));
-    metric(&r, "completion_time_s")
+    let mut sum = 0.0;
+    for seed in 0..5 {
+        let mut s = run_spec(preset_source(machine), "hackbench:groups=1,fds=8,loops=300", policy, seed, false);
+        s.options.idle_governor = Some(governor.into());
+        s.options.check_invariants = false;
+        let r = run(&s).unwrap_or_else(|e| panic!("{machine} {governor}: {e}"));
+        sum += metric(&r, "completion_time_s");
+    }
+    sum / 5.0
 }
 
 #[test]
@@ -24,11 +29,11 @@ fn coupled_cluster_states_close_most_of_menus_hackbench_gap() {
     // it, against avg_idle's 0.0254 s.
     let pixel = completion("pixel2", "v4.14", "menu") / completion("pixel2", "v4.14", "avg_idle");
     assert!((0.95..1.1).contains(&pixel), "pixel2 v4.14: menu / avg_idle = {pixel}");
-    // hikey960 eevdf: 0.036 -> 0.023 s (avg_idle 0.024 s).
-    let hikey = completion("hikey960", "eevdf", "menu") / completion("hikey960", "eevdf", "avg_idle");
-    assert!(hikey < 1.1, "hikey960: menu / avg_idle = {hikey}");
-    // What is left: pixel2 under eevdf is still a third slower under menu
-    // (0.047 -> 0.024 s against avg_idle's 0.018 s).
-    let rest = completion("pixel2", "eevdf", "menu") / completion("pixel2", "eevdf", "avg_idle");
-    assert!((1.2..1.5).contains(&rest), "pixel2 eevdf: menu / avg_idle = {rest}");
+    // What is left under eevdf (with HRTICK): both presets about 18%
+    // slower under menu (hikey960 0.0279 s against 0.0237, pixel2 0.0242
+    // against 0.0205), where menu doubled them before the coupling.
+    for m in ["hikey960", "pixel2"] {
+        let rest = completion(m, "eevdf", "menu") / completion(m, "eevdf", "avg_idle");
+        assert!((1.05..1.4).contains(&rest), "{m} eevdf: menu / avg_idle = {rest}");
+    }
 }

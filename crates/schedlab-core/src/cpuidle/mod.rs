@@ -32,8 +32,11 @@ pub const RESIDENCY_THRESHOLD_NS: Ns = 15 * NSEC_PER_USEC;
 /// of that is gone. hackbench, 1 group of 8 fds, 300 loops, seeds 1-5,
 /// menu against avg_idle: pixel2 v4.14 0.0523 -> 0.0257 s (avg_idle
 /// 0.0254); hikey960 eevdf mean 0.0351 -> 0.0262 s (0.0233); pixel2 eevdf
-/// mean 0.0544 -> 0.0265 s (0.0200). What is left (+13% and +33% on the
-/// eevdf runs) comes from futex wakeups that leave menu no timer, so it
+/// mean 0.0544 -> 0.0265 s (0.0200), before HRTICK entered the eevdf
+/// profile; with it (seeds 0-4, `schedlab compare ... --idle-governor`):
+/// hikey960 0.0279 s against 0.0237, pixel2 0.0242 against 0.0205. What is
+/// left (+13% and +33% on the eevdf runs then, +18% and +18% now) comes
+/// from futex wakeups that leave menu no timer, so it
 /// trusts its history and still asks for the deep states, and those
 /// figures have no kernel to referee them yet; changing the default would
 /// move every published figure (test `tests/idle_governor_default.rs`).
