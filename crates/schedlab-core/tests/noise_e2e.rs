@@ -50,7 +50,7 @@ fn wakeup_fitting_from_capacity_of_moves_pixel2_hackbench_beside_rt_tasks() {
     // asym_fits_cpu read capacity_of with the feature (the kernel since
     // v5.7) and the original capacity without it.
     // A wakee fits a big CPU's ~80% current capacity with the 20% margin
-    // up to util 640, its original capacity up to 819: only wakees in
+    // up to util ~655, its original capacity up to 819: only wakees in
     // between are placed differently, so not every seed has one.
     let w = ["hackbench:groups=1,fds=8,loops=2000", "rt-periodic:count=4,cpus=4-7,period=100ms,runtime=20ms"];
     let names = ["completion_time_s", "migrations", "placed_capacity_mean"];
