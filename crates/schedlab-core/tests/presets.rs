@@ -169,3 +169,30 @@ fn has_smt_matches_a_scan_of_the_cores_on_every_preset() {
         assert_eq!(m.has_smt(), scanned, "{}", path.display());
     }
 }
+
+#[test]
+fn intel_presets_have_p_states_for_the_governors() {
+    // A light periodic load (four tasks, 2 ms of work every 10 ms): under
+    // schedutil the x86 presets run it mostly at their lowest P-state, and
+    // it takes longer than at the performance governor's turbo.
+    use schedlab_core::api::run;
+    use schedlab_core::testkit::{metric, preset_source, run_spec};
+    let per = "[[task]]\nname = \"per\"\ncount = 4\n\
+               ops = [ { loop = 20, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n";
+    for (m, lowest_khz) in
+        [("xeon-2s-20c", 1_200_000), ("xeon-2s-44c", 1_200_000), ("intel-4n-192", 1_000_000), ("laptop-4c8t", 400_000)]
+    {
+        let time = |governor: &str| {
+            let mut s = run_spec(preset_source(m), per, "eevdf", 0, false);
+            s.workload_format = "toml".into();
+            s.options.governor = Some(governor.into());
+            s.options.check_invariants = false;
+            run(&s).unwrap_or_else(|e| panic!("{m} {governor}: {e}"))
+        };
+        let sugov = time("schedutil");
+        let perf = time("performance");
+        let low = metric(&sugov, &format!("freq_residency.fd0.{lowest_khz}"));
+        assert!(low > 0.0, "{m}: no time at the lowest P-state under schedutil");
+        assert!(metric(&sugov, "completion_time_s") > metric(&perf, "completion_time_s"), "{m}");
+    }
+}
