@@ -27,6 +27,7 @@ import io
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -258,6 +259,40 @@ tar -cf "$port" -C /out .
 sync
 poweroff -f
 """
+
+
+def needs_loader(program: Path) -> bool:
+    """Whether `program` is an ELF executable with a ``PT_INTERP`` segment
+    (dynamically linked): the guest's initramfs has busybox and no libc, so
+    such a program cannot start there."""
+    with open(program, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF":
+            return False
+        end = "<" if head[5] == 1 else ">"
+        if head[4] == 2:  # ELF64: e_phoff at 32, e_phentsize/e_phnum at 54/56
+            phoff = struct.unpack_from(end + "Q", head, 32)[0]
+            entsize, num = struct.unpack_from(end + "HH", head, 54)
+        else:  # ELF32: e_phoff at 28, e_phentsize/e_phnum at 42/44
+            phoff = struct.unpack_from(end + "I", head, 28)[0]
+            entsize, num = struct.unpack_from(end + "HH", head, 42)
+        f.seek(phoff)
+        table = f.read(entsize * num)
+    PT_INTERP = 3
+    return any(
+        struct.unpack_from(end + "I", table, i * entsize)[0] == PT_INTERP
+        for i in range(min(num, len(table) // max(entsize, 1)))
+    )
+
+
+def check_static(program: Path, origin: str = "--wl-bin") -> None:
+    """A `SpecError` when `program` is dynamically linked (`needs_loader`)."""
+    if needs_loader(program):
+        raise SpecError(
+            f"{origin}: {program} is dynamically linked and the guest has no libc: build it "
+            "static (RUSTFLAGS='-C target-feature=+crt-static' cargo build --release -p "
+            "schedlab-wl --target x86_64-unknown-linux-gnu)"
+        )
 
 
 def build_initramfs(work: Path, job: str, files: Mapping[str, Path]) -> Path:
@@ -592,6 +627,7 @@ def calibrate_in_guest(
     from . import _native
     from ._calibrate import PROBE, WAKEUP_PROBES
 
+    check_static(wl_bin)
     cache = cache or default_cache()
     kernel = fetch_kernel(shape.kernel, cache)
     out.mkdir(parents=True, exist_ok=True)

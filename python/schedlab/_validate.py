@@ -384,6 +384,7 @@ def validate(
 
         def record(argv: list[str], o: Path) -> dict[str, Any]:
             guest_argv = ["/wl" if argv[0] == "schedlab-wl" else argv[0], *argv[1:]]
+            _guest.check_static(binary)  # only when a guest boots: --reuse needs no binary
             _guest.record_in_guest(shape, guest_argv, {"/wl": binary}, o)
             info: dict[str, Any] = json.loads((o / "kernel.json").read_text())
             return info

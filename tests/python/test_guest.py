@@ -256,3 +256,17 @@ def test_calibrate_in_a_guest_measures_its_costs_in_one_boot(tmp_path: Path):
     assert fig["pipe_read_ns"] > 0
     assert "inside a QEMU guest" in fig["where"]
     assert "threads_per_core = 2" in (d / "machine.toml").read_text()
+
+
+def test_a_dynamically_linked_program_is_refused_before_booting(tmp_path: Path):
+    # This interpreter is dynamically linked on every Debian; a script is not ELF.
+    dynamic = Path(os.path.realpath(shutil.which("sh") or "/bin/sh"))
+    assert g.needs_loader(dynamic)
+    with pytest.raises(SpecError, match=r"--wl-bin: .* is dynamically linked"):
+        g.check_static(dynamic)
+    script = tmp_path / "job"
+    script.write_text("#!/bin/sh\n")
+    assert not g.needs_loader(script)
+    busybox = shutil.which("busybox")
+    if busybox and _static_busybox():
+        assert not g.needs_loader(Path(busybox))
