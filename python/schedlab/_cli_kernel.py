@@ -204,7 +204,8 @@ def validate_cmd(
     this machine's imported description, with the policy that models this kernel; print
     real vs simulated per metric with the difference and the verdict against the targets
     (placement fractions within 5 points, migrations per wakeup within 25% or 0.01, context
-    switches within 10%; times shown, not compared until calibrated)."""
+    switches within 10%; completion times within 15% on a calibrated machine: --calibrate,
+    the default with --qemu, or --machine from `schedlab calibrate`)."""
     from . import _validate
 
     cases = _validate.select_cases(case, scale) if case else None
