@@ -367,8 +367,8 @@ def validate(
         calibrate = qemu is not None and machine_file is None
     if calibrate and machine_file is not None:
         raise _native.SpecError(
-            "--calibrate: validate either calibrates (into OUT/calibrate/machine.toml) or simulates "
-            "on --machine; give one of them (or --no-calibrate)"
+            "--calibrate: validate either calibrates (into OUT/calibrate/machine.toml) or "
+            "simulates on --machine; give one of them (or --no-calibrate)"
         )
     if qemu is not None:
         from . import _guest
