@@ -6,7 +6,9 @@ does not have (SMT, several sockets, NUMA): a guest is booted with
 initramfs (busybox plus the job's static programs), and sends back a tar of
 its results over a virtio-serial port: the job's files, a copy of the guest's
 ``/sys/devices/system/{cpu,node}`` (for ``topo import``), the scheduler
-features, the domains the kernel built, and ``uname``.
+features, the domains the kernel built, and ``uname``. Two jobs exist: one
+recording (`record_in_guest`, one boot per recording) and `schedlab
+calibrate`'s three probes (`calibrate_in_guest`, one boot for all three).
 
 Everything comes from Debian's packages: ``qemu-system-x86`` and
 ``busybox-static`` are installed on the host; the kernel is downloaded with a
