@@ -27,6 +27,13 @@ read the model charges there; the work queue's read is the machine's), and
 the exit latency of the idle state the model's governor picks for a 200 us
 idle period. Each value is written with how it was measured; nothing else of
 the machine changes.
+
+The probes' outputs are stored in one directory layout (`WAKEUP_PROBES`)
+wherever they ran, and `costs_from_probes` is the only arithmetic: on this
+host `calibrate` runs them; inside a QEMU guest `_guest.calibrate_in_guest`
+runs the same three in one boot (for `schedlab validate --qemu`), and the
+guest's imported machine gets its own costs, each comment saying which guest
+measured it.
 """
 
 from __future__ import annotations
@@ -132,26 +139,78 @@ def pipe_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, An
     return doc
 
 
-def calibrate(out: Path, chunks: int = 400, pipe_ops: int = 200_000) -> dict[str, Any]:
-    """Runs the three probes into `out`; writes `out/machine.toml` (this
-    machine, imported, with the measured costs) and returns the figures."""
-    out.mkdir(parents=True, exist_ok=True)
-    pipe = pipe_costs(pipe_ops)
-    (out / "probe-pipe.json").write_text(json.dumps(pipe, indent=2) + "\n")
+#: The stored probe outputs a calibration directory holds (host or guest):
+#: ``probe-pipe.json`` (the pipe probe's JSON; a guest recording directory
+#: ``probe-pipe/`` with it as the last line of ``workload.stdout`` is read too)
+#: and one recording per wakeup probe (``probe-split/``, ``probe-same/``: its
+#: ``trace.txt``; ``probe-split/machine.toml`` is the machine the costs go into).
+WAKEUP_PROBES = (("split", False), ("same", True))
+#: Fewest usable wakeups a probe must give for its median to be taken.
+MIN_WAKEUPS = 20
+
+
+def read_pipe_probe(d: Path) -> dict[str, Any] | None:
+    """The pipe probe's JSON stored in calibration directory `d`, or None."""
+    f = d / "probe-pipe.json"
+    if f.is_file():
+        doc: dict[str, Any] = json.loads(f.read_text())
+        return doc
+    stdout = d / "probe-pipe" / "workload.stdout"
+    if stdout.is_file():
+        for line in reversed(stdout.read_text(errors="replace").splitlines()):
+            if line.startswith("{"):
+                got: dict[str, Any] = json.loads(line)
+                return got
+    return None
+
+
+def probes_stored(d: Path) -> bool:
+    """Whether `d` holds every probe's output (so nothing needs running)."""
+    return (
+        read_pipe_probe(d) is not None
+        and (d / "probe-split" / "machine.toml").is_file()
+        and all((d / f"probe-{pin}" / "trace.txt").is_file() for pin, _ in WAKEUP_PROBES)
+    )
+
+
+def _where(d: Path) -> str:
+    """Where the probes ran, from the split probe's kernel.json: a guest's
+    shape and kernel, or nothing for this host."""
+    f = d / "probe-split" / "kernel.json"
+    try:
+        info = json.loads(f.read_text()) if f.is_file() else {}
+    except json.JSONDecodeError as e:
+        raise _native.SpecError(f"{f}: line {e.lineno}: not JSON ({e.msg})") from e
+    if not isinstance(info, dict) or info.get("source") != "qemu":
+        return ""
+    sh = info.get("shape") or {}
+    numa = f", {sh.get('nodes')} nodes" if int(sh.get("nodes", 1)) > 1 else ""
+    return (
+        f" inside a QEMU guest (TCG; {sh.get('sockets')}s x {sh.get('cores')}c x "
+        f"{sh.get('threads')}t{numa}, kernel {info.get('kernel_release', '?')}):"
+    )
+
+
+def costs_from_probes(d: Path) -> dict[str, Any]:
+    """The costs from the probe outputs stored in `d` (see `WAKEUP_PROBES`),
+    measured on this host by `calibrate` or inside a guest by
+    `_guest.calibrate_in_guest`: writes `d/machine.toml` (the split probe's
+    machine with the costs set, each with how it was measured) and returns
+    the figures."""
+    pipe = read_pipe_probe(d)
+    if pipe is None:
+        raise _native.SpecError(
+            f"{d}/probe-pipe.json: calibrate: the pipe probe's output is missing"
+        )
     write_ns = round(pipe["write"]["p50_ns"])
     read_ns = round(pipe["read"]["p50_ns"])
     figures: dict[str, Any] = {"pipe": pipe, "pipe_write_ns": write_ns, "pipe_read_ns": read_ns}
-    for pin, same in (("split", False), ("same", True)):
-        rec = out / f"probe-{pin}"
-        info = _tracefs.record(["schedlab-wl", PROBE.format(chunks=chunks, pin=pin)], rec)
-        if info.get("exit_status") != 0:
-            raise _native.SimulationError(
-                f"calibrate: the {pin} probe failed (exit {info.get('exit_status')})"
-            )
+    for pin, same in WAKEUP_PROBES:
+        rec = d / f"probe-{pin}"
         lat = wake_to_run_ns(
             (rec / "trace.txt").read_text(errors="replace").splitlines(), "wl-wq", same
         )
-        if len(lat) < 20:
+        if len(lat) < MIN_WAKEUPS:
             why = " (the other CPU was busy: calibrate needs a quiet machine)" if not same else ""
             raise _native.SimulationError(
                 f"calibrate: only {len(lat)} usable wakeups in the {pin} probe ({rec}){why}"
@@ -161,38 +220,64 @@ def calibrate(out: Path, chunks: int = 400, pipe_ops: int = 200_000) -> dict[str
             "p50_ns": int(statistics.median(lat)),
             "p90_ns": int(statistics.quantiles(lat, n=10)[-1]),
         }
-    machine = (out / "probe-split" / "machine.toml").read_text()
+    machine = (d / "probe-split" / "machine.toml").read_text()
     exit_ns = _idle_exit_ns(machine)
     cs = max(0, figures["same"]["p50_ns"] - read_ns)
     ipi = max(0, figures["split"]["p50_ns"] - cs - exit_ns)
-    figures.update({"context_switch_ns": cs, "ipi_ns": ipi, "idle_exit_ns": exit_ns})
+    where = _where(d)
+    figures.update(
+        {"context_switch_ns": cs, "ipi_ns": ipi, "idle_exit_ns": exit_ns, "where": where}
+    )
+    tag = f"schedlab calibrate:{where}"
     machine = _set_cost(
         machine,
         {
             "context_switch_ns": (
                 cs,
-                f"schedlab calibrate: median same-CPU wakeup-to-run {figures['same']['p50_ns']} ns "
+                f"{tag} median same-CPU wakeup-to-run {figures['same']['p50_ns']} ns "
                 f"(n={figures['same']['n']}) minus the measured pipe read ({read_ns} ns)",
             ),
             "ipi_ns": (
                 ipi,
-                f"schedlab calibrate: median cross-CPU wakeup-to-run of an idle CPU {figures['split']['p50_ns']} ns "
-                f"(n={figures['split']['n']}) minus context_switch_ns and the {exit_ns} ns idle exit",
+                f"{tag} median cross-CPU wakeup-to-run of an idle CPU "
+                f"{figures['split']['p50_ns']} ns (n={figures['split']['n']}) minus "
+                f"context_switch_ns and the {exit_ns} ns idle exit",
             ),
             "pipe_write_ns": (
                 write_ns,
-                f"schedlab calibrate: median over {pipe['write']['batches']} batches of 256 "
+                f"{tag} median over {pipe['write']['batches']} batches of 256 "
                 f"4-byte pipe writes on one thread, nobody woken (schedlab-wl pipecost; p10 "
                 f"{pipe['write']['p10_ns']:.0f}, p90 {pipe['write']['p90_ns']:.0f} ns)",
             ),
             "pipe_read_ns": (
                 read_ns,
-                f"schedlab calibrate: median over {pipe['read']['batches']} batches of 256 "
+                f"{tag} median over {pipe['read']['batches']} batches of 256 "
                 f"4-byte pipe reads that find their data (schedlab-wl pipecost; p10 "
                 f"{pipe['read']['p10_ns']:.0f}, p90 {pipe['read']['p90_ns']:.0f} ns)",
             ),
         },
     )
-    (out / "machine.toml").write_text(machine)
-    _native.topo_show(machine, "toml", str(out / "machine.toml"))  # it must still load
+    (d / "machine.toml").write_text(machine)
+    _native.topo_show(machine, "toml", str(d / "machine.toml"))  # it must still load
     return figures
+
+
+def calibrate(
+    out: Path, chunks: int = 400, pipe_ops: int = 200_000, reuse: bool = False
+) -> dict[str, Any]:
+    """Runs the three probes on this host into `out` (with `reuse`, only when
+    `out` does not hold their outputs already); writes `out/machine.toml`
+    (this machine, imported, with the measured costs) and returns the
+    figures."""
+    out.mkdir(parents=True, exist_ok=True)
+    if not (reuse and probes_stored(out)):
+        pipe = pipe_costs(pipe_ops)
+        (out / "probe-pipe.json").write_text(json.dumps(pipe, indent=2) + "\n")
+        for pin, _ in WAKEUP_PROBES:
+            rec = out / f"probe-{pin}"
+            info = _tracefs.record(["schedlab-wl", PROBE.format(chunks=chunks, pin=pin)], rec)
+            if info.get("exit_status") != 0:
+                raise _native.SimulationError(
+                    f"calibrate: the {pin} probe failed (exit {info.get('exit_status')})"
+                )
+    return costs_from_probes(out)

@@ -184,13 +184,28 @@ def validate_cmd(
             "of them is recorded. For a guest, whose recordings take minutes under TCG.",
         ),
     ] = False,
+    calibrate: Annotated[
+        bool | None,
+        typer.Option(
+            "--calibrate/--no-calibrate",
+            help="Run `schedlab calibrate`'s three probes where the cases run (with --qemu inside "
+            "the guest: one extra boot) and simulate on OUT/calibrate/machine.toml, the imported "
+            "machine with the measured context switch, IPI and pipe costs, each with how it was "
+            "measured; completion times are then compared too. Default: on with --qemu, because "
+            "an emulated guest runs 20-60x slower than any preset machine and its own machine "
+            "file exists only in OUT (skip with --no-calibrate to save the boot); off on the "
+            "host, whose `schedlab calibrate` machine is made once and given with --machine. "
+            "--reuse reuses the stored probe outputs too.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
     this machine's imported description, with the policy that models this kernel; print
     real vs simulated per metric with the difference and the verdict against the targets
     (placement fractions within 5 points, migrations per wakeup within 25% or 0.01, context
-    switches within 10%; times shown, not compared until calibrated)."""
+    switches within 10%; completion times within 15% on a calibrated machine: --calibrate,
+    the default with --qemu, or --machine from `schedlab calibrate`)."""
     from . import _validate
 
     cases = _validate.select_cases(case, scale) if case else None
@@ -206,12 +221,21 @@ def validate_cmd(
         wl_bin=wl_bin,
         machine_file=machine,
         reuse=reuse,
+        calibrate=calibrate,
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))
     if json_out:
         _echo_json(results)
         return
+    cal = next((r["calibration"] for r in results if r.get("calibration")), None)
+    if cal:
+        where = str(cal["where"]).strip().rstrip(":") or "on this host"
+        _out().print(
+            f"calibrated {where}: context_switch_ns {cal['context_switch_ns']}, ipi_ns "
+            f"{cal['ipi_ns']}, pipe_write_ns {cal['pipe_write_ns']}, pipe_read_ns "
+            f"{cal['pipe_read_ns']} -> {out / 'calibrate' / 'machine.toml'}"
+        )
     for r in results:
         if "skipped" in r:
             _out().print(f"{r['case']}: skipped ({r['skipped']})")

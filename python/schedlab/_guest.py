@@ -6,7 +6,9 @@ does not have (SMT, several sockets, NUMA): a guest is booted with
 initramfs (busybox plus the job's static programs), and sends back a tar of
 its results over a virtio-serial port: the job's files, a copy of the guest's
 ``/sys/devices/system/{cpu,node}`` (for ``topo import``), the scheduler
-features, the domains the kernel built, and ``uname``.
+features, the domains the kernel built, and ``uname``. Two jobs exist: one
+recording (`record_in_guest`, one boot per recording) and `schedlab
+calibrate`'s three probes (`calibrate_in_guest`, one boot for all three).
 
 Everything comes from Debian's packages: ``qemu-system-x86`` and
 ``busybox-static`` are installed on the host; the kernel is downloaded with a
@@ -27,6 +29,7 @@ import io
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
@@ -258,6 +261,40 @@ tar -cf "$port" -C /out .
 sync
 poweroff -f
 """
+
+
+def needs_loader(program: Path) -> bool:
+    """Whether `program` is an ELF executable with a ``PT_INTERP`` segment
+    (dynamically linked): the guest's initramfs has busybox and no libc, so
+    such a program cannot start there."""
+    with open(program, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF":
+            return False
+        end = "<" if head[5] == 1 else ">"
+        if head[4] == 2:  # ELF64: e_phoff at 32, e_phentsize/e_phnum at 54/56
+            phoff = struct.unpack_from(end + "Q", head, 32)[0]
+            entsize, num = struct.unpack_from(end + "HH", head, 54)
+        else:  # ELF32: e_phoff at 28, e_phentsize/e_phnum at 42/44
+            phoff = struct.unpack_from(end + "I", head, 28)[0]
+            entsize, num = struct.unpack_from(end + "HH", head, 42)
+        f.seek(phoff)
+        table = f.read(entsize * num)
+    PT_INTERP = 3
+    return any(
+        struct.unpack_from(end + "I", table, i * entsize)[0] == PT_INTERP
+        for i in range(min(num, len(table) // max(entsize, 1)))
+    )
+
+
+def check_static(program: Path, origin: str = "--wl-bin") -> None:
+    """A `SpecError` when `program` is dynamically linked (`needs_loader`)."""
+    if needs_loader(program):
+        raise SpecError(
+            f"{origin}: {program} is dynamically linked and the guest has no libc: build it "
+            "static (RUSTFLAGS='-C target-feature=+crt-static' cargo build --release -p "
+            "schedlab-wl --target x86_64-unknown-linux-gnu)"
+        )
 
 
 def build_initramfs(work: Path, job: str, files: Mapping[str, Path]) -> Path:
@@ -530,4 +567,112 @@ def record_in_guest(
         "argv": list(argv),
     }
     (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
+    return out
+
+
+# Pipe writes (and reads) the pipe probe times in a guest: fewer than on the
+# host (200,000) because a call costs ~21 us under TCG (the guests'
+# calibration in docs/validation.md), so 100,000 take ~4 s and still give 390
+# batches of 256 for the medians.
+GUEST_PIPE_OPS = 100_000
+# Wakeups per wakeup probe in a guest: the host's default (`schedlab
+# calibrate --chunks`); under TCG each probe runs 2-3 s.
+GUEST_PROBE_CHUNKS = 400
+
+
+def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
+    """The guest's job for `calibrate_in_guest`: the pipe probe untraced,
+    then each wakeup probe under the sched tracepoints, its trace kept apart
+    (``/out/<pin>.trace``), as `schedlab calibrate` runs them on a host."""
+    from ._calibrate import PIPE_PROBE, PROBE, WAKEUP_PROBES
+
+    enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
+    lines = [
+        "T=/sys/kernel/tracing",
+        f"echo {buffer_kb} > $T/buffer_size_kb",
+        enable,
+        f"/wl '{PIPE_PROBE.format(count=pipe_ops)}' > /out/pipe.stdout 2> /out/pipe.stderr",
+        "echo $? > /out/pipe.rc",
+    ]
+    for pin, _ in WAKEUP_PROBES:
+        lines += [
+            "echo > $T/trace",
+            "echo 1 > $T/tracing_on",
+            f"/wl '{PROBE.format(chunks=chunks, pin=pin)}' "
+            f"> /out/{pin}.stdout 2> /out/{pin}.stderr",
+            f"echo $? > /out/{pin}.rc",
+            "echo 0 > $T/tracing_on",
+            f"cat $T/trace > /out/{pin}.trace",
+            f"cat $T/per_cpu/cpu*/stats | grep -E '^overrun' > /out/{pin}.overruns",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def calibrate_in_guest(
+    shape: GuestShape,
+    wl_bin: Path,
+    out: Path,
+    cache: Path | None = None,
+    chunks: int = GUEST_PROBE_CHUNKS,
+    pipe_ops: int = GUEST_PIPE_OPS,
+    buffer_kb: int = 16384,
+    timeout_s: float = 900,
+) -> Path:
+    """Runs `schedlab calibrate`'s three probes inside one boot of a guest of
+    `shape` (`wl_bin`: the static schedlab-wl) and stores their outputs in
+    `out` as the host's calibration does (``probe-pipe.json``,
+    ``probe-split/`` and ``probe-same/`` with ``trace.txt``,
+    ``workload.stdout``, the guest's imported ``machine.toml`` and
+    ``kernel.json``), for `_calibrate.costs_from_probes`."""
+    import json
+
+    from . import _native
+    from ._calibrate import PROBE, WAKEUP_PROBES
+
+    check_static(wl_bin)
+    cache = cache or default_cache()
+    kernel = fetch_kernel(shape.kernel, cache)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".guest"
+    work.mkdir(exist_ok=True)
+    initrd = build_initramfs(work, _calibrate_job(chunks, pipe_ops, buffer_kb), {"/wl": wl_bin})
+    result = boot_with_retry(shape, kernel, initrd, work, timeout_s)
+
+    def text(name: str) -> str:
+        p = result / name
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    for probe in ("pipe", *(pin for pin, _ in WAKEUP_PROBES)):
+        rc = text(f"{probe}.rc").strip()
+        if rc != "0":
+            err = text(f"{probe}.stderr").strip()[-300:]
+            raise GuestError(f"the {probe} probe failed in the guest (exit {rc or '?'}): {err}")
+    pipe_doc = None
+    for line in reversed(text("pipe.stdout").splitlines()):
+        if line.startswith("{"):
+            pipe_doc = json.loads(line)
+            break
+    if pipe_doc is None:
+        raise GuestError(f"the pipe probe printed no JSON in the guest (see {result}/pipe.stdout)")
+    (out / "probe-pipe.json").write_text(json.dumps(pipe_doc, indent=2) + "\n")
+    machine = _native.topo_import(str(result / "sys"))
+    for pin, _ in WAKEUP_PROBES:
+        trace = text(f"{pin}.trace")
+        if not trace:
+            raise GuestError(f"the guest recorded no trace of the {pin} probe (see {result})")
+        rec = out / f"probe-{pin}"
+        rec.mkdir(exist_ok=True)
+        (rec / "trace.txt").write_text(trace)
+        (rec / "workload.stdout").write_text(text(f"{pin}.stdout"))
+        (rec / "machine.toml").write_text(machine)
+        info = {
+            "source": "qemu",
+            "shape": dataclasses.asdict(shape),
+            "kernel_release": text("uname").strip(),
+            "cmdline": text("cmdline").strip(),
+            "sched_features": text("sched_features").split(),
+            "overruns": text(f"{pin}.overruns").split(),
+            "argv": ["/wl", PROBE.format(chunks=chunks, pin=pin)],
+        }
+        (rec / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
     return out

@@ -215,12 +215,9 @@ def recording_flips(trace_text: str, info: dict[str, Any]) -> int | None:
     return int(flips) if flips is not None else None
 
 
-def _recorded(out: Path) -> dict[str, Any] | None:
-    """What `record` returned for a recording already in `out` (its
-    kernel.json), or None when `out` holds no complete recording."""
-    info_file = out / "kernel.json"
-    if not ((out / "trace.txt").is_file() and (out / "machine.toml").is_file()):
-        return None
+def _recorded_info(info_file: Path) -> dict[str, Any] | None:
+    """A recording's kernel.json, or None when there is none; a damaged one
+    is a `SpecError` naming it."""
     if not info_file.is_file():
         return None
     try:
@@ -230,6 +227,14 @@ def _recorded(out: Path) -> dict[str, Any] | None:
     if not isinstance(info, dict):
         raise _native.SpecError(f"{info_file}: --reuse: expected a JSON object")
     return info
+
+
+def _recorded(out: Path) -> dict[str, Any] | None:
+    """What `record` returned for a recording already in `out` (its
+    kernel.json), or None when `out` holds no complete recording."""
+    if not ((out / "trace.txt").is_file() and (out / "machine.toml").is_file()):
+        return None
+    return _recorded_info(out / "kernel.json")
 
 
 def run_case(
@@ -343,13 +348,28 @@ def validate(
     wl_bin: Path | None = None,
     machine_file: Path | None = None,
     reuse: bool = False,
+    calibrate: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Every case, natively on this host (under `schedlab record`) or, with
     `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
     kernel with that topology, running the static `wl_bin`. A case whose
-    native program is missing is reported as skipped with the reason."""
+    native program is missing is reported as skipped with the reason.
+
+    With `calibrate` (None: on with `qemu` unless `machine_file` is given,
+    off on the host), `schedlab calibrate`'s probes run first where the cases
+    run (in the guest: one extra boot; with `reuse`, their outputs already in
+    ``out/calibrate`` are used instead) and the cases are simulated on
+    ``out/calibrate/machine.toml``, the imported machine with the measured
+    costs (`calibrated_machine`)."""
     results: list[dict[str, Any]] = []
     record: Callable[[list[str], Path], dict[str, Any]]
+    if calibrate is None:
+        calibrate = qemu is not None and machine_file is None
+    if calibrate and machine_file is not None:
+        raise _native.SpecError(
+            "--calibrate: validate either calibrates (into OUT/calibrate/machine.toml) or "
+            "simulates on --machine; give one of them (or --no-calibrate)"
+        )
     if qemu is not None:
         from . import _guest
 
@@ -364,6 +384,7 @@ def validate(
 
         def record(argv: list[str], o: Path) -> dict[str, Any]:
             guest_argv = ["/wl" if argv[0] == "schedlab-wl" else argv[0], *argv[1:]]
+            _guest.check_static(binary)  # only when a guest boots: --reuse needs no binary
             _guest.record_in_guest(shape, guest_argv, {"/wl": binary}, o)
             info: dict[str, Any] = json.loads((o / "kernel.json").read_text())
             return info
@@ -373,6 +394,11 @@ def validate(
         def record(argv: list[str], o: Path) -> dict[str, Any]:
             return _tracefs.record(argv, o)
 
+    calibration: dict[str, Any] | None = None
+    if calibrate:
+        machine_file, calibration = calibrated_machine(
+            out / "calibrate", reuse, (shape, binary) if qemu is not None else None
+        )
     for case in cases if cases is not None else default_cases(scale):
         kept = reuse and all(_recorded(out / case.name / f"real-{i}") for i in range(reps))
         if qemu is None and not kept and shutil.which(case.argv[0]) is None:
@@ -381,7 +407,45 @@ def validate(
         results.append(
             run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file, reuse)
         )
+        if calibration is not None:
+            results[-1]["calibration"] = calibration
     return results
+
+
+#: The figures of a calibration a validate result carries.
+CALIBRATION_KEYS = ("context_switch_ns", "ipi_ns", "pipe_write_ns", "pipe_read_ns", "where")
+
+
+def calibrated_machine(
+    d: Path, reuse: bool, guest: tuple[Any, Path] | None = None
+) -> tuple[Path, dict[str, Any]]:
+    """Calibrates into `d` (`schedlab calibrate` on this host, or its probes
+    in one boot of the guest `guest` = (`GuestShape`, static schedlab-wl));
+    with `reuse`, probe outputs already in `d` are used without running
+    anything (a guest's must come from a guest of the same shape). Returns
+    ``d/machine.toml`` and the costs with where they were measured."""
+    from . import _calibrate
+
+    stored = reuse and _calibrate.probes_stored(d)
+    if guest is not None:
+        from . import _guest
+
+        shape, binary = guest
+        if stored:
+            info_file = d / "probe-split" / "kernel.json"
+            info = _recorded_info(info_file)
+            got = (info or {}).get("shape")
+            if got != dataclasses.asdict(shape):
+                raise _native.SpecError(
+                    f"{info_file}: --reuse: the stored calibration probes ran in a guest of "
+                    f"{got}, not the asked {dataclasses.asdict(shape)}"
+                )
+        else:
+            _guest.calibrate_in_guest(shape, binary, d)
+        figures = _calibrate.costs_from_probes(d)
+    else:
+        figures = _calibrate.calibrate(d, reuse=stored)
+    return d / "machine.toml", {k: figures[k] for k in CALIBRATION_KEYS}
 
 
 def _fmt(v: float) -> str:
@@ -422,5 +486,14 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
             f"{_fmt(row['diff'])} | {row['verdict']} |"
             for row in r["rows"]
         ]
-        lines += ["", *[f"- {n}" for n in r["notes"]], ""]
+        cal = r.get("calibration")
+        notes = list(r["notes"])
+        if cal:
+            where = str(cal.get("where", "")).strip().rstrip(":") or "on this host"
+            notes.append(
+                f"costs measured by schedlab calibrate's probes {where}: context_switch_ns "
+                f"{cal['context_switch_ns']}, ipi_ns {cal['ipi_ns']}, pipe_write_ns "
+                f"{cal['pipe_write_ns']}, pipe_read_ns {cal['pipe_read_ns']}"
+            )
+        lines += ["", *[f"- {n}" for n in notes], ""]
     return "\n".join(lines) + "\n"

@@ -1,6 +1,8 @@
 """`schedlab calibrate`'s measurement rules on hand-written trace lines."""
 
+import json
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -108,3 +110,69 @@ def test_pipe_costs_are_machine_keys_the_families_read() -> None:
     assert "# measured: w\npipe_write_ns = 437" in out
     doc = _native.topo_doc(out, "toml", "test")
     assert (doc["cost"]["pipe_write_ns"], doc["cost"]["pipe_read_ns"]) == (437, 441)
+
+
+GUEST_PROBES = Path(__file__).parent / "fixtures" / "recorded" / "guest-2c2t-calibrate"
+# `guest-2c2t-calibrate`: calibrate's three probes run in a 1 socket x 2 cores
+# x 2 threads Debian 6.12.95 guest (`_guest.record_in_guest`, one boot each:
+# pipecost with count=100000, the workqueue probe with chunks=400 and
+# pin=split, then pin=same), kept as `calibrate_in_guest` stores them: the
+# pipe probe's JSON line as probe-pipe.json, the first 400 and 300 lines of
+# the two traces (`head -n`: 75 and 42 of their wl-wq wakeups), the split
+# probe's imported machine and kernel.json.
+
+
+def test_costs_from_guest_probes_use_the_hosts_arithmetic(tmp_path: Path) -> None:
+    d = tmp_path / "cal"
+    shutil.copytree(GUEST_PROBES, d)
+    fig = _calibrate.costs_from_probes(d)
+    # The same rules as on the host, computed here from the stored outputs.
+    lines = {
+        pin: (d / f"probe-{pin}" / "trace.txt").read_text().splitlines()
+        for pin in ("split", "same")
+    }
+    split = _calibrate.wake_to_run_ns(lines["split"], "wl-wq", same_cpu=False)
+    same = _calibrate.wake_to_run_ns(lines["same"], "wl-wq", same_cpu=True)
+    assert (fig["split"]["n"], fig["same"]["n"]) == (len(split), len(same))
+    assert len(split) >= _calibrate.MIN_WAKEUPS
+    assert len(same) >= _calibrate.MIN_WAKEUPS
+    assert (fig["pipe_write_ns"], fig["pipe_read_ns"]) == (21341, 21244)
+    assert fig["context_switch_ns"] == int(statistics.median(same)) - 21244
+    # The guest's imported machine has no idle states: no exit latency taken off.
+    assert fig["idle_exit_ns"] == 0
+    assert fig["ipi_ns"] == int(statistics.median(split)) - fig["context_switch_ns"]
+    # TCG makes these tens of times the host's.
+    assert 10_000 < fig["context_switch_ns"] < 100_000
+    assert 50_000 < fig["ipi_ns"] < 500_000
+    text = (d / "machine.toml").read_text()
+    where = (
+        "schedlab calibrate: inside a QEMU guest (TCG; 1s x 2c x 2t, kernel 6.12.95+deb12-amd64):"
+    )
+    assert text.count(where) == 4
+    assert f"# {where} median same-CPU wakeup-to-run" in text
+    cost = _native.topo_doc(text, "toml", "test")["cost"]
+    for key in ("context_switch_ns", "ipi_ns", "pipe_write_ns", "pipe_read_ns"):
+        assert cost[key] == fig[key], key
+    # The guest's topology is kept.
+    assert "threads_per_core = 2" in text
+
+
+def test_a_guest_recording_directory_of_the_pipe_probe_is_read_too(tmp_path: Path) -> None:
+    d = tmp_path / "cal"
+    shutil.copytree(GUEST_PROBES, d)
+    doc = _calibrate.read_pipe_probe(d)
+    (d / "probe-pipe.json").unlink()
+    assert not _calibrate.probes_stored(d)
+    (d / "probe-pipe").mkdir()
+    (d / "probe-pipe" / "workload.stdout").write_text("noise\n" + json.dumps(doc) + "\n")
+    assert _calibrate.probes_stored(d)
+    assert _calibrate.read_pipe_probe(d) == doc
+
+
+def test_too_few_wakeups_in_a_probe_is_one_clear_error(tmp_path: Path) -> None:
+    d = tmp_path / "cal"
+    shutil.copytree(GUEST_PROBES, d)
+    trace = d / "probe-same" / "trace.txt"
+    trace.write_text("\n".join(trace.read_text().splitlines()[:40]) + "\n")
+    with pytest.raises(_native.SimulationError, match=r"only \d+ usable wakeups in the same probe"):
+        _calibrate.costs_from_probes(d)

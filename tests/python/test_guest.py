@@ -226,3 +226,47 @@ def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path
     assert info["kernel_release"].startswith("6.12")
     assert isinstance(info["launcher_wakee_flips"], int)
     assert "threads_per_core = 2" in (out / "machine.toml").read_text()
+
+
+def _static_wl() -> Path | None:
+    """A static schedlab-wl for the guest: SCHEDLAB_WL_STATIC, if set."""
+    p = os.environ.get("SCHEDLAB_WL_STATIC")
+    return Path(p) if p and Path(p).is_file() else None
+
+
+@pytest.mark.slow
+def test_calibrate_in_a_guest_measures_its_costs_in_one_boot(tmp_path: Path):
+    if shutil.which("qemu-system-x86_64") is None or not _static_busybox():
+        pytest.skip("needs Debian's qemu-system-x86, busybox-static and cpio")
+    wl = _static_wl()
+    if wl is None:
+        pytest.skip(
+            "needs a static schedlab-wl in SCHEDLAB_WL_STATIC (RUSTFLAGS='-C "
+            "target-feature=+crt-static' cargo build --release -p schedlab-wl --target "
+            "x86_64-unknown-linux-gnu)"
+        )
+    from schedlab import _calibrate
+
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
+    d = g.calibrate_in_guest(shape, wl, tmp_path / "cal", chunks=100, pipe_ops=20_000)
+    assert _calibrate.probes_stored(d)
+    fig = _calibrate.costs_from_probes(d)
+    assert fig["split"]["n"] >= 20
+    assert fig["same"]["n"] >= 20
+    assert fig["pipe_read_ns"] > 0
+    assert "inside a QEMU guest" in fig["where"]
+    assert "threads_per_core = 2" in (d / "machine.toml").read_text()
+
+
+def test_a_dynamically_linked_program_is_refused_before_booting(tmp_path: Path):
+    # This interpreter is dynamically linked on every Debian; a script is not ELF.
+    dynamic = Path(os.path.realpath(shutil.which("sh") or "/bin/sh"))
+    assert g.needs_loader(dynamic)
+    with pytest.raises(SpecError, match=r"--wl-bin: .* is dynamically linked"):
+        g.check_static(dynamic)
+    script = tmp_path / "job"
+    script.write_text("#!/bin/sh\n")
+    assert not g.needs_loader(script)
+    busybox = shutil.which("busybox")
+    if busybox and _static_busybox():
+        assert not g.needs_loader(Path(busybox))

@@ -251,3 +251,98 @@ def test_cases_are_selected_by_name() -> None:
     ]
     with pytest.raises(_native.SpecError, match=r"--case: expected one of ping-pong, .*got 'nope'"):
         _validate.select_cases(["nope"])
+
+
+def _guest_layout(out: Path, spec: str) -> _validate.Case:
+    """`out` as `validate --qemu` leaves it: the schbench case's guest
+    recording and the guest calibration's probe outputs (both 1 socket x 2
+    cores x 2 threads, Debian 6.12.95)."""
+    case = next(c for c in _validate.default_cases() if c.name == "schbench")
+    shutil.copytree(REC / "guest-2c2t-schbench", out / "schbench" / "real-0")
+    shutil.copytree(REC / "guest-2c2t-calibrate", out / "calibrate")
+    return _validate.Case(case.name, ("schedlab-wl", spec), case.comm, spec, case.note, case.shown)
+
+
+def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from schedlab import _guest
+
+    def no_boot(*a: Any, **k: Any) -> Any:
+        raise AssertionError("--reuse with every output stored must not boot")
+
+    monkeypatch.setattr(_guest, "boot", no_boot)
+    monkeypatch.setattr(_guest, "fetch_kernel", no_boot)
+    spec = "schbench:message_threads=1,threads=2,runtime=200ms,operations=5,op=200us"
+    case = _guest_layout(tmp_path, spec)
+    wl = tmp_path / "wl"
+    wl.write_text("")  # never run
+    (res,) = _validate.validate(
+        tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
+        wl_bin=wl, reuse=True,
+    )  # fmt: skip
+    assert res["calibrated"]
+    assert res["machine"] == str(tmp_path / "calibrate" / "machine.toml")
+    cal = res["calibration"]
+    assert (cal["pipe_write_ns"], cal["pipe_read_ns"]) == (21341, 21244)
+    assert "inside a QEMU guest" in cal["where"]
+    rows = {r["metric"]: r for r in res["rows"]}
+    assert rows["completion_time_s"]["verdict"] in ("pass", "MISS")
+    md = _validate.markdown([res], "Guest")
+    assert "on the calibrated" in md
+    assert f"pipe_read_ns {cal['pipe_read_ns']}" in md
+    # --no-calibrate: the recording's own import, completion times not compared.
+    (plain,) = _validate.validate(
+        tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
+        wl_bin=wl, reuse=True, calibrate=False,
+    )  # fmt: skip
+    assert not plain["calibrated"]
+    assert "calibration" not in plain
+    rows = {r["metric"]: r for r in plain["rows"]}
+    assert rows["completion_time_s"]["verdict"] == "not compared (uncalibrated)"
+
+
+def test_stored_probes_of_another_guest_shape_are_refused(tmp_path: Path) -> None:
+    from schedlab import _guest
+
+    shutil.copytree(REC / "guest-2c2t-calibrate", tmp_path / "calibrate")
+    shape = _guest.GuestShape.parse("sockets=2,cores=2,threads=2,nodes=2")
+    with pytest.raises(_native.SpecError, match=r"kernel.json: --reuse: the stored calibration"):
+        _validate.calibrated_machine(tmp_path / "calibrate", True, (shape, tmp_path / "wl"))
+
+
+def test_missing_guest_probes_are_run_in_one_guest_boot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from schedlab import _guest
+
+    booted: list[Path] = []
+
+    def fake(shape: Any, wl_bin: Path, out: Path) -> Path:
+        booted.append(out)
+        shutil.copytree(REC / "guest-2c2t-calibrate", out, dirs_exist_ok=True)
+        return out
+
+    monkeypatch.setattr(_guest, "calibrate_in_guest", fake)
+    shape = _guest.GuestShape.parse("sockets=1,cores=2,threads=2")
+    path, cal = _validate.calibrated_machine(tmp_path / "c", True, (shape, tmp_path / "wl"))
+    assert booted == [tmp_path / "c"]
+    assert path.is_file()
+    assert cal["ipi_ns"] > 0
+
+
+def test_calibrate_and_machine_are_exclusive(tmp_path: Path) -> None:
+    with pytest.raises(_native.SpecError, match=r"--calibrate: .* give one of them"):
+        _validate.validate(tmp_path, machine_file=tmp_path / "m.toml", calibrate=True)
+
+
+def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
+    from schedlab import _calibrate, _guest
+
+    job = _guest._calibrate_job(400, 100_000, 16384)
+    assert f"/wl '{_calibrate.PIPE_PROBE.format(count=100_000)}'" in job
+    for pin in ("split", "same"):
+        assert f"/wl '{_calibrate.PROBE.format(chunks=400, pin=pin)}'" in job
+        assert f"cat $T/trace > /out/{pin}.trace" in job
+    # The pipe probe runs before tracing is switched on.
+    assert job.index("pipecost") < job.index("tracing_on")
