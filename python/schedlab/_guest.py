@@ -34,8 +34,9 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ._native import SpecError
 from ._tracefs import SCHED_EVENTS
@@ -514,6 +515,44 @@ def inherited_flips(trace_text: str) -> list[int]:
     return out
 
 
+def _boot_job(
+    shape: GuestShape,
+    job: str,
+    files: Mapping[str, Path],
+    out: Path,
+    cache: Path | None,
+    timeout_s: float,
+) -> Callable[[str], str]:
+    """Boots a guest of `shape` that runs `job` (with `files` copied in),
+    its work files under `out/.guest` and what it sent back in
+    `out/.guest/result`; returns a reader of those files ('' for a missing
+    one)."""
+    kernel = fetch_kernel(shape.kernel, cache or default_cache())
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".guest"
+    work.mkdir(exist_ok=True)
+    initrd = build_initramfs(work, job, files)
+    result = boot_with_retry(shape, kernel, initrd, work, timeout_s)
+
+    def text(name: str) -> str:
+        p = result / name
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    return text
+
+
+def _kernel_info(shape: GuestShape, text: Callable[[str], str]) -> dict[str, Any]:
+    """What `kernel.json` says of the guest itself: its shape, kernel release,
+    command line and sched features."""
+    return {
+        "source": "qemu",
+        "shape": dataclasses.asdict(shape),
+        "kernel_release": text("uname").strip(),
+        "cmdline": text("cmdline").strip(),
+        "sched_features": text("sched_features").split(),
+    }
+
+
 def record_in_guest(
     shape: GuestShape,
     argv: Sequence[str],
@@ -532,18 +571,9 @@ def record_in_guest(
 
     from . import _native
 
-    cache = cache or default_cache()
-    kernel = fetch_kernel(shape.kernel, cache)
-    out.mkdir(parents=True, exist_ok=True)
+    text = _boot_job(shape, _record_job(argv, buffer_kb), files, out, cache, timeout_s)
     work = out / ".guest"
-    work.mkdir(exist_ok=True)
-    initrd = build_initramfs(work, _record_job(argv, buffer_kb), files)
-    result = boot_with_retry(shape, kernel, initrd, work, timeout_s)
-
-    def text(name: str) -> str:
-        p = result / name
-        return p.read_text(errors="replace") if p.exists() else ""
-
+    result = work / "result"
     rc = text("workload.rc").strip()
     if rc != "0":
         err = text("workload.stderr").strip()[-300:]
@@ -555,11 +585,7 @@ def record_in_guest(
     (out / "workload.stdout").write_text(text("workload.stdout"))
     (out / "machine.toml").write_text(_native.topo_import(str(result / "sys")))
     info = {
-        "source": "qemu",
-        "shape": dataclasses.asdict(shape),
-        "kernel_release": text("uname").strip(),
-        "cmdline": text("cmdline").strip(),
-        "sched_features": text("sched_features").split(),
+        **_kernel_info(shape, text),
         "sched_domains": text("sched_domains").splitlines(),
         "launcher_wakee_flips": launcher_flips(trace),
         "inherited_wakee_flips": inherited_flips(trace),
@@ -630,17 +656,9 @@ def calibrate_in_guest(
     from ._calibrate import PROBE, WAKEUP_PROBES
 
     check_static(wl_bin)
-    cache = cache or default_cache()
-    kernel = fetch_kernel(shape.kernel, cache)
-    out.mkdir(parents=True, exist_ok=True)
-    work = out / ".guest"
-    work.mkdir(exist_ok=True)
-    initrd = build_initramfs(work, _calibrate_job(chunks, pipe_ops, buffer_kb), {"/wl": wl_bin})
-    result = boot_with_retry(shape, kernel, initrd, work, timeout_s)
-
-    def text(name: str) -> str:
-        p = result / name
-        return p.read_text(errors="replace") if p.exists() else ""
+    job = _calibrate_job(chunks, pipe_ops, buffer_kb)
+    text = _boot_job(shape, job, {"/wl": wl_bin}, out, cache, timeout_s)
+    result = out / ".guest" / "result"
 
     for probe in ("pipe", *(pin for pin, _ in WAKEUP_PROBES)):
         rc = text(f"{probe}.rc").strip()
@@ -666,11 +684,7 @@ def calibrate_in_guest(
         (rec / "workload.stdout").write_text(text(f"{pin}.stdout"))
         (rec / "machine.toml").write_text(machine)
         info = {
-            "source": "qemu",
-            "shape": dataclasses.asdict(shape),
-            "kernel_release": text("uname").strip(),
-            "cmdline": text("cmdline").strip(),
-            "sched_features": text("sched_features").split(),
+            **_kernel_info(shape, text),
             "overruns": text(f"{pin}.overruns").split(),
             "argv": ["/wl", PROBE.format(chunks=chunks, pin=pin)],
         }

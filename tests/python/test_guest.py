@@ -135,22 +135,31 @@ def test_a_failed_boot_is_tried_once_more_with_a_message(
     assert len(calls) == g.BOOT_ATTEMPTS
 
 
+def _fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, console: str) -> g.GuestShape:
+    """Puts a stand-in `qemu-system-x86_64` first on PATH: a shell script
+    that finds its `-serial file:` path in `$con` and runs `console`; returns
+    a 4-CPU guest shape to boot with it."""
+    fake = tmp_path / "bin" / "qemu-system-x86_64"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'while [ $# -gt 0 ]; do [ "$1" = -serial ] && con="${2#file:}"; shift; done\n' + console
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    return g.GuestShape.parse("sockets=1,cores=2,threads=2")
+
+
 def test_an_oops_on_the_console_stops_the_guest_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     # A stand-in for QEMU that prints an oops on its serial console and then
     # hangs, as the TCG guest did: boot must stop it, not wait for the timeout.
-    fake = tmp_path / "bin" / "qemu-system-x86_64"
-    fake.parent.mkdir()
-    fake.write_text(
-        "#!/bin/sh\n"
-        'while [ $# -gt 0 ]; do [ "$1" = -serial ] && con="${2#file:}"; shift; done\n'
-        'echo "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI" > "$con"\n'
-        "exec sleep 60\n"
+    shape = _fake_qemu(
+        tmp_path,
+        monkeypatch,
+        'echo "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI" > "$con"\nexec sleep 60\n',
     )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
-    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
     t0 = time.monotonic()
     with pytest.raises(g.GuestError, match="'Oops:' on its console"):
         g.boot(shape, tmp_path / "k", tmp_path / "rd", tmp_path, timeout_s=30)
@@ -162,16 +171,11 @@ def test_a_guest_that_panics_and_exits_names_the_oops(
 ):
     # panic=-1 and -no-reboot: QEMU exits right after the panic, sending
     # nothing back; the error names what the console showed.
-    fake = tmp_path / "bin" / "qemu-system-x86_64"
-    fake.parent.mkdir()
-    fake.write_text(
-        "#!/bin/sh\n"
-        'while [ $# -gt 0 ]; do [ "$1" = -serial ] && con="${2#file:}"; shift; done\n'
-        'printf "Oops: int3: 0000 [#1]\\nKernel panic - not syncing\\n" > "$con"\n'
+    shape = _fake_qemu(
+        tmp_path,
+        monkeypatch,
+        'printf "Oops: int3: 0000 [#1]\\nKernel panic - not syncing\\n" > "$con"\n',
     )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
-    shape = g.GuestShape.parse("sockets=1,cores=2,threads=2")
     with pytest.raises(g.GuestError, match="'Oops:'"):
         g.boot(shape, tmp_path / "k", tmp_path / "rd", tmp_path, timeout_s=30)
 

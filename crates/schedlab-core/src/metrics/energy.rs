@@ -549,6 +549,16 @@ mod tests {
         assert!((value(&out, "energy_j.cpu1") - 20e-6).abs() < 1e-12);
     }
 
+    /// A CPU's idle-state event (`None`: it leaves idle).
+    fn idle(cpu: u32, state: Option<u8>) -> Event {
+        Event::CpuIdle { cpu: CpuId(cpu), state }
+    }
+
+    /// A context switch on `cpu` (a blocking `prev`).
+    fn sw(cpu: u32, prev: Option<TaskId>, next: Option<TaskId>) -> Event {
+        Event::Switch { cpu: CpuId(cpu), prev, prev_state: PrevState::Sleeping, next }
+    }
+
     #[test]
     fn idle_power_follows_the_idle_state() {
         // One domain at 1000 MHz (100 mW busy); idle states C1 at 10 mW and
@@ -560,13 +570,6 @@ mod tests {
         mc.energy = Some(x);
         let mut c = Collector::new(mc);
         let ms = NSEC_PER_MSEC;
-        let idle = |cpu: u32, state: Option<u8>| Event::CpuIdle { cpu: CpuId(cpu), state };
-        let sw = |cpu: u32, prev: Option<TaskId>, next: Option<TaskId>| Event::Switch {
-            cpu: CpuId(cpu),
-            prev,
-            prev_state: PrevState::Sleeping,
-            next,
-        };
         // CPU0: busy 0..1 ms, C6 1..3 ms, C1 3..4 ms, busy 4..5 ms.
         // CPU1: no state 0..2 ms (10 mW), C6 2..5 ms.
         let evs = [
@@ -602,13 +605,6 @@ mod tests {
         mc.energy = Some(x);
         let mut c = Collector::new(mc);
         let ms = NSEC_PER_MSEC;
-        let idle = |cpu: u32, state: Option<u8>| Event::CpuIdle { cpu: CpuId(cpu), state };
-        let sw = |cpu: u32, prev: Option<TaskId>, next: Option<TaskId>| Event::Switch {
-            cpu: CpuId(cpu),
-            prev,
-            prev_state: PrevState::Sleeping,
-            next,
-        };
         // CPU0: busy 0..1 ms, asks for cluster-off 1..3 ms, then (CPU1 up)
         // in cpu-off 3..4 ms.
         // CPU1: asks for cluster-off 0..3 ms: cpu-off while CPU0 runs
