@@ -156,6 +156,7 @@ pub fn busy(sim: &mut Sim, cpu: u32, task: u32) {
     sim.rqs[cpu as usize].curr = Some(TaskId(task));
     sim.rqs[cpu as usize].nr_running = 1;
     sim.rqs[cpu as usize].cfs.h_nr_runnable = 1;
+    sim.rqs[cpu as usize].cfs.nr_queued = 1;
     sim.tasks[task as usize].cpu = CpuId(cpu);
 }
 

@@ -78,7 +78,9 @@ pub struct Rq {
     pub prev_irq_time: Ns,
     /// `rq->curr` (`None` = the idle task).
     pub curr: Option<TaskId>,
-    /// `rq->nr_running`: runnable fair tasks, curr included, delayed excluded.
+    /// `rq->nr_running`: tasks queued here in every class, curr and delayed
+    /// fair entities included, as the kernel counts them (readers that want
+    /// runnable tasks subtract the delayed ones, `cfs_h_nr_delayed`).
     pub nr_running: u32,
     /// `rq->ttwu_pending`: queued remote wakeups not yet enqueued.
     pub ttwu_pending: u32,

@@ -138,8 +138,12 @@ impl Sim {
             return Some(if self.available_idle_cpu(prev_cpu) { prev_cpu } else { this_cpu });
         }
         if sync {
-            // rq->nr_running minus delayed entities: the runnable ones.
-            if self.rqs[this_cpu.idx()].cfs.h_nr_runnable == 1 {
+            // `rq->nr_running - cfs_h_nr_delayed(rq) == 1`: the waker is the
+            // only runnable task of any class there (v5.9: `nr_running == 1`,
+            // nothing was delayed then).
+            let rq = &self.rqs[this_cpu.idx()];
+            let delayed = rq.cfs.nr_queued - rq.cfs.h_nr_runnable;
+            if rq.nr_running - delayed == 1 {
                 return Some(this_cpu);
             }
         }

@@ -32,6 +32,19 @@ fn wake_affine_idle_sync_with_one_task_takes_this() {
 }
 
 #[test]
+fn wake_affine_idle_sync_counts_every_class_and_not_delayed_entities() {
+    // `rq->nr_running - cfs_h_nr_delayed(rq) == 1`: an RT task queued
+    // behind the waker makes two; a delayed fair entity does not count.
+    let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
+    busy(&mut s, 0, 1);
+    busy(&mut s, 2, 2);
+    s.rqs[0].nr_running = 2; // an RT task queued behind the waker
+    assert_eq!(s.wake_affine_idle(CpuId(0), CpuId(2), true), None);
+    s.rqs[0].cfs.nr_queued = 2; // ...or instead a delayed fair entity
+    assert_eq!(s.wake_affine_idle(CpuId(0), CpuId(2), true), Some(CpuId(0)));
+}
+
+#[test]
 fn wake_affine_idle_prev_idle_across_llc_needs_wa_idle_prev() {
     // Seed idea 1: with wa_idle_prev (v5.10+) an idle prev wins; v5.9 had no opinion.
     let mut s = sim_from_toml(SMT_2LLC, 4, Features::mainline());
