@@ -418,15 +418,27 @@ pub struct RqClockPelt {
 }
 
 impl RqClockPelt {
-    /// `update_rq_clock_pelt`: advance to `now_ns`; `rq_running` says whether
-    /// a task (not idle) ran during the elapsed interval. Capacities are in
-    /// `SCHED_CAPACITY_SCALE` units.
-    pub fn update_rq_clock_pelt(&mut self, now_ns: Ns, rq_running: bool, cpu_capacity: u64, freq_capacity: u64) {
+    /// `update_rq_clock_pelt`: advance to `now_ns` (the task clock; `rq_clock`
+    /// is the rq's own); `rq_running` says whether a task (not idle) ran
+    /// during the elapsed interval. Capacities are in `SCHED_CAPACITY_SCALE`
+    /// units.
+    pub fn update_rq_clock_pelt(
+        &mut self,
+        now_ns: Ns,
+        rq_clock: Ns,
+        rq_running: bool,
+        cpu_capacity: u64,
+        freq_capacity: u64,
+    ) {
         let delta = now_ns.saturating_sub(self.clock_task);
         self.clock_task = self.clock_task.max(now_ns);
         if !rq_running {
-            // Idle: catch up with clock_task.
+            // _update_idle_rq_clock_pelt: catch up with clock_task, and stamp
+            // the rq clock and the PELT clock of this idle update, which
+            // migrate_se_pelt_lag estimates "now" from.
             self.clock_pelt = self.clock_task;
+            self.clock_idle = rq_clock;
+            self.clock_pelt_idle = self.rq_clock_pelt();
             return;
         }
         self.clock_pelt += cap_scale(cap_scale(delta, cpu_capacity), freq_capacity);
@@ -441,15 +453,6 @@ impl RqClockPelt {
         if cfs_util_sum + rt_util_sum + dl_util_sum >= divider {
             self.lost_idle_time += self.clock_task.saturating_sub(self.clock_pelt);
         }
-    }
-
-    /// `_update_idle_rq_clock_pelt`'s stamps, at an update of an idle rq's
-    /// clock (after [`Self::update_rq_clock_pelt`] caught up): what
-    /// `migrate_se_pelt_lag` estimates "now" from.
-    #[inline]
-    pub fn stamp_idle(&mut self, rq_clock: Ns) {
-        self.clock_idle = rq_clock;
-        self.clock_pelt_idle = self.rq_clock_pelt();
     }
 
     /// `rq_clock_pelt`: the time to pass to the update functions.
@@ -575,7 +578,7 @@ mod tests {
         let mut t = 0;
         while t < total_ns {
             let running = t % period_ns < run_ns;
-            rq.update_rq_clock_pelt(t + step, running, cap, freq);
+            rq.update_rq_clock_pelt(t + step, t + step, running, cap, freq);
             update_load_avg_se(&mut se, rq.rq_clock_pelt(), NICE_0_LOAD, running, running);
             let next_running = (t + step) % period_ns < run_ns;
             if running && !next_running {

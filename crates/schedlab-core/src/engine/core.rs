@@ -51,11 +51,8 @@ impl Sim {
         }
         let running = rq.curr.is_some();
         rq.clock_running = running;
-        rq.clock_pelt.update_rq_clock_pelt(clock_task, running, cap, freq);
-        if !running {
-            let clock = rq.clock;
-            rq.clock_pelt.stamp_idle(clock);
-        }
+        let clock = rq.clock;
+        rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
     }
 
     /// `rq_clock_task(rq)` after `update_rq_clock`: the CPU's time minus the

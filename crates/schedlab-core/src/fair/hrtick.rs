@@ -17,9 +17,7 @@
 
 use crate::engine::Sim;
 use crate::ids::{CpuId, TaskId};
-
-/// `NICE_0_LOAD` after `scale_load_down`: the weight of a nice-0 task.
-const NICE_0_LOAD: u64 = 1024;
+use crate::pelt::NICE_0_LOAD;
 
 impl Sim {
     /// `hrtick_start_fair(rq, p)`: with more than one task queued, arm the

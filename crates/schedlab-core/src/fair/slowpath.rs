@@ -25,9 +25,6 @@ use crate::ids::{CpuId, Ns, TaskId};
 use crate::sched_feat;
 use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_NUMA};
 
-/// `scale_load_down(NICE_0_LOAD)`: the load of one nice-0 task.
-const NICE_0_LOAD_DOWN: u64 = 1024;
-
 impl Sim {
     /// `task_running_on_cpu(cpu, p)`: `p` is queued on `cpu` and counted there.
     fn task_running_on_cpu(&self, cpu: CpuId, p: TaskId) -> u32 {
@@ -129,7 +126,7 @@ impl Sim {
         }
         match lsgs.group_type {
             GroupType::Overloaded | GroupType::FullyBusy => {
-                let imbalance = NICE_0_LOAD_DOWN * (sd.imbalance_pct as u64 - 100) / 100;
+                let imbalance = crate::pelt::NICE_0_LOAD * (sd.imbalance_pct as u64 - 100) / 100;
                 // Across NUMA nodes, weigh the remote side by the allowance to stay local.
                 if sd.has(SD_NUMA) && isgs.avg_load + imbalance >= lsgs.avg_load {
                     return None;

@@ -86,9 +86,6 @@ use crate::ids::{CpuId, Ns, TaskId};
 use crate::sched_feat;
 use crate::topology::domains::{SD_ASYM_CPUCAPACITY, SD_BALANCE_FORK, SD_BALANCE_WAKE};
 
-/// `scale_load_down(NICE_0_LOAD)`: the load of one nice-0 task.
-const NICE_0_LOAD_DOWN: u64 = 1024;
-
 /// `capacity_margin` (v4.14): a task fits a capacity when
 /// `capacity * 1024 >= util * 1280`, i.e. with 20% headroom.
 const CAPACITY_MARGIN: u64 = 1280;
@@ -171,7 +168,7 @@ impl Sim {
         let allowed = self.tasks[p.idx()].allowed;
         let pct = sd.imbalance_pct as u64;
         let imbalance_scale = 100 + (pct - 100) / 2;
-        let imbalance = NICE_0_LOAD_DOWN * (pct - 100) / 100;
+        let imbalance = crate::pelt::NICE_0_LOAD * (pct - 100) / 100;
         let (mut min_runnable_load, mut min_avg_load) = (u64::MAX, u64::MAX);
         let mut local = LegacyGroupLoad::default();
         let mut idlest: Option<GroupRef> = None;

@@ -559,16 +559,26 @@ mod tests {
         Event::Switch { cpu: CpuId(cpu), prev, prev_state: PrevState::Sleeping, next }
     }
 
+    /// Two CPUs starting idle under energy context `x`, fed `evs` and
+    /// finished at `end`.
+    fn replay(x: EnergyCtx, evs: &[(u64, Event)], end: u64) -> Collector {
+        let mut mc = MetricsContext::flat(2);
+        mc.cpus_start_idle = true;
+        mc.energy = Some(x);
+        let mut c = Collector::new(mc);
+        for (time, ev) in evs.iter().cloned() {
+            c.on_event(&TimedEvent { time, ev });
+        }
+        c.finish(end);
+        c
+    }
+
     #[test]
     fn idle_power_follows_the_idle_state() {
         // One domain at 1000 MHz (100 mW busy); idle states C1 at 10 mW and
         // C6 at 2 mW; an idle CPU in no state draws C1's 10 mW.
         let mut x = ctx();
         x.domain_idle_states_mw = vec![vec![10, 2]];
-        let mut mc = MetricsContext::flat(2);
-        mc.cpus_start_idle = true;
-        mc.energy = Some(x);
-        let mut c = Collector::new(mc);
         let ms = NSEC_PER_MSEC;
         // CPU0: busy 0..1 ms, C6 1..3 ms, C1 3..4 ms, busy 4..5 ms.
         // CPU1: no state 0..2 ms (10 mW), C6 2..5 ms.
@@ -582,10 +592,7 @@ mod tests {
             (4 * ms, idle(0, None)),
             (4 * ms, sw(0, None, Some(TaskId(0)))),
         ];
-        for (time, ev) in evs {
-            c.on_event(&TimedEvent { time, ev });
-        }
-        c.finish(5 * ms);
+        let c = replay(x, &evs, 5 * ms);
         let e = c.energy.as_ref().unwrap();
         // mW x ms: CPU0 100 + 2 x 2 + 10 + 100 = 214; CPU1 2 x 10 + 3 x 2 = 26.
         assert_eq!(e.energy_mw_ns(), (214 + 26) * ms as u128);
@@ -600,10 +607,6 @@ mod tests {
         let mut x = ctx();
         x.domain_idle_states_mw = vec![vec![10, 4, 1]];
         x.domain_idle_levels = vec![vec![IdleLevel::Cpu, IdleLevel::Cpu, IdleLevel::Cluster]];
-        let mut mc = MetricsContext::flat(2);
-        mc.cpus_start_idle = true;
-        mc.energy = Some(x);
-        let mut c = Collector::new(mc);
         let ms = NSEC_PER_MSEC;
         // CPU0: busy 0..1 ms, asks for cluster-off 1..3 ms, then (CPU1 up)
         // in cpu-off 3..4 ms.
@@ -617,10 +620,7 @@ mod tests {
             (3 * ms, idle(1, None)),
             (3 * ms, sw(1, None, Some(TaskId(1)))),
         ];
-        for (time, ev) in evs {
-            c.on_event(&TimedEvent { time, ev });
-        }
-        c.finish(4 * ms);
+        let c = replay(x, &evs, 4 * ms);
         let e = c.energy.as_ref().unwrap();
         // mW x ms: CPU0 100 + 2 x 1 + 4 = 106; CPU1 4 + 2 x 1 + 100 = 106.
         assert_eq!(e.cpus[0].energy, 106 * ms as u128);
