@@ -279,6 +279,14 @@ def _report_trace_problems(trace: Path, doc: Any, strict: bool) -> None:
         _fail(problems[0] + " (--strict)", 2)
     for p in problems:
         _err().print(f"[yellow]warning:[/yellow] {escape(p)}", soft_wrap=True)
+    lost = int(doc.get("inferred_switches") or 0)
+    if lost:
+        # Not a malformed trace: a kernel that dropped lines (docs/validation.md).
+        _err().print(
+            f"note: {escape(str(trace))}: {lost} sched_switch(es) missing from the trace were "
+            "recovered from the task column of later lines (the task a CPU runs)",
+            soft_wrap=True,
+        )
 
 
 @app.command("analyze")
@@ -306,7 +314,9 @@ def analyze_cmd(
     comm: Annotated[
         list[str] | None,
         typer.Option(
-            "--comm", help="Count only tasks whose comm matches (shell pattern, repeatable)."
+            "--comm",
+            help="Count only tasks whose comm matches (shell pattern, repeatable); their "
+            "first event to their last exit is the completion time.",
         ),
     ] = None,
     pid: Annotated[
@@ -316,7 +326,9 @@ def analyze_cmd(
     """Metrics of a real or simulated ftrace text, by the same code as simulated runs:
     context switches, migrations by distance, wakeup placement fractions (previous CPU,
     SMT sibling, same LLC, other LLC, other node, waker's CPU), latencies. Times count
-    from the trace's first event."""
+    from the trace's first event; with --comm/--pid the completion time runs from the
+    selected tasks' first event to their last exit. Switches the kernel did not record
+    are recovered from later lines' task columns (noted on stderr)."""
     text = trace.read_text(encoding="utf-8", errors="replace")
     src = resolve_machine(machine) if machine is not None else None
     mtuple = (src.text, src.format, src.origin) if src is not None else None

@@ -164,7 +164,9 @@ def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
     rows = {row["metric"]: row for row in res["rows"]}
     assert list(rows) == [*_validate.COMPARED, *_validate.SCHBENCH_SHOWN]
-    assert rows["wake_prev_cpu_pct"]["real"] == pytest.approx(100 * 121 / 122)
+    # 122 of 123 (one switch in lost by the trace recovered: see
+    # test_recorded_fixtures.test_host_schbench_placement).
+    assert rows["wake_prev_cpu_pct"]["real"] == pytest.approx(100 * 122 / 123)
     assert rows["migrations_per_wakeup"]["real"] == pytest.approx(1 / 123)
     # From workload.stdout (schbench's whole-us percentiles) and the trace.
     assert rows["app_wakeup_latency_p50_us"]["real"] == 19

@@ -509,7 +509,9 @@ pub fn workload_list() -> String {
 /// the same collector that measures simulated runs. Without a machine
 /// description every CPU counts as its own core in one LLC. Returns JSON:
 /// `{"metrics": [...], "events": N, "tasks": N, "nr_cpus": N, "bad_lines": N,
-/// "first_bad_line": N|null, "reversed_lines": N, "first_reversed_line": N|null}`.
+/// "first_bad_line": N|null, "reversed_lines": N, "first_reversed_line": N|null,
+/// "inferred_switches": N}` (switches the trace lost, recovered from later
+/// lines' task columns).
 pub fn analyze_trace(text: &str, origin: &str) -> Result<String> {
     analyze_trace_on(text, origin, None, &TaskFilter::default())
 }
@@ -603,6 +605,7 @@ pub fn analyze_trace_on(
         "first_bad_line": parsed.first_bad_line,
         "reversed_lines": parsed.reversed_lines,
         "first_reversed_line": parsed.first_reversed_line,
+        "inferred_switches": parsed.inferred_switches,
     });
     Ok(doc.to_string())
 }

@@ -122,6 +122,13 @@ pub struct Collector {
     idle_res: Option<super::idle_states::IdleResidency>,
     last_t: Ns,
     started: bool,
+    /// Whether [`Collector::first_selected`] is tracked: a real trace read
+    /// with a task selection (a simulation's parts know their start).
+    track_first_selected: bool,
+    /// When a selected task first appears: the selected program's start,
+    /// where its completion time counts from (the trace itself starts
+    /// earlier, with the recorder).
+    first_selected: Option<Ns>,
     /// Workload metrics, indexed like `ctx.parts`.
     parts: Vec<PartStats>,
     wakeup_lat: LatencyHist,
@@ -174,6 +181,8 @@ impl Collector {
             window_start,
             last_t: 0,
             started: false,
+            track_first_selected: ctx.has_selection() && !ctx.cpus_start_idle,
+            first_selected: None,
             parts: vec![PartStats::new(); ctx.parts.len().max(1)],
             wakeup_lat: LatencyHist::new(),
             rq_delay: LatencyHist::new(),
@@ -340,6 +349,7 @@ impl Collector {
             }
             Event::Waking { task, cpu } => {
                 self.ensure_task(task);
+                self.note_selected(t, task);
                 let rec = &mut self.tasks[task.idx()];
                 rec.waker_cpu = cpu.0;
                 // A real trace can show sched_waking before the wakee's own
@@ -433,7 +443,10 @@ impl Collector {
                 rec.waking = NO_WAKING;
                 let first_exit = !rec.exited;
                 rec.exited = true;
-                if let Some(part) = self.parts.get_mut(self.ctx.part_of(task.idx()) as usize) {
+                // With a selection, only the selected tasks end the program.
+                let part =
+                    if self.ctx.selected(task.idx()) { self.ctx.part_of(task.idx()) as usize } else { usize::MAX };
+                if let Some(part) = self.parts.get_mut(part) {
                     if first_exit {
                         part.nr_exited += 1;
                     }
@@ -474,6 +487,7 @@ impl Collector {
         }
         if let Some(p) = prev {
             self.ensure_task(p);
+            self.note_selected(t, p);
             self.stop_wait(p); // only an inconsistent trace has it waiting
             match prev_state {
                 PrevState::Runnable => {
@@ -486,6 +500,7 @@ impl Collector {
         }
         if let Some(n) = next {
             self.ensure_task(n);
+            self.note_selected(t, n);
             match self.tasks[n.idx()].state {
                 TaskState::Waiting { .. } => {
                     let since = self.stop_wait(n).unwrap_or(t);
@@ -516,6 +531,14 @@ impl Collector {
         self.occ.set_busy(cpu, prev.is_some(), next.is_some());
     }
 
+    /// Note `task`'s appearance at `t` for [`Collector::first_selected`].
+    #[inline]
+    fn note_selected(&mut self, t: Ns, task: TaskId) {
+        if self.track_first_selected && self.first_selected.is_none() && self.ctx.selected(task.idx()) {
+            self.first_selected = Some(t);
+        }
+    }
+
     /// Whether `cpu` now runs an RT task (RT time is counted per CPU).
     fn set_rt_running(&mut self, cpu: CpuId, rt: bool) {
         if cpu.idx() >= self.rt_running.len() {
@@ -527,6 +550,7 @@ impl Collector {
 
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
         self.ensure_task(task);
+        self.note_selected(t, task);
         if counted && !new && self.ctx.selected(task.idx()) {
             self.wakeups += 1;
             let rec = &self.tasks[task.idx()];
@@ -640,16 +664,25 @@ impl Collector {
     fn part_value(&self, name: &str, end_ns: Ns, k: usize) -> Option<f64> {
         const US: f64 = 1000.0;
         let part = self.parts.get(k)?;
-        let known = if self.ctx.task_part.is_empty() {
+        let known = if self.ctx.has_selection() {
+            self.ctx.selection.iter().filter(|&&s| s).count() as u64
+        } else if self.ctx.task_part.is_empty() {
             self.tasks.len().max(self.ctx.allowed.len()) as u64
         } else {
             self.ctx.task_part.iter().filter(|&&p| p as usize == k).count() as u64
         };
         let end = if known > 0 && part.nr_exited == known { part.last_exit } else { end_ns };
         // Completion time counts from the part's start (`start=`); in a real
-        // trace, whose clock started at boot, from its first event.
-        let origin =
-            if self.ctx.cpus_start_idle || !self.started { self.ctx.part_start_ns(k) } else { self.window_start };
+        // trace, whose clock started at boot, from its first event, or with a
+        // task selection from the first event of a selected task (the
+        // recorder's own start-up before it is not the program's time).
+        let origin = if self.ctx.cpus_start_idle || !self.started {
+            self.ctx.part_start_ns(k)
+        } else if let Some(first) = self.first_selected {
+            first.max(self.window_start)
+        } else {
+            self.window_start
+        };
         let completion = end.saturating_sub(origin);
         let window_ns = end_ns.max(self.last_t).saturating_sub(if self.started { self.window_start } else { 0 });
         // Metrics of marks the workload never makes do not apply: absent

@@ -5,6 +5,7 @@ pub mod file;
 pub mod frames;
 pub mod ftrace;
 pub mod ftrace_read;
+mod lost_switch;
 pub mod perfetto;
 pub mod perfetto_proto;
 
