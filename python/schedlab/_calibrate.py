@@ -21,6 +21,16 @@ call are ``pipe_write_ns`` and ``pipe_read_ns``, the CPU work the pipe-based
 workload families charge per write and read when theirs are ``auto`` (the
 engine prices the wakeups on top).
 
+The split probe's manager also times each reply ``write()``, which wakes the
+worker blocked on the other, idle CPU (``reply_write_ns`` in its output): the
+waker's side of a cross-CPU wakeup, with the IPI it sends, in situ. So
+``wakeup_ns`` = its median - ``pipe_write_ns``: what the engine charges the
+waker per wakeup. It is measured on a wakeup of an idle CPU in another core;
+the model charges one ``wakeup_ns`` for every wakeup, so a same-CPU wakeup is
+priced as dear (an assumption, in the machine's comment). Probe outputs made
+before the timing existed (a guest's older ``schedlab-wl``) leave
+``wakeup_ns`` at the machine's value.
+
 So ``context_switch_ns`` = median(same-CPU hand-over) - ``pipe_read_ns`` (the
 read the model charges there; the work queue's read is the machine's), and
 ``ipi_ns`` = median(cross-CPU wakeup of an idle CPU) - ``context_switch_ns`` -
@@ -164,6 +174,23 @@ def read_pipe_probe(d: Path) -> dict[str, Any] | None:
     return None
 
 
+def read_reply_writes(d: Path) -> dict[str, Any] | None:
+    """The split probe's timed reply writes (``reply_write_ns``: p10, p50,
+    p90, n) stored in calibration directory `d`, or None when its program
+    did not time them."""
+    stdout = d / "probe-split" / "workload.stdout"
+    if not stdout.is_file():
+        return None
+    for line in reversed(stdout.read_text(errors="replace").splitlines()):
+        if line.startswith("{"):
+            try:
+                got = json.loads(line).get("reply_write_ns")
+            except json.JSONDecodeError:
+                return None
+            return got if isinstance(got, dict) and got.get("n") else None
+    return None
+
+
 def probes_stored(d: Path) -> bool:
     """Whether `d` holds every probe's output (so nothing needs running)."""
     return (
@@ -229,9 +256,24 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
         {"context_switch_ns": cs, "ipi_ns": ipi, "idle_exit_ns": exit_ns, "where": where}
     )
     tag = f"schedlab calibrate:{where}"
+    costs: dict[str, tuple[int, str]] = {}
+    replies = read_reply_writes(d)
+    figures["reply_write"] = replies
+    figures["wakeup_ns"] = None
+    if replies is not None:
+        wake = max(0, round(replies["p50_ns"]) - write_ns)
+        figures["wakeup_ns"] = wake
+        costs["wakeup_ns"] = (
+            wake,
+            f"{tag} median reply write() that wakes a worker blocked on another, idle CPU "
+            f"{round(replies['p50_ns'])} ns (n={replies['n']}; p10 {round(replies['p10_ns'])}, "
+            f"p90 {round(replies['p90_ns'])} ns) minus pipe_write_ns; assumption: a same-CPU "
+            "wakeup costs the waker as much",
+        )
     machine = _set_cost(
         machine,
-        {
+        costs
+        | {
             "context_switch_ns": (
                 cs,
                 f"{tag} median same-CPU wakeup-to-run {figures['same']['p50_ns']} ns "

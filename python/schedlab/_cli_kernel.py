@@ -96,9 +96,10 @@ def calibrate_cmd(
 ) -> None:
     """Measure this machine's wakeup and pipe syscall costs (root: two schedlab-wl probes under
     tracing, one timing pipe writes and reads) and write OUT/machine.toml: this machine
-    imported from /sys with cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns and
-    cost.pipe_read_ns set from the measurements, each with a comment saying how it was
-    measured."""
+    imported from /sys with cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns,
+    cost.pipe_read_ns and cost.wakeup_ns (the waker's side: a timed pipe write that wakes a
+    worker on another, idle CPU) set from the measurements, each with a comment saying how it
+    was measured."""
     from . import _calibrate
 
     figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
@@ -110,8 +111,14 @@ def calibrate_cmd(
         f"{figures['split']['p50_ns']} ns, pipe write p50 {figures['pipe_write_ns']} ns, read p50 "
         f"{figures['pipe_read_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, "
         f"ipi_ns {figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns), pipe_write_ns "
-        f"{figures['pipe_write_ns']}, pipe_read_ns {figures['pipe_read_ns']}; "
-        f"wrote {out / 'machine.toml'}"
+        f"{figures['pipe_write_ns']}, pipe_read_ns {figures['pipe_read_ns']}"
+        + (
+            f", wakeup_ns {figures['wakeup_ns']} (waking write p50 "
+            f"{round(figures['reply_write']['p50_ns'])} ns)"
+            if figures.get("wakeup_ns") is not None
+            else ""
+        )
+        + f"; wrote {out / 'machine.toml'}"
     )
 
 

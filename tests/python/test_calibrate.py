@@ -176,3 +176,24 @@ def test_too_few_wakeups_in_a_probe_is_one_clear_error(tmp_path: Path) -> None:
     trace.write_text("\n".join(trace.read_text().splitlines()[:40]) + "\n")
     with pytest.raises(_native.SimulationError, match=r"only \d+ usable wakeups in the same probe"):
         _calibrate.costs_from_probes(d)
+
+
+def test_the_waker_cost_comes_from_the_split_probes_timed_replies(tmp_path: Path) -> None:
+    d = tmp_path / "cal"
+    shutil.copytree(GUEST_PROBES, d)
+    # The stored guest probes predate the timing: wakeup_ns is left alone.
+    fig = _calibrate.costs_from_probes(d)
+    assert fig["wakeup_ns"] is None
+    assert "wakeup_ns =" not in (d / "machine.toml").read_text()
+    # With the manager's timed reply writes (schedlab-wl workqueue pin=split):
+    # median write that wakes the other CPU's worker minus the bare write.
+    timed = {"p10_ns": 2304, "p50_ns": 30159, "p90_ns": 34156, "n": 401}
+    (d / "probe-split" / "workload.stdout").write_text(
+        json.dumps({"family": "workqueue", "reply_write_ns": timed}) + "\n"
+    )
+    fig = _calibrate.costs_from_probes(d)
+    assert fig["wakeup_ns"] == 30159 - 21341
+    text = (d / "machine.toml").read_text()
+    assert f"wakeup_ns = {30159 - 21341}" in text
+    assert "median reply write() that wakes a worker blocked on another, idle CPU 30159 ns" in text
+    assert _native.topo_doc(text, "toml", "test")["cost"]["wakeup_ns"] == 30159 - 21341

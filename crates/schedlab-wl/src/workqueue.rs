@@ -6,11 +6,16 @@
 //! CPU 0 and worker N on CPU 1 + N (every wakeup crosses CPUs); `pin=same`
 //! puts everyone on CPU 0 (every wakeup stays on one CPU): the probes of
 //! `schedlab calibrate`. The default, `none`, leaves placement to the kernel.
+//! Under `pin=split` the manager also times each reply `write()`, which
+//! wakes a worker blocked on another, idle CPU (the worker asked, then read:
+//! it has blocked long before the manager, woken across CPUs by the request,
+//! answers): `reply_write_ns`, the waker's side of a wakeup with its IPI, the
+//! in-situ cost `calibrate` reads for `cost.wakeup_ns`.
 
 use serde_json::json;
 
 use crate::args::{channel, close, read_exact, spawn, write_all, Spec, WlError};
-use crate::clock::spin_ns;
+use crate::clock::{mono_ns, spin_ns};
 
 pub(crate) const SUMMARY: &str =
     "a manager handing chunks of CPU-bound work to worker threads over pipes: completion time";
@@ -36,6 +41,8 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
         }
     };
     let mgr_cpu = (pin != "none").then_some(cpus[0]);
+    let time_replies = pin == "split";
+    let (times_tx, times_rx) = std::sync::mpsc::channel::<Vec<u64>>();
     let (req_rd, req_wr) = channel(false)?;
     let mut replies = Vec::with_capacity(threads as usize);
     let mut workers = Vec::with_capacity(threads as usize);
@@ -72,6 +79,7 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
         }
         let (mut given, mut done) = (0u64, 0u64);
         let mut id = [0u8; 4];
+        let mut reply_ns = Vec::with_capacity(if time_replies { (chunks + threads) as usize } else { 0 });
         while done < threads {
             if !read_exact(req_rd, &mut id) {
                 break;
@@ -84,13 +92,18 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
                 done += 1;
                 u64::MAX
             };
+            let t0 = if time_replies { mono_ns() } else { 0 };
             if !write_all(replies[w], &msg.to_le_bytes()) {
                 break;
+            }
+            if time_replies {
+                reply_ns.push(mono_ns().saturating_sub(t0));
             }
         }
         for r in replies {
             close(r);
         }
+        let _ = times_tx.send(reply_ns);
     })?;
     let _ = mgr.join();
     for w in workers {
@@ -99,5 +112,11 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let secs = t0.elapsed().as_secs_f64();
     close(req_rd);
     close(req_wr);
-    Ok(json!({ "family": "workqueue", "threads": threads, "chunks": chunks, "completion_time_s": secs }))
+    let mut doc = json!({ "family": "workqueue", "threads": threads, "chunks": chunks, "completion_time_s": secs });
+    if let Some(mut ns) = times_rx.try_recv().ok().filter(|v| !v.is_empty()) {
+        ns.sort_unstable();
+        let q = |f: f64| ns[((f * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1];
+        doc["reply_write_ns"] = json!({ "p10_ns": q(0.1), "p50_ns": q(0.5), "p90_ns": q(0.9), "n": ns.len() });
+    }
+    Ok(doc)
 }

@@ -18,6 +18,16 @@ fn every_family_runs_small_and_reports_its_metric() {
     let w = json("workqueue:threads=2,chunks=20,chunk=100us");
     // 20 chunks of 100 us over 2 workers: at least 1 ms of work each.
     assert!(w["completion_time_s"].as_f64().unwrap() >= 0.001);
+    assert!(w.get("reply_write_ns").is_none(), "only pin=split times its replies");
+    if std::thread::available_parallelism().map_or(0, |n| n.get()) >= 2 {
+        // The calibrate probe: every reply write (20 chunks + the stop) is timed.
+        let s = json("workqueue:threads=1,chunks=20,chunk=100us,pin=split");
+        let r = &s["reply_write_ns"];
+        assert_eq!(r["n"], 21, "{s}");
+        let (p10, p50, p90) =
+            (r["p10_ns"].as_u64().unwrap(), r["p50_ns"].as_u64().unwrap(), r["p90_ns"].as_u64().unwrap());
+        assert!(0 < p10 && p10 <= p50 && p50 <= p90, "{s}");
+    }
     let b = json("barrier:threads=2,iterations=200,delay=5us,spin=10us");
     assert!(b["iterations_per_s"].as_f64().unwrap() > 0.0);
     let r = json("periodic:count=1,period=5ms,runtime=500us,duration=30ms");
