@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from . import cli
+from . import _native, cli
 from ._compare import (
     MatrixInterrupted,
     better_phrase,
@@ -25,7 +25,7 @@ from ._compare import (
     run_matrix,
     summarize,
 )
-from ._resolve import resolve_machine, resolve_workloads
+from ._resolve import Source, resolve_machine, resolve_workloads
 from ._result import U64_MAX, RunResult, check_u64
 from .cli import (
     DEMO_MACHINE,
@@ -70,6 +70,39 @@ def _compare_table(summary: Any, policies: list[str], title: str) -> Table:
     return table
 
 
+#: Metrics that need a power model of every frequency domain (absent, NaN,
+#: without one: the energy meter in crates/schedlab-core/src/metrics/energy.rs).
+_TOTAL_ENERGY_METRICS = ("energy_j", "power_mw")
+
+
+def _unpowered_core_types(doc: dict[str, Any]) -> list[str]:
+    """Core types of a `topo_doc` without any power figure (every OPP's and
+    idle state's power_mw 0): their power is unknown, not zero."""
+    return [
+        str(ct["name"])
+        for ct in doc.get("core_types", [])
+        if not any(o.get("power_mw") for o in ct.get("opps", []))
+        and not any(s.get("power_mw") for s in ct.get("idle_states", []))
+    ]
+
+
+def _check_power_model(machine_src: Source, metrics: list[str] | None) -> None:
+    """Refuse, before any run, to compare energy on a machine without a power
+    model: its energy would be absent in every run."""
+    asked = [m for m in metrics or [] if m in _TOTAL_ENERGY_METRICS]
+    if not asked:
+        return
+    doc = _native.topo_doc(machine_src.text, machine_src.format, machine_src.origin)
+    missing = _unpowered_core_types(doc)
+    if missing:
+        _fail(
+            f"--metric {asked[0]}: machine '{doc['machine']['name']}' has no power model "
+            f"(core type {', '.join(missing)}: every power_mw is 0); give its [[core_type]] "
+            "opps a power_mw per OPP (and idle_states a power_mw) to measure energy",
+            2,
+        )
+
+
 def _do_compare(
     machine: str,
     workload: list[str],
@@ -86,6 +119,7 @@ def _do_compare(
     machine_src = resolve_machine(machine)
     workload_src = resolve_workloads(workload)
     check_u64("--seed + --runs - 1", seed + runs - 1)
+    _check_power_model(machine_src, metrics)
     seeds = [seed + i for i in range(runs)]
     total = len(policies) * runs
     err = _err()
@@ -201,7 +235,8 @@ def compare_cmd(
             "--governor",
             help="cpufreq governor for every run (performance, powersave, schedutil, "
             "ondemand, intel_pstate), overriding the machine's; adds the energy metrics "
-            "(--metric energy_j).",
+            "(--metric energy_j), which need power figures (power_mw) in the machine: "
+            "without them compare stops with exit 2.",
         ),
     ] = None,
     idle_governor: Annotated[

@@ -182,7 +182,7 @@ CASE_KNOBS: dict[str, Knob] = {
         Knob(
             "idle_states.power_pct_of_lowest_opp",
             (0, 10, 30),
-            "idle power where a preset gives none (hikey960, pixel2): the shallowest state "
+            "idle power where a preset gives none (hikey960): the shallowest state "
             "(WFI, clocks gated, leakage and the always-on logic remain) at this share of the "
             "core type's lowest-OPP active power, deeper (power-gated) states at a tenth of it; "
             "0 is the presets' default, 10-30% brackets WFI's share on ARM cores (an estimate: "

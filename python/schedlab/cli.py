@@ -389,7 +389,8 @@ def run_cmd(
             "kworker samples the load every max(2 ticks, rate_limit_us)) or intel_pstate "
             "(intel_pstate active mode, powersave policy, no HWP: APERF/MPERF sampled every "
             "10 ms). With a governor the run reports energy_j, power_mw, freq_transitions "
-            "and freq_residency.*; a machine's turbo_mhz table applies only with one.",
+            "and freq_residency.*; energy_j and power_mw are absent (null) where the machine "
+            "gives no power_mw; a machine's turbo_mhz table applies only with one.",
         ),
     ] = None,
     idle_governor: Annotated[
@@ -443,9 +444,12 @@ def run_cmd(
         _echo_json(result.to_dict())
         return
     title = f"{result.machine} · {result.workload} · {result.policy} · seed {result.seed}"
+    # An absent metric (NaN: it does not apply, or the machine has no power
+    # model for an energy figure) is left out of the table.
     rows = [
         (name, value, result.units[name], result.better[name])
         for name, value in result.metrics.items()
+        if not math.isnan(value)
     ]
     _out().print(_metrics_table(title, rows))
 

@@ -166,3 +166,44 @@ def test_lawall_nas_rows_name_their_governors() -> None:
 
     rows = reproduce.CASES["lawall-nas"].rows
     assert [r.governor for r in rows] == ["intel_pstate", "ondemand"]
+
+
+XEON_RUN = ["-m", "xeon-2s-20c", "-w", "hackbench:groups=1,loops=50", "--governor", "schedutil"]
+
+
+def test_no_power_model_no_energy_figure() -> None:
+    # The x86 presets give P-states without power: energy is unknown, so it
+    # is absent (null), not 0; residency and transitions need no power.
+    res = CliRunner().invoke(app, ["run", *XEON_RUN, "--json"])
+    assert res.exit_code == 0, res.output
+    m = _metrics(res.output)
+    energy = [*(k for k in m if k.startswith("energy_j")), "power_mw"]
+    assert len(energy) > 3
+    assert all(m[k] is None for k in energy), energy
+    assert m["freq_transitions"] > 0
+    assert sum(v for k, v in m.items() if k.startswith("freq_residency.fd0.")) > 0.99
+    table = CliRunner().invoke(app, ["run", *XEON_RUN])
+    assert table.exit_code == 0, table.output
+    assert "energy_j" not in table.output
+    assert "freq_transitions" in table.output
+
+
+def test_compare_energy_without_power_model_exits_2() -> None:
+    policies = ["-p", "eevdf", "-p", "v5.9"]
+    res = CliRunner().invoke(app, ["compare", *XEON_RUN, *policies, "--metric", "energy_j"])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    for word in ("no power model", "power_mw", "broadwell"):
+        assert word in lines[0]
+
+
+def test_pixel2_energy_under_schedutil() -> None:
+    args = ["run", "-m", "pixel2", "-w", "hackbench:groups=1,loops=50", "--governor", "schedutil"]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    m = _metrics(res.output)
+    assert m["energy_j"] > 0
+    assert m["power_mw"] > 0
+    assert abs(m["energy_j.fd0"] + m["energy_j.fd1"] - m["energy_j"]) < 1e-9
+    assert len([k for k in m if k.startswith("freq_residency.fd1.")]) == 31

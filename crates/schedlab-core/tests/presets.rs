@@ -196,3 +196,56 @@ fn intel_presets_have_p_states_for_the_governors() {
         assert!(metric(&sugov, "completion_time_s") > metric(&perf, "completion_time_s"), "{m}");
     }
 }
+
+#[test]
+fn pixel2_energy_model_is_the_pixel2_kernels_with_the_cluster_cost_folded_in() {
+    // pixel2.toml: per OPP, msm8998.dtsi's CPU_COST busy cost plus a
+    // quarter of its CLUSTER_COST, rounded half up. Hand check of two
+    // points: gold 2457.6 MHz, 1683 + 203 / 4 = 1733.75 -> 1734 mW; silver
+    // 300 MHz, 11 + 17 / 4 = 15.25 -> 15 mW. Idle: WFI 4 + 31 / 4 and
+    // 10 + 50 / 4, retention 0 + 31 / 4 and 0 + 50 / 4, power collapse 0.
+    use schedlab_core::testkit::{machine_from_toml, preset_source};
+    use schedlab_core::topology::Opp;
+    let m = machine_from_toml(&preset_source("pixel2").text);
+    let (silver, gold) = (&m.core_types[0], &m.core_types[1]);
+    assert_eq!((silver.opps.len(), gold.opps.len()), (22, 31));
+    assert_eq!(gold.opps.last(), Some(&Opp { freq_khz: 2_457_000, power_mw: 1734 }));
+    assert_eq!(silver.opps[0], Opp { freq_khz: 300_000, power_mw: 15 });
+    for t in [silver, gold] {
+        // The top OPP is the nominal frequency: without a governor nothing moves.
+        assert_eq!(t.opps.last().map(|o| o.freq_khz), Some(t.nominal_freq_khz), "{}", t.name);
+        assert!(t.opps.iter().all(|o| o.power_mw > 0), "{}", t.name);
+    }
+    let idle = |t: &schedlab_core::topology::machine::CoreType| -> Vec<u32> {
+        t.idle_states.iter().map(|s| s.power_mw).collect()
+    };
+    assert_eq!(idle(silver), [12, 8, 0]);
+    assert_eq!(idle(gold), [23, 13, 0]);
+    // Every OPP has power: the energy model EAS needs exists.
+    assert!(schedlab_core::fair::eas::EnergyModel::from_machine(&m).is_some());
+}
+
+#[test]
+fn pixel2_energy_splits_by_cluster_as_the_model_says() {
+    // Two periodic tasks pinned to the gold CPUs under schedutil: the
+    // clusters' energies add up to the total, the CPUs' too, and the idle
+    // silver cluster draws at most its WFI power (12 mW a CPU), far below
+    // the gold one.
+    use schedlab_core::api::run;
+    use schedlab_core::testkit::{metric, preset_source, run_spec};
+    let per = "[[task]]\nname = \"per\"\ncount = 2\ncpus = \"4-7\"\n\
+               ops = [ { loop = 20, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n";
+    let mut s = run_spec(preset_source("pixel2"), per, "eevdf", 0, false);
+    s.workload_format = "toml".into();
+    s.options.governor = Some("schedutil".into());
+    let r = run(&s).unwrap();
+    let e = metric(&r, "energy_j");
+    assert!(e > 0.0);
+    let (fd0, fd1) = (metric(&r, "energy_j.fd0"), metric(&r, "energy_j.fd1"));
+    assert!((fd0 + fd1 - e).abs() < 1e-9 * e.max(1.0), "{fd0} + {fd1} != {e}");
+    let cpus: f64 = (0..8).map(|c| metric(&r, &format!("energy_j.cpu{c}"))).sum();
+    assert!((cpus - e).abs() < 1e-9 * e.max(1.0), "{cpus} != {e}");
+    let window_s = e / (metric(&r, "power_mw") / 1e3);
+    assert!(fd0 <= 4.0 * 12e-3 * window_s + 1e-12, "silver idle {fd0} J over {window_s} s");
+    assert!(fd1 > 5.0 * fd0, "gold {fd1} J, silver {fd0} J");
+}

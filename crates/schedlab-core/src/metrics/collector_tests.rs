@@ -75,6 +75,7 @@ fn every_registry_metric_has_a_value_in_order() {
         domain_idle_levels: Vec::new(),
         cpu_cluster: Vec::new(),
         domain_start_khz: vec![1_000_000],
+        domain_has_power: Vec::new(),
     });
     let m = run(c, &two_task_script(), 50_000);
     assert_eq!(m.len(), METRICS.len() + 4 + ladder);

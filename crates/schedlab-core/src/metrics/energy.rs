@@ -14,6 +14,13 @@
 //! The meter replays that rule from the events, so a cluster going down or
 //! up re-prices its CPUs: O(cluster size) for those events, O(1) for the
 //! rest. Model limit: a CPU handling an interrupt while idle is counted idle.
+//!
+//! A frequency domain whose core type gives no power figure at all (every
+//! OPP's and every idle state's `power_mw` 0, as in the x86 presets) has no
+//! power model: its power is unknown, not zero, so its energy and its CPUs'
+//! are absent (NaN, null in JSON), and so are the machine's totals
+//! (`energy_j`, `power_mw`), which would be partial. Frequency residency and
+//! transitions need no power and are reported for every domain.
 
 use crate::api::{Better, MetricValue};
 use crate::cpuidle::cluster::{deepest_cpu_state, ClusterIdle};
@@ -41,6 +48,15 @@ pub struct EnergyCtx {
     pub cpu_cluster: Vec<u32>,
     /// Starting frequency of each domain, kHz.
     pub domain_start_khz: Vec<u32>,
+    /// Whether each domain has a power model (some OPP or idle state with a
+    /// nonzero `power_mw`); empty: every domain has one.
+    pub domain_has_power: Vec<bool>,
+}
+
+/// Whether core type `ct` gives any power figure: some OPP or idle state
+/// with a nonzero `power_mw`. Without one its power is unknown.
+pub fn has_power_model(ct: &crate::topology::machine::CoreType) -> bool {
+    ct.opps.iter().any(|o| o.power_mw > 0) || ct.idle_states.iter().any(|s| s.power_mw > 0)
 }
 
 /// `opps` followed by the machine's turbo frequencies above them (when a
@@ -84,6 +100,7 @@ impl EnergyCtx {
                 .collect(),
             cpu_cluster: machine.cpus.iter().map(|c| c.cluster).collect(),
             domain_start_khz: start_khz,
+            domain_has_power: machine.freq_domains.iter().map(|d| has_power_model(first(d))).collect(),
         }
     }
 }
@@ -376,18 +393,37 @@ impl EnergyMeter {
         }
     }
 
-    /// Energy of CPU `c`, joules.
+    /// Whether domain `d` has a power model.
+    pub fn domain_has_power(&self, d: usize) -> bool {
+        self.ctx.domain_has_power.get(d).copied().unwrap_or(true)
+    }
+
+    /// Whether every domain has a power model (the totals are then known).
+    pub fn has_power(&self) -> bool {
+        (0..self.domains.len()).all(|d| self.domain_has_power(d))
+    }
+
+    /// Energy of CPU `c`, joules (NaN: its domain has no power model).
     pub fn cpu_energy_j(&self, c: usize) -> f64 {
+        if !self.domain_has_power(self.ctx.cpu_domain[c] as usize) {
+            return f64::NAN;
+        }
         self.cpus[c].energy as f64 / 1e12
     }
 
-    /// Energy of domain `d`, joules.
+    /// Energy of domain `d`, joules (NaN: it has no power model).
     pub fn domain_energy_j(&self, d: usize) -> f64 {
+        if !self.domain_has_power(d) {
+            return f64::NAN;
+        }
         self.domains[d].energy as f64 / 1e12
     }
 
-    /// Total energy, joules.
+    /// Total energy, joules (NaN: some domain has no power model).
     pub fn energy_j(&self) -> f64 {
+        if !self.has_power() {
+            return f64::NAN;
+        }
         self.domains.iter().map(|m| m.energy).sum::<u128>() as f64 / 1e12
     }
 
@@ -408,7 +444,8 @@ impl EnergyMeter {
     }
 }
 
-/// The registry metrics the meter reports (absent without an energy model).
+/// The registry metrics the meter reports (absent without a frequency model;
+/// `energy_j` and `power_mw` also without a power model).
 pub const ENERGY_METRICS: [&str; 3] = ["energy_j", "power_mw", "freq_transitions"];
 
 impl EnergyMeter {
@@ -474,6 +511,7 @@ mod tests {
             domain_idle_levels: vec![vec![IdleLevel::Cpu]],
             cpu_cluster: vec![0, 0],
             domain_start_khz: vec![1_000_000],
+            domain_has_power: vec![true],
         }
     }
 
@@ -626,5 +664,81 @@ mod tests {
         assert_eq!(e.cpus[0].energy, 106 * ms as u128);
         assert_eq!(e.cpus[1].energy, 106 * ms as u128);
         assert_eq!(e.energy_mw_ns(), 212 * ms as u128);
+    }
+
+    /// Two domains of one CPU each (CPU0 in fd0, CPU1 in fd1), the same
+    /// tables; `powered[d]`: whether domain `d` has a power model.
+    fn two_domains(powered: [bool; 2]) -> EnergyCtx {
+        let opps = ctx().domain_opps[0].clone();
+        EnergyCtx {
+            cpu_domain: vec![0, 1],
+            domain_opps: vec![opps.clone(), opps],
+            domain_idle_mw: vec![10, 10],
+            domain_idle_states_mw: vec![vec![10], vec![10]],
+            domain_idle_levels: vec![vec![IdleLevel::Cpu], vec![IdleLevel::Cpu]],
+            cpu_cluster: vec![0, 1],
+            domain_start_khz: vec![1_000_000, 1_000_000],
+            domain_has_power: powered.to_vec(),
+        }
+    }
+
+    /// Both CPUs busy 0..1 ms, CPU1's domain at 2000 MHz from 1 ms, both
+    /// idle from 2 ms; finished at 3 ms.
+    fn run_two_domains(powered: [bool; 2]) -> Vec<MetricValue> {
+        let ms = NSEC_PER_MSEC;
+        let evs = [
+            (0, sw(0, None, Some(TaskId(0)))),
+            (0, sw(1, None, Some(TaskId(1)))),
+            (ms, Event::CpuFrequency { cpu: CpuId(1), khz: 2_000_000 }),
+            (2 * ms, sw(0, Some(TaskId(0)), None)),
+            (2 * ms, sw(1, Some(TaskId(1)), None)),
+        ];
+        let mut mc = MetricsContext::flat(2);
+        mc.cpus_start_idle = true;
+        mc.energy = Some(two_domains(powered));
+        let mut c = Collector::new(mc);
+        for (time, ev) in evs.iter().cloned() {
+            c.on_event(&TimedEvent { time, ev });
+        }
+        c.finish(3 * ms)
+    }
+
+    #[test]
+    fn a_domain_without_power_has_no_energy_and_the_totals_are_absent() {
+        // fd0 powered: 100 + 100 + 10 uJ; fd1 not: its energy, its CPU's and
+        // the totals are absent, its residency and transitions are not.
+        let out = run_two_domains([true, false]);
+        assert!((value(&out, "energy_j.fd0") - 210e-6).abs() < 1e-12);
+        assert!((value(&out, "energy_j.cpu0") - 210e-6).abs() < 1e-12);
+        for name in ["energy_j.fd1", "energy_j.cpu1", "energy_j", "power_mw"] {
+            assert!(value(&out, name).is_nan(), "{name} = {}", value(&out, name));
+        }
+        assert_eq!(value(&out, "freq_transitions"), 1.0);
+        assert!((value(&out, "freq_residency.fd1.2000000") - 2.0 / 3.0).abs() < 1e-12);
+        assert!((value(&out, "freq_residency.fd0.1000000") - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn with_every_domain_powered_the_totals_are_the_sum() {
+        // fd0 210 uJ as above; fd1: 100 (1000 MHz) + 400 (2000 MHz) + 10 idle.
+        let out = run_two_domains([true, true]);
+        assert!((value(&out, "energy_j.fd1") - 510e-6).abs() < 1e-12);
+        assert!((value(&out, "energy_j") - 720e-6).abs() < 1e-12);
+        assert!((value(&out, "power_mw") - 240.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn no_power_figure_means_no_power_model() {
+        let preset = |name: &str| crate::testkit::machine_from_toml(&crate::testkit::preset_source(name).text);
+        // The x86 presets give P-states without power; hikey960 OPP power
+        // without idle power; pixel2 both.
+        let m = preset("xeon-2s-20c");
+        let x = EnergyCtx::from_machine(&m, vec![0; m.freq_domains.len()]);
+        assert!(!x.domain_has_power.is_empty() && x.domain_has_power.iter().all(|&p| !p));
+        for name in ["hikey960", "pixel2"] {
+            let m = preset(name);
+            let x = EnergyCtx::from_machine(&m, vec![0; m.freq_domains.len()]);
+            assert_eq!(x.domain_has_power, vec![true, true], "{name}");
+        }
     }
 }

@@ -100,8 +100,8 @@ pub const METRICS: &[MetricDef] = &[
     m("rt_pct", "pct", Lower,
       "CPU time spent running RT tasks (SCHED_FIFO/SCHED_RR: rt-periodic noise, or a workload given policy=fifo|rr), over total CPU time, from sched_switch. Lower leaves more to fair tasks. Absent for real traces, whose task policies are unknown."),
     m("energy_j", "J", Lower,
-      "Energy over the measured window: each CPU draws its OPP's power_mw while it runs a task, and while idle the power_mw of the idle state it is in (cpu_idle events), or its core type's shallowest state's when in none (interrupts on an idle CPU count as idle). Per frequency domain as energy_j.fdN, per CPU as energy_j.cpuN; the time share of each OPP as freq_residency.fdN.KHZ (fractions). Reported only when the machine has a governor ([freq_domain] governor or --governor)."),
-    m("power_mw", "mW", Lower, "Mean power over the measured window: energy_j / window. Reported with energy_j."),
+      "Energy over the measured window: each CPU draws its OPP's power_mw while it runs a task, and while idle the power_mw of the idle state it is in (cpu_idle events), or its core type's shallowest state's when in none (interrupts on an idle CPU count as idle). Per frequency domain as energy_j.fdN, per CPU as energy_j.cpuN; the time share of each OPP as freq_residency.fdN.KHZ (fractions). Reported only when the machine has a governor ([freq_domain] governor or --governor). Absent (null) when some frequency domain has no power model (no OPP or idle state of its core type with a nonzero power_mw, e.g. the x86 presets): its power is unknown, so its energy_j.fdN and its CPUs' energy_j.cpuN are absent too."),
+    m("power_mw", "mW", Lower, "Mean power over the measured window: energy_j / window. Reported with energy_j; Absent when energy_j is."),
     m("freq_transitions", "count", Neither,
       "Frequency changes of the policies (one per policy, not per CPU) in the measured window, from cpu_frequency events. Reported with energy_j."),
 ];
