@@ -256,6 +256,7 @@ def run_case(
     is analyzed again instead of recorded."""
     real_runs: list[dict[str, float]] = []
     rep_flips: list[int] = []
+    recovered: list[int] = []
     info: dict[str, Any] = {}
     for i in range(reps):
         out = work / case.name / f"real-{i}"
@@ -270,6 +271,7 @@ def run_case(
             [case.comm],
             [],
         )
+        recovered.append(int(doc.get("inferred_switches") or 0))
         if not doc.get("selected_tasks"):
             raise _native.SimulationError(
                 f"validate {case.name}: no task named '{case.comm}' in {out}/trace.txt"
@@ -330,11 +332,25 @@ def run_case(
         "kernel": info.get("kernel_release", ""),
         "machine": str(machine_path),
         "calibrated": calibrated,
-        "notes": [case.note, *notes],
+        "notes": [case.note, *notes, *_recovered_note(recovered)],
+        "inferred_switches": recovered,
         "reps": reps,
         "seeds": seeds,
         "rows": rows,
     }
+
+
+def _recovered_note(recovered: Sequence[int]) -> list[str]:
+    """A note when the kernel lost switches the analysis recovered (see
+    `analyze`'s `inferred_switches`), so a reader knows the real side was
+    repaired."""
+    if not any(recovered):
+        return []
+    counts = ", ".join(f"{n:,}" for n in recovered)
+    return [
+        f"the kernel's trace lost sched_switch lines that later lines' task columns prove "
+        f"({counts} per recording): analyze recovered them"
+    ]
 
 
 def validate(

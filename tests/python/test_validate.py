@@ -164,6 +164,9 @@ def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
     rows = {row["metric"]: row for row in res["rows"]}
     assert list(rows) == [*_validate.COMPARED, *_validate.SCHBENCH_SHOWN]
+    # This VM's trace lost CPU 1's switches away from idle; the note says so.
+    assert res["inferred_switches"] == [37]
+    assert any("37 per recording" in n for n in res["notes"]), res["notes"]
     # 122 of 123 (one switch in lost by the trace recovered: see
     # test_recorded_fixtures.test_host_schbench_placement).
     assert rows["wake_prev_cpu_pct"]["real"] == pytest.approx(100 * 122 / 123)
