@@ -320,6 +320,10 @@ def fmt_mean_sd(mean: float, sd: float) -> str:
     digits, and the mean to the same decimal place (no digits the spread
     makes meaningless, none dropped that it resolves); a mean in exponent
     form keeps its own four digits."""
+    # An sd at rounding-error size (identical runs whose float mean is off
+    # in the last bit) is a zero spread, not twelve decimal places.
+    if sd <= 1e-12 * abs(mean):
+        sd = 0.0
     if math.isnan(mean) or math.isnan(sd) or sd == 0 or abs(mean) >= 1e6:
         return f"{fmt_num(mean)} ± {fmt_num(sd)}"
     # Decimal place of the sd's second significant digit.

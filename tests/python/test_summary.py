@@ -115,6 +115,8 @@ def test_formatting() -> None:
     assert fmt_mean_sd(0.004884, 0.0002783) == "0.00488 ± 0.00028"
     assert fmt_mean_sd(700444.0, 4736.0) == "700400 ± 4700"
     assert fmt_mean_sd(1.23456, math.nan) == "1.235 ± n/a"
+    # Identical runs whose float sd is off by rounding: a zero spread.
+    assert fmt_mean_sd(0.74306864, 1.1e-16) == "0.7431 ± 0"
     assert fmt_pct(-25.0) == "-25.0%"
     assert fmt_pct(3.04) == "+3.0%"
     assert fmt_pct(math.nan) == "n/a"
