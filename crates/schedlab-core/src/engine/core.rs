@@ -256,7 +256,7 @@ impl Sim {
         if sched_feat!(self.features, TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
             self.rqs[cpu.idx()].ttwu_pending += 1;
             let t = self.now + self.machine.cost.ipi_ns;
-            self.at(t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
+            self.at_in(super::LANE_IPI, t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
         } else {
             self.ttwu_do_activate(p, cpu, waker_cpu, cpu != prev);
         }
@@ -389,8 +389,11 @@ impl Sim {
             return;
         }
         rq.need_resched = true;
-        let t = if cpu == from_cpu { self.now } else { self.now + self.machine.cost.ipi_ns };
-        self.at(t, Ev::Resched(cpu));
+        if cpu == from_cpu {
+            self.at_in(super::LANE_NOW, self.now, Ev::Resched(cpu));
+        } else {
+            self.at_in(super::LANE_IPI, self.now + self.machine.cost.ipi_ns, Ev::Resched(cpu));
+        }
     }
 
     /// `scheduler_ipi`: a reschedule request reaches `cpu`.
