@@ -80,6 +80,9 @@ pub struct EventQueue<E> {
     lanes: [Lane; LANES],
     /// Events in the lanes.
     in_lanes: usize,
+    /// The heap's root was popped and not refilled yet (`heap[0]` is
+    /// stale): the next heap insert takes its place (see `pop_due`).
+    hole: bool,
     /// Slots `0..keys` belong to keys; the rest are one-shot.
     keys: u32,
     /// Free one-shot slots.
@@ -110,6 +113,7 @@ impl<E> EventQueue<E> {
             links: vec![Link::default(); n],
             lanes: [Lane::default(); LANES],
             in_lanes: 0,
+            hole: false,
             keys,
             free: Vec::new(),
             seq: 0,
@@ -166,6 +170,8 @@ impl<E> EventQueue<E> {
             self.insert(lane, key, time, ev);
             return;
         }
+        self.settle();
+        let i = self.pos[key as usize];
         let time = self.check_time(time);
         self.seq += 1;
         let order = order_of(time, self.seq);
@@ -200,7 +206,8 @@ impl<E> EventQueue<E> {
         if i & IN_LANE != 0 {
             self.unlink(key, i);
         } else {
-            self.heap_remove(i as usize);
+            self.settle();
+            self.heap_remove(self.pos[key as usize] as usize);
         }
     }
 
@@ -231,8 +238,16 @@ impl<E> EventQueue<E> {
 
     /// Pop the earliest event if it is due at `max_time` or before, and
     /// advance `now` to its time.
+    ///
+    /// A popped heap root is not refilled at once: the handler of the event
+    /// usually queues the next one of its CPU (a run segment's end, often
+    /// among the earliest events), and that one goes into the hole and
+    /// sinks from the root, which costs the few levels it sinks, where a
+    /// refill (a walk to a leaf) and a push (a climb from a leaf) cost two
+    /// heights. Anything else refills the hole first (`settle`).
     #[inline]
     pub fn pop_due(&mut self, max_time: Ns) -> Option<(Ns, E)> {
+        self.settle();
         let (order, front) = self.front()?;
         let time = time_of(order);
         if time > max_time {
@@ -241,9 +256,10 @@ impl<E> EventQueue<E> {
         let slot = match front {
             Front::Heap => {
                 let top = self.heap[0];
-                let last = self.heap.pop().expect("non-empty");
-                if !self.heap.is_empty() {
-                    self.sift_down_to_bottom(last);
+                if self.heap.len() == 1 {
+                    self.heap.clear();
+                } else {
+                    self.hole = true;
                 }
                 top.slot
             }
@@ -265,13 +281,26 @@ impl<E> EventQueue<E> {
 
     /// Time of the earliest event.
     #[inline]
-    pub fn peek_time(&self) -> Option<Ns> {
+    pub fn peek_time(&mut self) -> Option<Ns> {
+        self.settle();
         self.front().map(|(o, _)| time_of(o))
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.in_lanes
+        self.heap.len() - self.hole as usize + self.in_lanes
+    }
+
+    /// Refill the root's hole, if there is one, with the last node.
+    #[inline]
+    fn settle(&mut self) {
+        if self.hole {
+            self.hole = false;
+            let last = self.heap.pop().expect("a hole is not the last node");
+            if !self.heap.is_empty() {
+                self.sift_down_to_bottom(last);
+            }
+        }
     }
 
     /// Whether no event is pending.
@@ -279,9 +308,10 @@ impl<E> EventQueue<E> {
         self.len() == 0
     }
 
-    /// The earliest event's order and where it is.
+    /// The earliest event's order and where it is (the heap settled).
     #[inline]
     fn front(&self) -> Option<(u128, Front)> {
+        debug_assert!(!self.hole);
         let mut best = self.heap.first().map(|n| (n.order, Front::Heap));
         for (l, lane) in self.lanes.iter().enumerate() {
             if lane.head != NIL {
@@ -329,8 +359,13 @@ impl<E> EventQueue<E> {
         }
         self.evs[slot as usize] = Some(ev);
         let node = Node { order, slot };
-        self.heap.push(node);
-        self.sift_up(self.heap.len() - 1, node);
+        if self.hole {
+            self.hole = false;
+            self.sift_down(0, node);
+        } else {
+            self.heap.push(node);
+            self.sift_up(self.heap.len() - 1, node);
+        }
     }
 
     #[inline]
@@ -492,6 +527,25 @@ mod tests {
         assert_eq!(q.pop_due(4), None);
         let v: Vec<char> = std::iter::from_fn(|| q.pop().map(|x| x.1)).collect();
         assert_eq!(v, vec!['b', 'e', 'a', 'd', 'C']);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn the_popped_roots_hole_is_filled_by_a_push_or_before_anything_else() {
+        let mut q = EventQueue::with_keys(3);
+        for (k, t) in [(0, 5), (1, 8), (2, 9)] {
+            q.push_key(k, t, k);
+        }
+        q.push(7, 10);
+        assert_eq!(q.pop(), Some((5, 0)));
+        q.push_key(0, 6, 20); // into the hole
+        assert_eq!(q.pop(), Some((6, 20)));
+        q.push_key(1, 12, 21); // a move while the root is a hole
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop(), Some((7, 10)));
+        q.cancel_key(2); // a cancel while the root is a hole
+        assert_eq!(q.peek_time(), Some(12));
+        assert_eq!(q.pop(), Some((12, 21)));
         assert!(q.is_empty());
     }
 
