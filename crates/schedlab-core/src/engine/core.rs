@@ -25,15 +25,23 @@ pub const WF_EXEC: u32 = 0x01;
 
 impl Sim {
     /// Bring the PELT clock of `cpu` to now (`update_rq_clock`).
+    #[inline]
     pub fn update_rq_clock(&mut self, cpu: CpuId) {
         // Already brought to now with the same task state: nothing elapsed,
         // nothing to account (the classes' hooks ask for `rq_clock_task`
-        // several times per event). A CPU that just went idle still syncs
-        // its PELT clock, as the kernel's idle path does at delta 0.
+        // several times per event, so this test is inlined at each and the
+        // update is not). A CPU that just went idle still syncs its PELT
+        // clock, as the kernel's idle path does at delta 0.
         let rq = &self.rqs[cpu.idx()];
         if rq.clock == self.now && self.now != 0 && rq.clock_running == rq.curr.is_some() {
             return;
         }
+        self.update_rq_clock_to_now(cpu);
+    }
+
+    /// `update_rq_clock`'s work when time passed or the task state changed.
+    #[inline(never)]
+    fn update_rq_clock_to_now(&mut self, cpu: CpuId) {
         let cap = self.machine.capacity_orig(cpu) as u64;
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
@@ -256,7 +264,7 @@ impl Sim {
         if sched_feat!(self.features, TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
             self.rqs[cpu.idx()].ttwu_pending += 1;
             let t = self.now + self.machine.cost.ipi_ns;
-            self.at(t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
+            self.at_in(super::LANE_IPI, t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
         } else {
             self.ttwu_do_activate(p, cpu, waker_cpu, cpu != prev);
         }
@@ -389,8 +397,11 @@ impl Sim {
             return;
         }
         rq.need_resched = true;
-        let t = if cpu == from_cpu { self.now } else { self.now + self.machine.cost.ipi_ns };
-        self.at(t, Ev::Resched(cpu));
+        if cpu == from_cpu {
+            self.at_in(super::LANE_NOW, self.now, Ev::Resched(cpu));
+        } else {
+            self.at_in(super::LANE_IPI, self.now + self.machine.cost.ipi_ns, Ev::Resched(cpu));
+        }
     }
 
     /// `scheduler_ipi`: a reschedule request reaches `cpu`.

@@ -152,6 +152,19 @@ pub(crate) fn key_timer(nr_cpus: usize, p: TaskId) -> u32 {
     (3 * nr_cpus) as u32 + p.0
 }
 
+/// The event queue's FIFO lanes (`sim::lane`): events that are pushed in
+/// the order they are due skip the heap. Each lane takes an event only if
+/// it keeps the lane sorted; the others go to the heap, so a lane is a hint
+/// about cost, never about order.
+/// Ticks: every CPU's tick is armed at the next tick boundary (ticks are
+/// aligned), so they come in time order.
+pub(crate) const LANE_TICK: usize = 0;
+/// IPIs (a remote wakeup's `TtwuArrive`, a remote `Resched`): each lands
+/// the machine's fixed `ipi_ns` after it is sent.
+pub(crate) const LANE_IPI: usize = 1;
+/// Events due now (a local `Resched`).
+pub(crate) const LANE_NOW: usize = 2;
+
 /// Counters the engine keeps about itself.
 #[derive(Clone, Debug, Default)]
 pub struct EngineStats {
@@ -331,11 +344,17 @@ impl Sim {
         self.queue.push(time.max(self.now), ev);
     }
 
+    /// Schedule an engine event at `time`, in FIFO lane `lane` of the queue
+    /// if it keeps the lane's order (see [`LANE_TICK`]).
+    #[inline]
+    pub(crate) fn at_in(&mut self, lane: usize, time: Ns, ev: Ev) {
+        self.queue.push_in(lane, time.max(self.now), ev);
+    }
+
     /// Run until the workload finishes, the stop time, or `max_time_ns`.
     pub fn run(&mut self, max_time_ns: Ns) -> Result<()> {
         // Leave events after `max_time_ns` queued, so a run can be resumed.
-        while self.queue.peek_time().is_some_and(|t| t <= max_time_ns) {
-            let Some((t, ev)) = self.queue.pop() else { break };
+        while let Some((t, ev)) = self.queue.pop_due(max_time_ns) {
             debug_assert!(t >= self.now, "time went back");
             self.now = t;
             self.stats.events += 1;

@@ -20,7 +20,7 @@ impl Sim {
     pub(super) fn arm_tick(&mut self, cpu: CpuId) {
         let t = self.next_tick_time();
         let gen = self.rqs[cpu.idx()].tick_gen;
-        self.queue.push_key(self.key_tick(cpu), t, Ev::Tick { cpu, gen });
+        self.queue.push_key_in(super::LANE_TICK, self.key_tick(cpu), t, Ev::Tick { cpu, gen });
     }
 
     /// `hrtick_start(rq, delay)`: (re)arm `cpu`'s high-resolution slice

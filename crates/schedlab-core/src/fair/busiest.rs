@@ -153,14 +153,14 @@ impl Sim {
     /// `sched_balance_find_src_group` (`find_busiest_group`): the busiest
     /// group if there is an imbalance worth fixing, with `env.imbalance` and
     /// `env.migration_type` set. Also returns the domain statistics.
-    pub fn sched_balance_find_src_group(&self, env: &mut LbEnv) -> (Option<GroupRef>, SdLbStats) {
+    pub fn sched_balance_find_src_group(&self, env: &mut LbEnv) -> (Option<GroupRef>, SdLbStats<'_>) {
         let mut sds = self.update_sd_lb_stats(env);
         let found = self.find_src_group_decide(env, &mut sds);
         if !found {
             env.imbalance = 0;
             return (None, sds);
         }
-        (if env.imbalance != 0 { sds.busiest } else { None }, sds)
+        (if env.imbalance != 0 { sds.busiest.copied() } else { None }, sds)
     }
 
     /// The decision matrix of `sched_balance_find_src_group`: `false` =

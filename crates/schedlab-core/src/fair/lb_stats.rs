@@ -108,11 +108,12 @@ impl GroupRef {
 
 /// `struct sd_lb_stats`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SdLbStats {
-    /// Busiest group, if any.
-    pub busiest: Option<GroupRef>,
+pub struct SdLbStats<'a> {
+    /// Busiest group, if any (borrowed: a `GroupRef` carries a whole mask,
+    /// too much to copy for every group a pass looks at).
+    pub busiest: Option<&'a GroupRef>,
     /// Local group (the one containing the destination CPU).
-    pub local: Option<GroupRef>,
+    pub local: Option<&'a GroupRef>,
     /// Sum of the groups' loads.
     pub total_load: u64,
     /// Sum of the groups' capacities.
@@ -173,7 +174,7 @@ pub fn group_classify(imbalance_pct: u32, imbalanced: bool, sgs: &SgLbStats) -> 
 }
 
 /// `smt_vs_nonsmt_groups`: one group is SMT siblings, the other is not.
-pub fn smt_vs_nonsmt_groups(a: Option<GroupRef>, b: Option<GroupRef>) -> bool {
+pub fn smt_vs_nonsmt_groups(a: Option<&GroupRef>, b: Option<&GroupRef>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => (a.flags & SD_SHARE_CPUCAPACITY) != (b.flags & SD_SHARE_CPUCAPACITY),
         _ => false,
@@ -420,7 +421,7 @@ impl Sim {
                 }
             }
             GroupType::HasSpare => {
-                if smt_vs_nonsmt_groups(sds.busiest, Some(*sg)) {
+                if smt_vs_nonsmt_groups(sds.busiest, Some(sg)) {
                     return !(sg.flags & SD_SHARE_CPUCAPACITY != 0 && sgs.sum_h_nr_running <= 1);
                 }
                 if !has_spare(sgs) {
@@ -440,7 +441,7 @@ impl Sim {
     /// `update_sd_lb_stats`: the statistics of every group of the domain,
     /// the local and the busiest one. `sg_overloaded` and `sum_util` are
     /// returned in the result for the caller to apply.
-    pub fn update_sd_lb_stats(&self, env: &LbEnv) -> SdLbStats {
+    pub fn update_sd_lb_stats(&self, env: &LbEnv) -> SdLbStats<'_> {
         let mut sds = SdLbStats::default();
         // init_sd_lb_stats: the worst possible busiest so any group beats it.
         sds.busiest_stat.idle_cpus = u32::MAX;
@@ -449,10 +450,10 @@ impl Sim {
             let local_group = g.span.test(env.dst_cpu);
             let sgs = self.update_sg_lb_stats(env, g, local_group, &mut sg_overloaded);
             if local_group {
-                sds.local = Some(*g);
+                sds.local = Some(g);
                 sds.local_stat = sgs;
             } else if self.update_sd_pick_busiest(env, &sds, g, &sgs) {
-                sds.busiest = Some(*g);
+                sds.busiest = Some(g);
                 sds.busiest_stat = sgs;
             }
             sds.total_load += sgs.group_load;

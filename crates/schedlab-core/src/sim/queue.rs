@@ -1,8 +1,12 @@
-//! The event queue: an indexed binary heap ordered by (time, sequence number).
+//! The event queue: an indexed binary heap ordered by (time, sequence number),
+//! beside a few FIFO lanes (`sim::lane`) for events pushed in the order they
+//! are due.
 //!
 //! Ordering guarantee: events pop in time order; events with the same time pop
 //! in the order they were pushed (FIFO), because each push takes the next
-//! sequence number. This is what makes a run repeatable bit for bit.
+//! sequence number. This is what makes a run repeatable bit for bit. Where an
+//! event is kept (the heap or a lane) changes nothing about when it pops: a
+//! pop takes the earliest of the heap's top and the lanes' fronts.
 //!
 //! Events that replace each other have a *key* (a CPU's run-segment end, a
 //! CPU's tick, a task's timer: the engine numbers them): a key has one slot,
@@ -11,13 +15,23 @@
 //! So nothing is popped only to be thrown away: the queue holds live events
 //! only, and its size is bounded by the keys plus the one-shot events in
 //! flight. Other events are one-shot, each in a slot taken from a free list.
-//! Push, pop, move and cancel are O(log n); the heap holds 24-byte nodes and
-//! the payloads stay put in their slots.
+//! Push, pop, move and cancel are O(log n) in the heap, O(1) in a lane (and
+//! a pop compares the heap's top with each lane's front); the heap holds
+//! 24-byte nodes and the payloads stay put in their slots.
 
+use super::lane::{Lane, Link, NIL};
 use crate::ids::Ns;
 
-/// Position of a slot that is not in the heap.
+/// Position of a slot that is not queued.
 const NOT_QUEUED: u32 = u32::MAX;
+
+/// A slot's position when it is in lane `l`: `IN_LANE | l` (heap positions
+/// stay below it).
+const IN_LANE: u32 = 1 << 31;
+
+/// Number of FIFO lanes; what each is for is the user's choice (the engine
+/// names them).
+pub const LANES: usize = 3;
 
 /// A heap node: the order of an event and where its payload is.
 #[derive(Clone, Copy, Debug)]
@@ -28,17 +42,17 @@ struct Node {
     slot: u32,
 }
 
+#[inline]
+fn order_of(time: Ns, seq: u64) -> u128 {
+    ((time as u128) << 64) | seq as u128
+}
+
+#[inline]
+fn time_of(order: u128) -> Ns {
+    (order >> 64) as Ns
+}
+
 impl Node {
-    #[inline]
-    fn new(time: Ns, seq: u64, slot: u32) -> Self {
-        Node { order: ((time as u128) << 64) | seq as u128, slot }
-    }
-
-    #[inline]
-    fn time(&self) -> Ns {
-        (self.order >> 64) as Ns
-    }
-
     /// Whether `self` pops before `o`.
     #[inline]
     fn before(&self, o: &Node) -> bool {
@@ -46,14 +60,29 @@ impl Node {
     }
 }
 
+/// Where the earliest event is.
+#[derive(Clone, Copy)]
+enum Front {
+    Heap,
+    Lane(usize),
+}
+
 /// A min-queue of events of type `E`.
 #[derive(Clone, Debug)]
 pub struct EventQueue<E> {
     heap: Vec<Node>,
-    /// By slot: its node's index in `heap`, or `NOT_QUEUED`.
+    /// By slot: its node's index in `heap`, `IN_LANE | lane`, or `NOT_QUEUED`.
     pos: Vec<u32>,
     /// By slot: the payload of its pending event.
     evs: Vec<Option<E>>,
+    /// By slot: its order and neighbours while it is in a lane.
+    links: Vec<Link>,
+    lanes: [Lane; LANES],
+    /// Events in the lanes.
+    in_lanes: usize,
+    /// The heap's root was popped and not refilled yet (`heap[0]` is
+    /// stale): the next heap insert takes its place (see `pop_due`).
+    hole: bool,
     /// Slots `0..keys` belong to keys; the rest are one-shot.
     keys: u32,
     /// Free one-shot slots.
@@ -81,6 +110,10 @@ impl<E> EventQueue<E> {
             heap: Vec::with_capacity(n + 64),
             pos: vec![NOT_QUEUED; n],
             evs: (0..n).map(|_| None).collect(),
+            links: vec![Link::default(); n],
+            lanes: [Lane::default(); LANES],
+            in_lanes: 0,
+            hole: false,
             keys,
             free: Vec::new(),
             seq: 0,
@@ -94,34 +127,62 @@ impl<E> EventQueue<E> {
         self.now
     }
 
-    /// Schedule the one-shot `ev` at `time`. Scheduling in the past is a
-    /// broken invariant.
+    /// Schedule the one-shot `ev` at `time` (in the heap). Scheduling in the
+    /// past is a broken invariant.
     #[inline]
     pub fn push(&mut self, time: Ns, ev: E) {
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.pos.push(NOT_QUEUED);
-                self.evs.push(None);
-                self.pos.len() as u32 - 1
-            }
-        };
-        self.insert(slot, time, ev);
+        let slot = self.one_shot_slot();
+        self.insert(None, slot, time, ev);
     }
 
-    /// Schedule `ev` at `time` under `key`, replacing the key's pending
-    /// event if there is one.
+    /// Schedule the one-shot `ev` at `time` in lane `lane` if it is not due
+    /// before the lane's last event, else in the heap.
+    #[inline]
+    pub fn push_in(&mut self, lane: usize, time: Ns, ev: E) {
+        let slot = self.one_shot_slot();
+        self.insert(Some(lane), slot, time, ev);
+    }
+
+    /// Schedule `ev` at `time` under `key` (in the heap), replacing the
+    /// key's pending event if there is one.
     #[inline]
     pub fn push_key(&mut self, key: u32, time: Ns, ev: E) {
+        self.push_key_to(None, key, time, ev);
+    }
+
+    /// As `push_key`, in lane `lane` when the event is not due before the
+    /// lane's last one.
+    #[inline]
+    pub fn push_key_in(&mut self, lane: usize, key: u32, time: Ns, ev: E) {
+        self.push_key_to(Some(lane), key, time, ev);
+    }
+
+    #[inline]
+    fn push_key_to(&mut self, lane: Option<usize>, key: u32, time: Ns, ev: E) {
         debug_assert!(key < self.keys, "key {key} out of range");
         let i = self.pos[key as usize];
         if i == NOT_QUEUED {
-            self.insert(key, time, ev);
+            self.insert(lane, key, time, ev);
             return;
         }
+        if i & IN_LANE != 0 {
+            self.unlink(key, i);
+            self.insert(lane, key, time, ev);
+            return;
+        }
+        self.settle();
+        let i = self.pos[key as usize];
         let time = self.check_time(time);
         self.seq += 1;
-        let node = Node::new(time, self.seq, key);
+        let order = order_of(time, self.seq);
+        if let Some(l) = lane {
+            if self.lanes[l].accepts(&self.links, order) {
+                self.heap_remove(i as usize);
+                self.lane_append(l, key, order, ev);
+                return;
+            }
+        }
+        let node = Node { order, slot: key };
         self.evs[key as usize] = Some(ev);
         // A move to a later time (a fresh sequence number is later too)
         // sinks; one to an earlier time rises.
@@ -141,16 +202,12 @@ impl<E> EventQueue<E> {
         if i == NOT_QUEUED {
             return;
         }
-        self.pos[key as usize] = NOT_QUEUED;
         self.evs[key as usize] = None;
-        let last = self.heap.pop().expect("a queued key is in the heap");
-        if (i as usize) < self.heap.len() {
-            let old = self.heap[i as usize];
-            if last.before(&old) {
-                self.sift_up(i as usize, last);
-            } else {
-                self.sift_down(i as usize, last);
-            }
+        if i & IN_LANE != 0 {
+            self.unlink(key, i);
+        } else {
+            self.settle();
+            self.heap_remove(self.pos[key as usize] as usize);
         }
     }
 
@@ -158,7 +215,13 @@ impl<E> EventQueue<E> {
     #[cfg(test)]
     pub fn key_time(&self, key: u32) -> Option<Ns> {
         let p = self.pos[key as usize];
-        (p != NOT_QUEUED).then(|| self.heap[p as usize].time())
+        if p == NOT_QUEUED {
+            None
+        } else if p & IN_LANE != 0 {
+            Some(time_of(self.links[key as usize].order))
+        } else {
+            Some(time_of(self.heap[p as usize].order))
+        }
     }
 
     /// Whether `key` has a pending event.
@@ -170,36 +233,95 @@ impl<E> EventQueue<E> {
     /// Pop the earliest event and advance `now` to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Ns, E)> {
-        let top = *self.heap.first()?;
-        let last = self.heap.pop().expect("non-empty");
-        if !self.heap.is_empty() {
-            self.sift_down_to_bottom(last);
+        self.pop_due(Ns::MAX)
+    }
+
+    /// Pop the earliest event if it is due at `max_time` or before, and
+    /// advance `now` to its time.
+    ///
+    /// A popped heap root is not refilled at once: the handler of the event
+    /// usually queues the next one of its CPU (a run segment's end, often
+    /// among the earliest events), and that one goes into the hole and
+    /// sinks from the root, which costs the few levels it sinks, where a
+    /// refill (a walk to a leaf) and a push (a climb from a leaf) cost two
+    /// heights. Anything else refills the hole first (`settle`).
+    #[inline]
+    pub fn pop_due(&mut self, max_time: Ns) -> Option<(Ns, E)> {
+        self.settle();
+        let (order, front) = self.front()?;
+        let time = time_of(order);
+        if time > max_time {
+            return None;
         }
-        let slot = top.slot as usize;
-        self.pos[slot] = NOT_QUEUED;
-        if top.slot >= self.keys {
-            self.free.push(top.slot);
+        let slot = match front {
+            Front::Heap => {
+                let top = self.heap[0];
+                if self.heap.len() == 1 {
+                    self.heap.clear();
+                } else {
+                    self.hole = true;
+                }
+                top.slot
+            }
+            Front::Lane(l) => {
+                let s = self.lanes[l].head;
+                self.lanes[l].unlink(&mut self.links, s);
+                self.in_lanes -= 1;
+                s
+            }
+        };
+        self.pos[slot as usize] = NOT_QUEUED;
+        if slot >= self.keys {
+            self.free.push(slot);
         }
-        let time = top.time();
         self.now = time;
-        let ev = self.evs[slot].take().expect("a queued slot holds its event");
+        let ev = self.evs[slot as usize].take().expect("a queued slot holds its event");
         Some((time, ev))
     }
 
     /// Time of the earliest event.
     #[inline]
-    pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.first().map(Node::time)
+    pub fn peek_time(&mut self) -> Option<Ns> {
+        self.settle();
+        self.front().map(|(o, _)| time_of(o))
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - self.hole as usize + self.in_lanes
+    }
+
+    /// Refill the root's hole, if there is one, with the last node.
+    #[inline]
+    fn settle(&mut self) {
+        if self.hole {
+            self.hole = false;
+            let last = self.heap.pop().expect("a hole is not the last node");
+            if !self.heap.is_empty() {
+                self.sift_down_to_bottom(last);
+            }
+        }
     }
 
     /// Whether no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
+    }
+
+    /// The earliest event's order and where it is (the heap settled).
+    #[inline]
+    fn front(&self) -> Option<(u128, Front)> {
+        debug_assert!(!self.hole);
+        let mut best = self.heap.first().map(|n| (n.order, Front::Heap));
+        for (l, lane) in self.lanes.iter().enumerate() {
+            if lane.head != NIL {
+                let o = self.links[lane.head as usize].order;
+                if best.is_none_or(|(b, _)| o < b) {
+                    best = Some((o, Front::Lane(l)));
+                }
+            }
+        }
+        best
     }
 
     #[inline]
@@ -208,14 +330,73 @@ impl<E> EventQueue<E> {
         time.max(self.now)
     }
 
+    /// A free one-shot slot.
     #[inline]
-    fn insert(&mut self, slot: u32, time: Ns, ev: E) {
+    fn one_shot_slot(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.pos.push(NOT_QUEUED);
+                self.evs.push(None);
+                self.links.push(Link::default());
+                self.pos.len() as u32 - 1
+            }
+        }
+    }
+
+    /// Queue `ev` in the free `slot`: in `lane` if it keeps the lane's
+    /// order, else in the heap.
+    #[inline]
+    fn insert(&mut self, lane: Option<usize>, slot: u32, time: Ns, ev: E) {
         let time = self.check_time(time);
         self.seq += 1;
+        let order = order_of(time, self.seq);
+        if let Some(l) = lane {
+            if self.lanes[l].accepts(&self.links, order) {
+                self.lane_append(l, slot, order, ev);
+                return;
+            }
+        }
         self.evs[slot as usize] = Some(ev);
-        let node = Node::new(time, self.seq, slot);
-        self.heap.push(node);
-        self.sift_up(self.heap.len() - 1, node);
+        let node = Node { order, slot };
+        if self.hole {
+            self.hole = false;
+            self.sift_down(0, node);
+        } else {
+            self.heap.push(node);
+            self.sift_up(self.heap.len() - 1, node);
+        }
+    }
+
+    #[inline]
+    fn lane_append(&mut self, l: usize, slot: u32, order: u128, ev: E) {
+        self.evs[slot as usize] = Some(ev);
+        self.lanes[l].push_back(&mut self.links, slot, order);
+        self.pos[slot as usize] = IN_LANE | l as u32;
+        self.in_lanes += 1;
+    }
+
+    /// Take `slot` (at position `p`, in a lane) out of its lane.
+    #[inline]
+    fn unlink(&mut self, slot: u32, p: u32) {
+        self.lanes[(p & !IN_LANE) as usize].unlink(&mut self.links, slot);
+        self.in_lanes -= 1;
+        self.pos[slot as usize] = NOT_QUEUED;
+    }
+
+    /// Take the node at heap index `i` out of the heap.
+    #[inline]
+    fn heap_remove(&mut self, i: usize) {
+        self.pos[self.heap[i].slot as usize] = NOT_QUEUED;
+        let last = self.heap.pop().expect("a queued key is in the heap");
+        if i < self.heap.len() {
+            let old = self.heap[i];
+            if last.before(&old) {
+                self.sift_up(i, last);
+            } else {
+                self.sift_down(i, last);
+            }
+        }
     }
 
     /// Put `node` at `i` or above it, moving the nodes it passes down.
@@ -330,6 +511,44 @@ mod tests {
         assert_eq!(v, vec!['o', 'K']);
     }
 
+    #[test]
+    fn lanes_and_heap_pop_in_one_order() {
+        let mut q = EventQueue::with_keys(2);
+        q.push_in(0, 10, 'a');
+        q.push_in(0, 5, 'b'); // before the lane's last: to the heap
+        q.push_key_in(0, 0, 10, 'c');
+        q.push_in(1, 10, 'd');
+        q.push(7, 'e');
+        q.push_key_in(0, 1, 12, 'f');
+        q.push_key_in(1, 0, 11, 'C'); // moved from lane 0 to lane 1
+        q.cancel_key(1);
+        assert_eq!(q.len(), 5);
+        assert_eq!(q.key_time(0), Some(11));
+        assert_eq!(q.pop_due(4), None);
+        let v: Vec<char> = std::iter::from_fn(|| q.pop().map(|x| x.1)).collect();
+        assert_eq!(v, vec!['b', 'e', 'a', 'd', 'C']);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn the_popped_roots_hole_is_filled_by_a_push_or_before_anything_else() {
+        let mut q = EventQueue::with_keys(3);
+        for (k, t) in [(0, 5), (1, 8), (2, 9)] {
+            q.push_key(k, t, k);
+        }
+        q.push(7, 10);
+        assert_eq!(q.pop(), Some((5, 0)));
+        q.push_key(0, 6, 20); // into the hole
+        assert_eq!(q.pop(), Some((6, 20)));
+        q.push_key(1, 12, 21); // a move while the root is a hole
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.pop(), Some((7, 10)));
+        q.cancel_key(2); // a cancel while the root is a hole
+        assert_eq!(q.peek_time(), Some(12));
+        assert_eq!(q.pop(), Some((12, 21)));
+        assert!(q.is_empty());
+    }
+
     /// Against a model that pushes every event and drops stale ones when
     /// popped (what the queue did before keys): the same live events in the
     /// same order, on random pushes, moves and cancels.
@@ -360,14 +579,20 @@ mod tests {
                         seq += 1;
                         id += 1;
                         model.push((t, seq, Some(k), gens[k as usize], id));
-                        q.push_key(k, t, id);
+                        match rnd(LANES as u64 + 1) as usize {
+                            LANES => q.push_key(k, t, id),
+                            l => q.push_key_in(l, k, t, id),
+                        }
                     }
                     2 => {
                         let t = now + rnd(50);
                         seq += 1;
                         id += 1;
                         model.push((t, seq, None, 0, id));
-                        q.push(t, id);
+                        match rnd(LANES as u64 + 1) as usize {
+                            LANES => q.push(t, id),
+                            l => q.push_in(l, t, id),
+                        }
                     }
                     3 => {
                         let k = rnd(keys as u64) as u32;

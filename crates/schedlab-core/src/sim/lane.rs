@@ -1,0 +1,85 @@
+//! FIFO lanes of the event queue: events that arrive in time order need no
+//! heap.
+//!
+//! Some events are pushed in the order they are due: every CPU's tick is
+//! armed at the next tick boundary (all CPUs' ticks are aligned), so a tick
+//! pushed later is never due earlier; an IPI lands a fixed delay after it
+//! is sent. Each push also takes the next sequence number, so such events
+//! arrive in (time, sequence) order, the order they must pop in. A lane
+//! keeps them in a doubly linked list over the queue's slots: append,
+//! unlink (a cancelled or moved key) and taking the front are O(1), where
+//! the heap costs O(log n) and every event it holds makes the others'
+//! sifts deeper. The queue appends an event to a lane only when it is not
+//! due before the lane's last one, so a lane stays sorted whatever its
+//! users do; an event out of order goes to the heap.
+
+/// No slot (an empty lane's ends, a list end).
+pub(super) const NIL: u32 = u32::MAX;
+
+/// A slot's place in a lane: its order and neighbours.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Link {
+    /// Time in the high 64 bits, sequence number in the low 64 (as
+    /// `queue::Node`).
+    pub order: u128,
+    prev: u32,
+    next: u32,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Link { order: 0, prev: NIL, next: NIL }
+    }
+}
+
+/// One lane: the ends of a list of slots sorted by order.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lane {
+    /// The earliest slot, or `NIL`.
+    pub head: u32,
+    /// The latest slot, or `NIL`.
+    tail: u32,
+}
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane { head: NIL, tail: NIL }
+    }
+}
+
+impl Lane {
+    /// Whether an event of `order` can go last without breaking the order.
+    #[inline]
+    pub fn accepts(&self, links: &[Link], order: u128) -> bool {
+        self.tail == NIL || links[self.tail as usize].order < order
+    }
+
+    /// Append `slot` (of `order`, which `accepts` allowed) at the end.
+    #[inline]
+    pub fn push_back(&mut self, links: &mut [Link], slot: u32, order: u128) {
+        debug_assert!(self.accepts(links, order), "a lane must stay sorted");
+        links[slot as usize] = Link { order, prev: self.tail, next: NIL };
+        if self.tail == NIL {
+            self.head = slot;
+        } else {
+            links[self.tail as usize].next = slot;
+        }
+        self.tail = slot;
+    }
+
+    /// Take `slot`, which is in this lane, out of it.
+    #[inline]
+    pub fn unlink(&mut self, links: &mut [Link], slot: u32) {
+        let Link { prev, next, .. } = links[slot as usize];
+        if prev == NIL {
+            self.head = next;
+        } else {
+            links[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            links[next as usize].prev = prev;
+        }
+    }
+}
