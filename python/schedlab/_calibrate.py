@@ -31,6 +31,19 @@ priced as dear (an assumption, in the machine's comment). Probe outputs made
 before the timing existed (a guest's older ``schedlab-wl``) leave
 ``wakeup_ns`` at the machine's value.
 
+A fourth probe, ``pin=busy`` (on this host; a guest's older binary has no
+such mode), is ``split`` with a ``SCHED_IDLE`` spinner on the worker's CPU:
+every wakeup reaches a running CPU, which the wakee preempts at once, so its
+median wakeup-to-run is the IPI's flight and the switch, with no idle exit.
+With it, ``ipi_ns`` = median(busy) - ``context_switch_ns``, and what the
+wakeup of an idle CPU takes beyond that is the idle state's real exit: it
+is written as that state's ``actual_exit_latency_us`` (the delay the engine
+charges; the governors keep reading the driver's declared
+``exit_latency_us``). On this VM the driver declares 1 us for its halt, and
+a halted vCPU takes about 20 us to run again. Without the busy probe (or
+without an idle state to carry it) ``ipi_ns`` takes the whole remainder, as
+below.
+
 So ``context_switch_ns`` = median(same-CPU hand-over) - ``pipe_read_ns`` (the
 read the model charges there; the work queue's read is the machine's), and
 ``ipi_ns`` = median(cross-CPU wakeup of an idle CPU) - ``context_switch_ns`` -
@@ -67,11 +80,13 @@ PIPE_PROBE = "pipecost:count={count},size=4,batch=256"
 IDLE_PERIOD_US = 200
 
 
-def wake_to_run_ns(trace_lines: list[str], comm: str, same_cpu: bool) -> list[int]:
+def wake_to_run_ns(
+    trace_lines: list[str], comm: str, same_cpu: bool, busy: bool = False
+) -> list[int]:
     """For each ``sched_waking`` of a task whose comm starts with `comm`, the
     time until that task's next ``sched_switch`` in: on the waker's CPU when
     `same_cpu`, else on another CPU that was idle (its last switch was to the
-    idle task)."""
+    idle task), or with `busy` on another CPU that ran a task."""
     frames = parse(trace_lines)
     rows: list[tuple[float, str, int, dict[str, Any]]] = []
     for name in ("sched_waking", "sched_switch"):
@@ -94,9 +109,53 @@ def wake_to_run_ns(trace_lines: list[str], comm: str, same_cpu: bool) -> list[in
         if w is None:
             continue
         t_w, waker_cpu = w
-        if (same_cpu and cpu == waker_cpu) or (not same_cpu and cpu != waker_cpu and was_idle):
+        other = not same_cpu and cpu != waker_cpu
+        # The switch's previous task: a task (the busy probe's spinner) or idle.
+        preempted = int(r.get("prev_pid", 0) or 0) != 0
+        if (
+            (same_cpu and cpu == waker_cpu)
+            or (other and not busy and was_idle)
+            or (other and busy and preempted)
+        ):
             out.append(round((t - t_w) * 1e9))
     return out
+
+
+_STATE_LINE = re.compile(
+    r'^(\s*\{\s*name\s*=\s*"([^"]*)",\s*exit_latency_us\s*=\s*(\d+),\s*'
+    r"target_residency_us\s*=\s*(\d+))(.*?)(\s*\},?\s*)$"
+)
+
+
+def _probe_state_line(machine_toml: str) -> int | None:
+    """Line index of the idle state the probe's 200 us idle periods use
+    (as `_idle_exit_ns` picks it), in the one-state-per-line form `topo
+    import` writes; None when the machine lists none that way."""
+    best, best_res = None, -1
+    for i, line in enumerate(machine_toml.splitlines()):
+        m = _STATE_LINE.match(line)
+        if m and "level" not in m.group(5):
+            res = int(m.group(4))
+            if res <= IDLE_PERIOD_US and res > best_res:
+                best, best_res = i, res
+    return best
+
+
+def _set_actual_exit(machine_toml: str, line: int, exit_ns: int, comment: str) -> str:
+    """`machine_toml` with idle-state line `line` given ``actual_exit_latency_us``
+    (replacing an earlier one) and a comment line above it."""
+    lines = machine_toml.splitlines()
+    if line > 0 and lines[line - 1].lstrip().startswith("# schedlab calibrate:"):
+        del lines[line - 1]
+        line -= 1
+    m = _STATE_LINE.match(lines[line])
+    assert m is not None, lines[line]
+    rest = re.sub(r",\s*actual_exit_latency_us\s*=\s*\d+", "", m.group(5))
+    us = round(exit_ns / 1000)
+    indent = lines[line][: len(lines[line]) - len(lines[line].lstrip())]
+    lines[line] = f"{m.group(1)}{rest}, actual_exit_latency_us = {us}{m.group(6)}"
+    lines.insert(line, f"{indent}# {comment}")
+    return "\n".join(lines) + "\n"
 
 
 def _idle_exit_ns(machine_toml: str) -> int:
@@ -155,6 +214,9 @@ def pipe_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, An
 #: and one recording per wakeup probe (``probe-split/``, ``probe-same/``: its
 #: ``trace.txt``; ``probe-split/machine.toml`` is the machine the costs go into).
 WAKEUP_PROBES = (("split", False), ("same", True))
+#: The optional probe of a wakeup reaching a running CPU (``probe-busy/``),
+#: run by `calibrate` on a host.
+BUSY_PROBE = "busy"
 #: Fewest usable wakeups a probe must give for its median to be taken.
 MIN_WAKEUPS = 20
 
@@ -247,15 +309,60 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
             "p50_ns": int(statistics.median(lat)),
             "p90_ns": int(statistics.quantiles(lat, n=10)[-1]),
         }
+    busy_trace = d / f"probe-{BUSY_PROBE}" / "trace.txt"
+    if busy_trace.is_file():
+        lat = wake_to_run_ns(
+            busy_trace.read_text(errors="replace").splitlines(), "wl-wq", False, busy=True
+        )
+        if len(lat) >= MIN_WAKEUPS:
+            figures[BUSY_PROBE] = {
+                "n": len(lat),
+                "p50_ns": int(statistics.median(lat)),
+                "p90_ns": int(statistics.quantiles(lat, n=10)[-1]),
+            }
     machine = (d / "probe-split" / "machine.toml").read_text()
     exit_ns = _idle_exit_ns(machine)
     cs = max(0, figures["same"]["p50_ns"] - read_ns)
-    ipi = max(0, figures["split"]["p50_ns"] - cs - exit_ns)
     where = _where(d)
-    figures.update(
-        {"context_switch_ns": cs, "ipi_ns": ipi, "idle_exit_ns": exit_ns, "where": where}
-    )
     tag = f"schedlab calibrate:{where}"
+    state_line = _probe_state_line(machine)
+    split_p50 = figures["split"]["p50_ns"]
+    actual_exit: int | None = None
+    if BUSY_PROBE in figures and state_line is not None:
+        # The flight to a running CPU; the rest of an idle CPU's wakeup is
+        # its idle state's real exit.
+        busy_p50 = figures[BUSY_PROBE]["p50_ns"]
+        ipi = max(0, busy_p50 - cs)
+        actual_exit = max(0, split_p50 - cs - ipi)
+        ipi_how = (
+            f"{tag} median cross-CPU wakeup-to-run of a busy CPU {busy_p50} ns "
+            f"(n={figures[BUSY_PROBE]['n']}, the wakee preempting a SCHED_IDLE spinner) minus "
+            "context_switch_ns"
+        )
+        machine = _set_actual_exit(
+            machine,
+            state_line,
+            actual_exit,
+            f"{tag} median cross-CPU wakeup-to-run of this idle CPU {split_p50} ns "
+            f"(n={figures['split']['n']}) minus ipi_ns and context_switch_ns: this state's "
+            f"real exit (declared {exit_ns // 1000} us, which the governors keep reading)",
+        )
+    else:
+        ipi = max(0, split_p50 - cs - exit_ns)
+        ipi_how = (
+            f"{tag} median cross-CPU wakeup-to-run of an idle CPU "
+            f"{split_p50} ns (n={figures['split']['n']}) minus "
+            f"context_switch_ns and the {exit_ns} ns idle exit"
+        )
+    figures.update(
+        {
+            "context_switch_ns": cs,
+            "ipi_ns": ipi,
+            "idle_exit_ns": exit_ns,
+            "actual_exit_ns": actual_exit,
+            "where": where,
+        }
+    )
     costs: dict[str, tuple[int, str]] = {}
     replies = read_reply_writes(d)
     figures["reply_write"] = replies
@@ -279,12 +386,7 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
                 f"{tag} median same-CPU wakeup-to-run {figures['same']['p50_ns']} ns "
                 f"(n={figures['same']['n']}) minus the measured pipe read ({read_ns} ns)",
             ),
-            "ipi_ns": (
-                ipi,
-                f"{tag} median cross-CPU wakeup-to-run of an idle CPU "
-                f"{figures['split']['p50_ns']} ns (n={figures['split']['n']}) minus "
-                f"context_switch_ns and the {exit_ns} ns idle exit",
-            ),
+            "ipi_ns": (ipi, ipi_how),
             "pipe_write_ns": (
                 write_ns,
                 f"{tag} median over {pipe['write']['batches']} batches of 256 "
@@ -315,7 +417,7 @@ def calibrate(
     if not (reuse and probes_stored(out)):
         pipe = pipe_costs(pipe_ops)
         (out / "probe-pipe.json").write_text(json.dumps(pipe, indent=2) + "\n")
-        for pin, _ in WAKEUP_PROBES:
+        for pin in (*(p for p, _ in WAKEUP_PROBES), BUSY_PROBE):
             rec = out / f"probe-{pin}"
             info = _tracefs.record(["schedlab-wl", PROBE.format(chunks=chunks, pin=pin)], rec)
             if info.get("exit_status") != 0:

@@ -35,6 +35,8 @@ def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
     ]
     assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=False) == [30_000]
     assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=True) == []
+    # The busy probe's rule takes the other one: the wakee preempting a task.
+    assert _calibrate.wake_to_run_ns(lines, "wl-wq", same_cpu=False, busy=True) == [600_000]
 
 
 def test_same_cpu_hand_over() -> None:
@@ -197,3 +199,127 @@ def test_the_waker_cost_comes_from_the_split_probes_timed_replies(tmp_path: Path
     assert f"wakeup_ns = {30159 - 21341}" in text
     assert "median reply write() that wakes a worker blocked on another, idle CPU 30159 ns" in text
     assert _native.topo_doc(text, "toml", "test")["cost"]["wakeup_ns"] == 30159 - 21341
+
+
+def test_a_measured_exit_latency_is_a_cpu_states_key(tmp_path: Path) -> None:
+    base = (
+        '[machine]\nname = "m"\n[topology]\npackages = 1\nnodes_per_package = 1\n'
+        "llcs_per_node = 1\nclusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
+        '[[core_type]]\nname = "c"\ncores = "all"\ncapacity = 1024\nnominal_freq_mhz = 2000\n'
+        "idle_states = [\n"
+        '  { name = "WFI", exit_latency_us = 1, target_residency_us = 1, STATE0 },\n'
+        '  { name = "off", exit_latency_us = 900, target_residency_us = 2000, level = "cluster"'
+        "STATE1 },\n]\n"
+    )
+    ok = base.replace("STATE0", "actual_exit_latency_us = 20").replace("STATE1", "")
+    doc = _native.topo_doc(ok, "toml", "ok.toml")
+    assert doc["core_types"][0]["idle_states"][0]["actual_exit_latency_ns"] == 20_000
+    assert doc["core_types"][0]["idle_states"][1]["actual_exit_latency_ns"] == 900_000
+    bad = base.replace(", STATE0", "").replace("STATE1", ", actual_exit_latency_us = 5")
+    with pytest.raises(
+        _native.SpecError, match=r"idle_states\[1\]\.actual_exit_latency_us.*only on a CPU state"
+    ):
+        _native.topo_doc(bad, "toml", "bad.toml")
+
+
+def _probe_dir(d: Path, busy_us: int | None) -> None:
+    """Probe outputs of a host whose idle CPU's wakeup takes 50 us, a
+    same-CPU hand-over 5 us and (with `busy_us`) a busy CPU's wakeup that."""
+    toml = (
+        '[machine]\nname = "vm"\n[topology]\npackages = 1\nnodes_per_package = 1\n'
+        "llcs_per_node = 1\nclusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
+        '[[core_type]]\nname = "c"\ncores = "all"\ncapacity = 1024\nnominal_freq_mhz = 2000\n'
+        "idle_states = [\n"
+        "  # from cpu0/cpuidle/state0/{name,latency,residency}\n"
+        '  { name = "POLL", exit_latency_us = 0, target_residency_us = 0 },\n'
+        "  # from cpu0/cpuidle/state1/{name,latency,residency}\n"
+        '  { name = "haltpoll idle", exit_latency_us = 1, target_residency_us = 1 },\n'
+        "]\n[cost]\nl2_kib = 512\n"
+    )
+    d.mkdir(parents=True)
+    (d / "probe-pipe.json").write_text(
+        json.dumps(
+            {
+                call: {"p10_ns": 390, "p50_ns": 400, "p90_ns": 410, "batches": 8}
+                for call in ("write", "read")
+            }
+        )
+    )
+
+    def probe(pin: str, lines: list[str]) -> None:
+        (d / f"probe-{pin}").mkdir(parents=True)
+        (d / f"probe-{pin}" / "trace.txt").write_text("\n".join(lines) + "\n")
+        (d / f"probe-{pin}" / "machine.toml").write_text(toml)
+
+    split, same, busy = [], [], []
+    for i in range(30):
+        t = 10.0 + i * 0.001
+        split += [
+            SW.format(comm="wl-wq-w0", pid=11, cpu=1, t=f"{t:.6f}", pc="wl-wq-w0", pp=11,
+                      nc="swapper/1", np=0),
+            WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t=f"{t + 0.0001:.6f}", wc="wl-wq-w0",
+                      wp=11, tc=1),
+            SW.format(comm="<idle>", pid=0, cpu=1, t=f"{t + 0.00015:.6f}", pc="swapper/1", pp=0,
+                      nc="wl-wq-w0", np=11),
+        ]  # fmt: skip
+        same += [
+            WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t=f"{t:.6f}", wc="wl-wq-w0", wp=11, tc=0),
+            SW.format(comm="wl-wq-mgr", pid=10, cpu=0, t=f"{t + 0.000005:.6f}", pc="wl-wq-mgr",
+                      pp=10, nc="wl-wq-w0", np=11),
+        ]  # fmt: skip
+        if busy_us is not None:
+            busy += [
+                SW.format(comm="wl-wq-w0", pid=11, cpu=1, t=f"{t:.6f}", pc="wl-wq-w0", pp=11,
+                          nc="wl-wq-spin", np=12),
+                WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t=f"{t + 0.0001:.6f}",
+                          wc="wl-wq-w0", wp=11, tc=1),
+                SW.format(comm="wl-wq-spin", pid=12, cpu=1,
+                          t=f"{t + 0.0001 + busy_us / 1e6:.6f}", pc="wl-wq-spin", pp=12,
+                          nc="wl-wq-w0", np=11),
+            ]  # fmt: skip
+    probe("split", split)
+    probe("same", same)
+    if busy_us is not None:
+        probe("busy", busy)
+
+
+def test_a_busy_cpu_wakeup_splits_the_idle_wakeup_into_ipi_and_the_states_real_exit(
+    tmp_path: Path,
+) -> None:
+    d = tmp_path / "cal"
+    _probe_dir(d, busy_us=12)
+    fig = _calibrate.costs_from_probes(d)
+    # Hand-over 5 us - read 0.4 = 4.6 us; busy 12 us - 4.6 = 7.4 us of flight;
+    # an idle CPU's 50 us - 4.6 - 7.4 = 38 us is the halt's real exit.
+    assert (fig["context_switch_ns"], fig["ipi_ns"], fig["actual_exit_ns"]) == (
+        4_600,
+        7_400,
+        38_000,
+    )
+    text = (d / "machine.toml").read_text()
+    assert (
+        '{ name = "haltpoll idle", exit_latency_us = 1, target_residency_us = 1, '
+        "actual_exit_latency_us = 38 }" in text
+    )
+    assert "this state's real exit (declared 0 us" not in text  # the 200 us pick is haltpoll
+    assert "real exit (declared 1 us, which the governors keep reading)" in text
+    assert "wakeup-to-run of a busy CPU 12000 ns (n=30" in text
+    doc = _native.topo_doc(text, "toml", "cal")
+    halt = doc["core_types"][0]["idle_states"][1]
+    assert (halt["exit_latency_ns"], halt["actual_exit_latency_ns"]) == (1_000, 38_000)
+    assert doc["cost"]["ipi_ns"] == 7_400
+    # Again on its own output: one key and one comment, not two.
+    (d / "probe-split" / "machine.toml").write_text(text)
+    _calibrate.costs_from_probes(d)
+    again = (d / "machine.toml").read_text()
+    assert again.count("actual_exit_latency_us") == 1
+    assert again.count("this state's real exit") == 1
+
+
+def test_without_the_busy_probe_the_ipi_takes_the_whole_remainder(tmp_path: Path) -> None:
+    d = tmp_path / "cal"
+    _probe_dir(d, busy_us=None)
+    fig = _calibrate.costs_from_probes(d)
+    # 50 us - 4.6 - the declared 1 us exit.
+    assert (fig["ipi_ns"], fig["actual_exit_ns"]) == (44_400, None)
+    assert "actual_exit_latency_us" not in (d / "machine.toml").read_text()

@@ -10,7 +10,11 @@
 //! wakes a worker blocked on another, idle CPU (the worker asked, then read:
 //! it has blocked long before the manager, woken across CPUs by the request,
 //! answers): `reply_write_ns`, the waker's side of a wakeup with its IPI, the
-//! in-situ cost `calibrate` reads for `cost.wakeup_ns`.
+//! in-situ cost `calibrate` reads for `cost.wakeup_ns`. `pin=busy` is
+//! `split` with a `SCHED_IDLE` spinner (`wl-wq-spin`) on the workers' CPU,
+//! so every reply wakes a worker on a busy CPU, which the wakee preempts at
+//! once (a normal task always preempts a `SCHED_IDLE` one): the wakeup's
+//! flight to a running CPU, with no idle exit, for `calibrate`'s `ipi_ns`.
 
 use serde_json::json;
 
@@ -24,18 +28,19 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let threads = s.count("threads", 4, 1, 100_000)?;
     let chunks = s.count("chunks", 10_000, 1, 1_000_000_000)?;
     let chunk_ns = s.duration("chunk", 5_000_000, 1_000_000)?;
-    let pin = s.choice("pin", &["none", "split", "same"])?;
+    let pin = s.choice("pin", &["none", "split", "same", "busy"])?;
     s.ignore(&["jitter", "write", "read", "footprint"]);
     s.finish()?;
     // Pinning uses the CPUs this process may run on: the manager the first,
     // the workers the others (split) or the first too (same).
     let cpus = crate::args::allowed_cpus()?;
-    if pin == "split" && cpus.len() < 2 {
-        return Err(WlError::Bad("workqueue: pin=split needs at least 2 CPUs".into()));
+    if (pin == "split" || pin == "busy") && cpus.len() < 2 {
+        return Err(WlError::Bad(format!("workqueue: pin={pin} needs at least 2 CPUs")));
     }
     let cpu_of_worker = |w: u64| -> Option<usize> {
         match pin.as_str() {
             "split" => Some(cpus[1 + (w as usize) % (cpus.len() - 1)]),
+            "busy" => Some(cpus[1]),
             "same" => Some(cpus[0]),
             _ => None,
         }
@@ -43,6 +48,23 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let mgr_cpu = (pin != "none").then_some(cpus[0]);
     let time_replies = pin == "split";
     let (times_tx, times_rx) = std::sync::mpsc::channel::<Vec<u64>>();
+    let stop_spin = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner = if pin == "busy" {
+        let (stop, cpu) = (stop_spin.clone(), cpus[1]);
+        Some(spawn("wl-wq-spin".into(), move || {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: policy change of the calling thread with a valid param.
+            let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
+            if !idle || crate::args::pin_to(cpu).is_err() {
+                return;
+            }
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })?)
+    } else {
+        None
+    };
     let (req_rd, req_wr) = channel(false)?;
     let mut replies = Vec::with_capacity(threads as usize);
     let mut workers = Vec::with_capacity(threads as usize);
@@ -108,6 +130,10 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let _ = mgr.join();
     for w in workers {
         let _ = w.join();
+    }
+    stop_spin.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(sp) = spinner {
+        let _ = sp.join();
     }
     let secs = t0.elapsed().as_secs_f64();
     close(req_rd);

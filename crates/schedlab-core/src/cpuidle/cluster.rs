@@ -125,6 +125,7 @@ mod tests {
         let st = |name: &str, exit_us: u64, level| IdleState {
             name: name.into(),
             exit_latency_ns: exit_us * US,
+            actual_exit_latency_ns: exit_us * US,
             target_residency_ns: 2 * exit_us * US,
             power_mw: 0,
             level,

@@ -16,6 +16,7 @@ fn states() -> Vec<IdleState> {
     let st = |name: &str, exit_us: u64, res_us: u64| IdleState {
         name: name.into(),
         exit_latency_ns: exit_us * US,
+        actual_exit_latency_ns: exit_us * US,
         target_residency_ns: res_us * US,
         power_mw: 0,
         level: crate::topology::IdleLevel::Cpu,

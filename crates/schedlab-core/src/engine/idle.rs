@@ -98,7 +98,9 @@ impl Sim {
                 let cl = self.machine.cpus[cpu.idx()].cluster as usize;
                 self.cluster_idle[cl].wake(states, s as usize, self.now)
             }
-            Some(st) => st.exit_latency_ns,
+            // The delay a wakeup takes (the declared latency unless the
+            // machine measured another: `actual_exit_latency_us`).
+            Some(st) => st.actual_exit_latency_ns,
             None => 0,
         };
         // DEVIATION(kernel): the kernel traces the exit once the state's

@@ -84,3 +84,29 @@ fn a_second_selection_without_a_wakeup_replaces_the_request() {
     s.enter_idle(CpuId(1));
     assert!(s.cluster_idle[0].is_down());
 }
+
+/// A VM's halt: the driver declares 1 us, a wakeup takes 20 us.
+fn vm_sim(actual: &str) -> crate::engine::Sim {
+    let toml = format!(
+        "{}idle_states = [\n  {{ name = \"POLL\", exit_latency_us = 0, target_residency_us = 0 }},\n  \
+         {{ name = \"haltpoll idle\", exit_latency_us = 1, target_residency_us = 1{actual} }},\n]\n",
+        crate::uniform_machine_toml!("vm", 1, 1, 2, 1)
+    );
+    let mut s = sim_from_toml(&toml, 1, Features::mainline());
+    s.rqs[1].avg_idle = 10 * NSEC_PER_MSEC;
+    s.now = 100 * NSEC_PER_MSEC;
+    s
+}
+
+#[test]
+fn a_wakeup_pays_the_measured_exit_latency_and_the_governor_reads_the_declared_one() {
+    for (actual, exit_us) in [("", 1), (", actual_exit_latency_us = 20", 20)] {
+        let mut s = vm_sim(actual);
+        s.enter_idle(CpuId(1));
+        // The governor's choice is the same either way (it reads 1 us).
+        assert_eq!(s.rqs[1].idle_state, Some(1), "{actual}");
+        let now = s.now;
+        s.exit_idle(CpuId(1));
+        assert_eq!(s.rqs[1].ready_at, now + exit_us * US, "{actual}");
+    }
+}

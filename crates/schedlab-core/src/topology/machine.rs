@@ -76,8 +76,15 @@ pub struct Opp {
 pub struct IdleState {
     /// Name, e.g. "C1", "C6", "WFI".
     pub name: String,
-    /// Time from an interrupt to the CPU running code again, in ns.
+    /// Time from an interrupt to the CPU running code again, in ns, as the
+    /// cpuidle driver declares it: what the governors read.
     pub exit_latency_ns: Ns,
+    /// The delay a wakeup from this state actually takes, in ns, when it
+    /// differs from the declared one (`actual_exit_latency_us`, e.g. a VM's
+    /// halt, which the host must reschedule the vCPU to leave; `schedlab
+    /// calibrate` measures it); equal to `exit_latency_ns` otherwise. Only
+    /// CPU-level states have one.
+    pub actual_exit_latency_ns: Ns,
     /// Shortest idle period for which entering the state pays off, in ns.
     pub target_residency_ns: Ns,
     /// Power of one CPU while in the state, in milliwatts (for a cluster

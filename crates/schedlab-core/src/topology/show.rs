@@ -173,7 +173,8 @@ pub fn render_json(m: &Machine, d: &Domains) -> Value {
                    "smt_speed_pct": t.smt_speed_pct,
                    "opps": t.opps.iter().map(|o| json!({"freq_khz": o.freq_khz, "power_mw": o.power_mw})).collect::<Vec<_>>(),
                    "idle_states": t.idle_states.iter().map(|s| json!({"name": s.name,
-                        "exit_latency_ns": s.exit_latency_ns, "target_residency_ns": s.target_residency_ns,
+                        "exit_latency_ns": s.exit_latency_ns, "actual_exit_latency_ns": s.actual_exit_latency_ns,
+                        "target_residency_ns": s.target_residency_ns,
                         "power_mw": s.power_mw, "level": s.level.name()})).collect::<Vec<_>>()})
         })
         .collect();

@@ -18,7 +18,12 @@
 //!                        # takes effect only while every CPU of the cluster
 //!                        # requests one (cpuidle/cluster.rs); cluster states
 //!                        # come after the CPU states, state 0 is a CPU
-//!                        # state, and a cluster with them has one core type
+//!                        # state, and a cluster with them has one core type;
+//!                        # actual_exit_latency_us (CPU states): the delay a
+//!                        # wakeup really takes when the driver's declared
+//!                        # exit_latency_us is not it (a VM's halt; written
+//!                        # by `schedlab calibrate`); the governors still
+//!                        # read exit_latency_us. Default exit_latency_us
 //! [cpuidle]
 //! governor = "menu"      # menu | teo | avg_idle; default avg_idle (schedlab's
 //!                        # rule, the tick always stopped); menu is the
@@ -51,11 +56,22 @@ pub(super) fn parse_idle_states(p: &P, t: &Map<String, Value>, path: &str) -> Re
             p.keys(
                 st,
                 &sp,
-                &["name", "exit_latency_us", "target_residency_us", "power_mw", "level", "cpu_exit_latency_us"],
+                &[
+                    "name",
+                    "exit_latency_us",
+                    "target_residency_us",
+                    "power_mw",
+                    "level",
+                    "cpu_exit_latency_us",
+                    "actual_exit_latency_us",
+                ],
             )?;
+            let exit_latency_ns = p.req_u64(st, &sp, "exit_latency_us", 0, 1_000_000)? * NSEC_PER_USEC;
+            let actual = p.opt_u64(st, &sp, "actual_exit_latency_us", 0, 1_000_000)?;
             let state = IdleState {
                 name: p.req_str(st, &sp, "name")?.to_string(),
-                exit_latency_ns: p.req_u64(st, &sp, "exit_latency_us", 0, 1_000_000)? * NSEC_PER_USEC,
+                exit_latency_ns,
+                actual_exit_latency_ns: actual.map_or(exit_latency_ns, |us| us * NSEC_PER_USEC),
                 target_residency_ns: p.req_u64(st, &sp, "target_residency_us", 0, 10_000_000)? * NSEC_PER_USEC,
                 power_mw: p.u64_or(st, &sp, "power_mw", 0, 1_000_000, 0)? as u32,
                 level: parse_level(p, st, &sp)?,
@@ -70,6 +86,12 @@ pub(super) fn parse_idle_states(p: &P, t: &Map<String, Value>, path: &str) -> Re
                         "only on a cluster state (level = \"cluster\"), at most its exit_latency_us",
                     ));
                 }
+            }
+            if actual.is_some() && state.level != IdleLevel::Cpu {
+                return Err(p.err(
+                    &join(&sp, "actual_exit_latency_us"),
+                    "only on a CPU state (a cluster state's exits are its exit_latency_us and cpu_exit_latency_us)",
+                ));
             }
             if i == 0 && state.level != IdleLevel::Cpu {
                 return Err(p.err(
@@ -101,6 +123,7 @@ pub(super) fn parse_idle_states(p: &P, t: &Map<String, Value>, path: &str) -> Re
         idle_states.push(IdleState {
             name: "C1".into(),
             exit_latency_ns: NSEC_PER_USEC,
+            actual_exit_latency_ns: NSEC_PER_USEC,
             target_residency_ns: 2 * NSEC_PER_USEC,
             power_mw: 0,
             level: IdleLevel::Cpu,
