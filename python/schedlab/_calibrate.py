@@ -23,13 +23,14 @@ engine prices the wakeups on top).
 
 The split probe's manager also times each reply ``write()``, which wakes the
 worker blocked on the other, idle CPU (``reply_write_ns`` in its output): the
-waker's side of a cross-CPU wakeup, with the IPI it sends, in situ. So
-``wakeup_ns`` = its median - ``pipe_write_ns``: what the engine charges the
-waker per wakeup. It is measured on a wakeup of an idle CPU in another core;
-the model charges one ``wakeup_ns`` for every wakeup, so a same-CPU wakeup is
-priced as dear (an assumption, in the machine's comment). Probe outputs made
-before the timing existed (a guest's older ``schedlab-wl``) leave
-``wakeup_ns`` at the machine's value.
+waker's side of a cross-CPU wakeup, in situ: the write, ``try_to_wake_up``
+and the IPI it sends. So ``ipi_send_ns`` = its median - ``pipe_write_ns`` -
+the machine's ``wakeup_ns`` (the rest of ``try_to_wake_up``, not measured
+apart: a same-CPU wakeup's waker is preempted by its wakee before it can
+read the clock): what the engine charges a CPU per IPI it sends (the wake
+list's, a remote ``resched_curr``'s). On this VM that send is a VM exit.
+Probe outputs made before the timing existed (a guest's older
+``schedlab-wl``) leave ``ipi_send_ns`` at the machine's value.
 
 A fourth probe, ``pin=busy`` (on this host; a guest's older binary has no
 such mode), is ``split`` with a ``SCHED_IDLE`` spinner on the worker's CPU:
@@ -366,16 +367,17 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
     costs: dict[str, tuple[int, str]] = {}
     replies = read_reply_writes(d)
     figures["reply_write"] = replies
-    figures["wakeup_ns"] = None
+    figures["ipi_send_ns"] = None
     if replies is not None:
-        wake = max(0, round(replies["p50_ns"]) - write_ns)
-        figures["wakeup_ns"] = wake
-        costs["wakeup_ns"] = (
-            wake,
+        wakeup = int(_native.topo_doc(machine, "toml", "probe machine")["cost"]["wakeup_ns"])
+        send = max(0, round(replies["p50_ns"]) - write_ns - wakeup)
+        figures["ipi_send_ns"] = send
+        costs["ipi_send_ns"] = (
+            send,
             f"{tag} median reply write() that wakes a worker blocked on another, idle CPU "
             f"{round(replies['p50_ns'])} ns (n={replies['n']}; p10 {round(replies['p10_ns'])}, "
-            f"p90 {round(replies['p90_ns'])} ns) minus pipe_write_ns; assumption: a same-CPU "
-            "wakeup costs the waker as much",
+            f"p90 {round(replies['p90_ns'])} ns) minus pipe_write_ns and the machine's "
+            f"wakeup_ns ({wakeup} ns, not measured)",
         )
     machine = _set_cost(
         machine,

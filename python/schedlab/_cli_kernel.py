@@ -97,9 +97,10 @@ def calibrate_cmd(
     """Measure this machine's wakeup and pipe syscall costs (root: two schedlab-wl probes under
     tracing, one timing pipe writes and reads) and write OUT/machine.toml: this machine
     imported from /sys with cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns,
-    cost.pipe_read_ns and cost.wakeup_ns (the waker's side: a timed pipe write that wakes a
-    worker on another, idle CPU) set from the measurements, each with a comment saying how it
-    was measured."""
+    cost.pipe_read_ns and cost.ipi_send_ns (the waker's side: a timed pipe write that wakes a
+    worker on another, idle CPU) set from the measurements, and the idle state's
+    actual_exit_latency_us when a third probe (a wakeup of a busy CPU) separates the IPI's
+    flight from the idle exit, each with a comment saying how it was measured."""
     from . import _calibrate
 
     figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
@@ -113,9 +114,9 @@ def calibrate_cmd(
         f"ipi_ns {figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns), pipe_write_ns "
         f"{figures['pipe_write_ns']}, pipe_read_ns {figures['pipe_read_ns']}"
         + (
-            f", wakeup_ns {figures['wakeup_ns']} (waking write p50 "
+            f", ipi_send_ns {figures['ipi_send_ns']} (waking write p50 "
             f"{round(figures['reply_write']['p50_ns'])} ns)"
-            if figures.get("wakeup_ns") is not None
+            if figures.get("ipi_send_ns") is not None
             else ""
         )
         + f"; wrote {out / 'machine.toml'}"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import schedlab
 from schedlab import _calibrate, _native
 
 SW = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_switch: prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state=S ==> next_comm={nc} next_pid={np} next_prio=120"
@@ -180,25 +181,27 @@ def test_too_few_wakeups_in_a_probe_is_one_clear_error(tmp_path: Path) -> None:
         _calibrate.costs_from_probes(d)
 
 
-def test_the_waker_cost_comes_from_the_split_probes_timed_replies(tmp_path: Path) -> None:
+def test_the_ipi_send_cost_comes_from_the_split_probes_timed_replies(tmp_path: Path) -> None:
     d = tmp_path / "cal"
     shutil.copytree(GUEST_PROBES, d)
     # The stored guest probes predate the timing: wakeup_ns is left alone.
     fig = _calibrate.costs_from_probes(d)
-    assert fig["wakeup_ns"] is None
-    assert "wakeup_ns =" not in (d / "machine.toml").read_text()
+    assert fig["ipi_send_ns"] is None
+    assert "ipi_send_ns =" not in (d / "machine.toml").read_text()
     # With the manager's timed reply writes (schedlab-wl workqueue pin=split):
-    # median write that wakes the other CPU's worker minus the bare write.
+    # median write that wakes the other CPU's worker minus the bare write and
+    # the machine's wakeup_ns (its default 700 ns).
     timed = {"p10_ns": 2304, "p50_ns": 30159, "p90_ns": 34156, "n": 401}
     (d / "probe-split" / "workload.stdout").write_text(
         json.dumps({"family": "workqueue", "reply_write_ns": timed}) + "\n"
     )
     fig = _calibrate.costs_from_probes(d)
-    assert fig["wakeup_ns"] == 30159 - 21341
+    assert fig["ipi_send_ns"] == 30159 - 21341 - 700
     text = (d / "machine.toml").read_text()
-    assert f"wakeup_ns = {30159 - 21341}" in text
+    assert f"ipi_send_ns = {30159 - 21341 - 700}" in text
     assert "median reply write() that wakes a worker blocked on another, idle CPU 30159 ns" in text
-    assert _native.topo_doc(text, "toml", "test")["cost"]["wakeup_ns"] == 30159 - 21341
+    cost = _native.topo_doc(text, "toml", "test")["cost"]
+    assert (cost["ipi_send_ns"], cost["wakeup_ns"]) == (30159 - 21341 - 700, 700)
 
 
 def test_a_measured_exit_latency_is_a_cpu_states_key(tmp_path: Path) -> None:
@@ -323,3 +326,24 @@ def test_without_the_busy_probe_the_ipi_takes_the_whole_remainder(tmp_path: Path
     # 50 us - 4.6 - the declared 1 us exit.
     assert (fig["ipi_ns"], fig["actual_exit_ns"]) == (44_400, None)
     assert "actual_exit_latency_us" not in (d / "machine.toml").read_text()
+
+
+def test_a_sent_ipi_costs_the_sender_ipi_send_ns(tmp_path: Path) -> None:
+    # Ping-pong across two CPUs: a wakeup of the other, idle CPU goes through
+    # its wake list and costs the waker an IPI send (20 us here). The sends
+    # mostly overlap the partner's run (the waker pays after it has woken
+    # the partner); what lands on the round trip's path, about 10 us of the
+    # two sends, makes 2,000 round trips 20 ms longer (26.0 -> 46.4 ms).
+    toml = (
+        '[machine]\nname = "m"\n[topology]\npackages = 1\nnodes_per_package = 1\n'
+        "llcs_per_node = 1\nclusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
+        '[[core_type]]\nname = "c"\ncores = "all"\ncapacity = 1024\nnominal_freq_mhz = 2000\n'
+        "[cost]\nl2_kib = 512\n"
+    )
+    times = []
+    for send in (0, 20_000):
+        m = tmp_path / f"m{send}.toml"
+        m.write_text(toml + f"ipi_send_ns = {send}\n")
+        res = schedlab.run(str(m), "pipe:loops=2000,mode=thread", policy="v6.12", seed=0)
+        times.append(res.metrics["completion_time_s"])
+    assert times[1] - times[0] > 0.4 * 2000 * 20e-6, times

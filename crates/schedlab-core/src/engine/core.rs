@@ -263,6 +263,8 @@ impl Sim {
         }
         if sched_feat!(self.features, TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
             self.rqs[cpu.idx()].ttwu_pending += 1;
+            // __smp_call_single_queue: the waker sends the IPI.
+            self.charge(waker_cpu, self.machine.cost.ipi_send_ns);
             let t = self.now + self.machine.cost.ipi_ns;
             self.at_in(super::LANE_IPI, t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
         } else {
@@ -400,6 +402,8 @@ impl Sim {
         if cpu == from_cpu {
             self.at_in(super::LANE_NOW, self.now, Ev::Resched(cpu));
         } else {
+            // smp_send_reschedule: the sender pays the IPI's send.
+            self.charge(from_cpu, self.machine.cost.ipi_send_ns);
             self.at_in(super::LANE_IPI, self.now + self.machine.cost.ipi_ns, Ev::Resched(cpu));
         }
     }

@@ -282,6 +282,11 @@ pub struct CostParams {
     pub context_switch_ns: Ns,
     /// Cost of a wakeup (`try_to_wake_up`) to the waker, ns.
     pub wakeup_ns: Ns,
+    /// Extra cost to a CPU of sending an IPI (a wakeup through the target's
+    /// wake list, a remote `resched_curr`), ns: on bare metal a few hundred
+    /// cycles, inside `wakeup_ns` (default 0); in a VM the send is a VM exit
+    /// (`schedlab calibrate` measures it).
+    pub ipi_send_ns: Ns,
     /// CPU work of one small pipe `write()` that wakes nobody (syscall entry
     /// and exit, the pipe mutex, the copy into the page), ns: what the
     /// pipe-based workload families (pipe, workqueue, hackbench with pipes,

@@ -206,7 +206,7 @@ pub fn render_json(m: &Machine, d: &Domains) -> Value {
         "cost": {"refill_ns_per_kib": c.refill_ns_per_kib, "ipi_ns": c.ipi_ns,
                  "scan_ns_per_cpu": c.scan_ns_per_cpu, "balance_ns_base": c.balance_ns_base,
                  "balance_ns_per_cpu": c.balance_ns_per_cpu, "context_switch_ns": c.context_switch_ns,
-                 "wakeup_ns": c.wakeup_ns, "pipe_write_ns": c.pipe_write_ns, "pipe_read_ns": c.pipe_read_ns,
+                 "wakeup_ns": c.wakeup_ns, "ipi_send_ns": c.ipi_send_ns, "pipe_write_ns": c.pipe_write_ns, "pipe_read_ns": c.pipe_read_ns,
                  "l2_kib": c.l2_kib, "llc_kib": c.llc_kib},
         "nr_levels": d.nr_levels,
         "levels": lv,

@@ -48,6 +48,7 @@ pub(crate) fn test_machine(n: usize) -> Machine {
             balance_ns_base: 0,
             context_switch_ns: 0,
             wakeup_ns: 0,
+            ipi_send_ns: 0,
             // The families' former fixed defaults, so their tests see the same work.
             pipe_write_ns: 1500,
             pipe_read_ns: 1000,
