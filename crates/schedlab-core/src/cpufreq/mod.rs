@@ -32,7 +32,6 @@ mod tests_pstate;
 pub mod turbo;
 
 use crate::engine::{Ev, Sim};
-use crate::fair::cas::CpufreqUpdate;
 use crate::ids::{CpuId, Ns};
 use crate::topology::{Governor, Machine};
 use crate::trace::Event;
@@ -251,7 +250,7 @@ impl Sim {
         // only from a CPU of the same policy, and before v4.14 not at all
         // (`remote_cpufreq_update` off): the target's next own update does.
         if let Some(this) = self.cpufreq.this_cpu {
-            if this != cpu && matches!(self.remote_cpufreq_update(this, cpu), CpufreqUpdate::Deferred { .. }) {
+            if !self.cpufreq_this_cpu_can_update(this, cpu) {
                 return;
             }
         }

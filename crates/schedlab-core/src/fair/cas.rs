@@ -159,6 +159,18 @@ impl Sim {
         core.opps.iter().map(|o| o.freq_khz).find(|&f| f as u64 >= want).unwrap_or(top)
     }
 
+    /// `cpufreq_this_cpu_can_update`: whether `this_cpu` may update the
+    /// policy of `target` now (its own CPU, or with `remote_cpufreq_update`
+    /// a CPU of the same policy); otherwise the target's next own update
+    /// does. The decision of [`Sim::remote_cpufreq_update`] without the
+    /// frequency it would ask for.
+    #[inline]
+    pub fn cpufreq_this_cpu_can_update(&self, this_cpu: CpuId, target: CpuId) -> bool {
+        this_cpu == target
+            || (sched_feat!(self.features, remote_cpufreq_update)
+                && self.machine.cpus[this_cpu.idx()].freq_domain == self.machine.cpus[target.idx()].freq_domain)
+    }
+
     /// Seed idea 5: what the cpufreq update of an enqueue of a task on
     /// `target`, done by `this_cpu`, does (`cpufreq_this_cpu_can_update`).
     pub fn remote_cpufreq_update(&self, this_cpu: CpuId, target: CpuId) -> CpufreqUpdate {

@@ -153,6 +153,8 @@ fn remote_cpufreq_update_decision() {
     // CPU 1 at 200: 200 * 1.25 = 250 -> 1844 MHz * 250 / 462 = 997.7 MHz -> 999 MHz OPP.
     s.rqs[1].cfs_avg.util_avg = 200;
     assert_eq!(s.remote_cpufreq_update(CpuId(0), CpuId(1)), CpufreqUpdate::Deferred { domain: 0 });
+    assert!(!s.cpufreq_this_cpu_can_update(CpuId(0), CpuId(1)));
+    assert!(s.cpufreq_this_cpu_can_update(CpuId(1), CpuId(1)));
     assert_eq!(s.remote_cpufreq_update(CpuId(1), CpuId(1)), CpufreqUpdate::Local { domain: 0, freq_khz: 999_000 });
     let mut s2 = sim_from_toml(HIKEY, 2, feats(&[Feat::remote_cpufreq_update]));
     s2.rqs[1].cfs_avg.util_avg = 200;
