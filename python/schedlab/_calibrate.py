@@ -129,9 +129,11 @@ _STATE_LINE = re.compile(
 
 
 def _probe_state_line(machine_toml: str) -> int | None:
-    """Line index of the idle state the probe's 200 us idle periods use
-    (as `_idle_exit_ns` picks it), in the one-state-per-line form `topo
-    import` writes; None when the machine lists none that way."""
+    """Line index of the idle state the probe's 200 us idle periods use: the
+    deepest CPU state whose target residency fits them (menu's choice once
+    the probe's regular periods make its typical interval; no timer is
+    armed), in the one-state-per-line form `topo import` writes; None when
+    the machine lists none that way."""
     best, best_res = None, -1
     for i, line in enumerate(machine_toml.splitlines()):
         m = _STATE_LINE.match(line)
@@ -160,18 +162,13 @@ def _set_actual_exit(machine_toml: str, line: int, exit_ns: int, comment: str) -
 
 
 def _idle_exit_ns(machine_toml: str) -> int:
-    """Exit latency of the deepest idle state whose target residency fits
-    the probe's idle period, from the TOML: menu's choice once the probe's
-    regular 200 us periods make its typical interval (no timer is armed)."""
-    best = 0
-    best_res = -1
-    for m in re.finditer(
-        r"exit_latency_us\s*=\s*(\d+),\s*target_residency_us\s*=\s*(\d+)", machine_toml
-    ):
-        lat, res = int(m.group(1)), int(m.group(2))
-        if res <= IDLE_PERIOD_US and res > best_res:
-            best, best_res = lat * 1000, res
-    return best
+    """Declared exit latency of the idle state the probe's 200 us idle
+    periods use (`_probe_state_line`), ns; 0 without one."""
+    line = _probe_state_line(machine_toml)
+    if line is None:
+        return 0
+    m = _STATE_LINE.match(machine_toml.splitlines()[line])
+    return int(m.group(3)) * 1000 if m else 0
 
 
 def _set_cost(machine_toml: str, values: dict[str, tuple[int, str]]) -> str:

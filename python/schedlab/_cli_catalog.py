@@ -13,7 +13,6 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from . import _native
 from ._native import SchedlabError, UnknownNameError
@@ -151,9 +150,7 @@ def policy_show_cmd(
         out.print("sched features: not used (a peer class replaces the fair class)")
         return
     out.print("differs from mainline: " + (" ".join(changed) if changed else "nothing"))
-    table = Table(title="sched features")
-    for col in ("feature", "state", "mainline", "summary"):
-        table.add_column(col)
+    table = _new_table("sched features", "feature", "state", "mainline", "summary")
     for f in doc["features"]:
         table.add_row(
             f["name"],

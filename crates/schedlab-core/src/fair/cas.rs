@@ -175,13 +175,14 @@ impl Sim {
     /// `target`, done by `this_cpu`, does (`cpufreq_this_cpu_can_update`).
     pub fn remote_cpufreq_update(&self, this_cpu: CpuId, target: CpuId) -> CpufreqUpdate {
         let domain = self.machine.cpus[target.idx()].freq_domain;
+        if !self.cpufreq_this_cpu_can_update(this_cpu, target) {
+            return CpufreqUpdate::Deferred { domain };
+        }
+        let freq_khz = self.sugov_next_freq_khz(domain);
         if this_cpu == target {
-            return CpufreqUpdate::Local { domain, freq_khz: self.sugov_next_freq_khz(domain) };
+            CpufreqUpdate::Local { domain, freq_khz }
+        } else {
+            CpufreqUpdate::RemoteNow { domain, freq_khz }
         }
-        let same = self.machine.cpus[this_cpu.idx()].freq_domain == domain;
-        if sched_feat!(self.features, remote_cpufreq_update) && same {
-            return CpufreqUpdate::RemoteNow { domain, freq_khz: self.sugov_next_freq_khz(domain) };
-        }
-        CpufreqUpdate::Deferred { domain }
     }
 }

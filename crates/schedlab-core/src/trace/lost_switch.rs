@@ -22,10 +22,10 @@
 use crate::ids::CpuId;
 use crate::trace::PrevState;
 
-/// The pid in a line's task column: `comm-pid`, `comm-pid (tgid)`
+/// The comm and pid in a line's task column: `comm-pid`, `comm-pid (tgid)`
 /// (trace-cmd's tgid column, `-o record-tgid`) or `comm pid` (perf script);
-/// `<idle>-0` is 0. `None` when the column has no trailing pid.
-pub(crate) fn head_pid(task: &str) -> Option<u32> {
+/// `<idle>-0` has pid 0. `None` when the column has no trailing pid.
+pub(crate) fn head_task(task: &str) -> Option<(&str, u32)> {
     let mut t = task.trim_end();
     if t.ends_with(')') {
         t = t[..t.rfind('(')?].trim_end();
@@ -38,19 +38,7 @@ pub(crate) fn head_pid(task: &str) -> Option<u32> {
     if sep != b'-' && !sep.is_ascii_whitespace() {
         return None;
     }
-    t[start..].parse().ok()
-}
-
-/// The comm part of a task column whose pid [`head_pid`] read.
-pub(crate) fn head_comm(task: &str) -> &str {
-    let mut t = task.trim_end();
-    if t.ends_with(')') {
-        if let Some(i) = t.rfind('(') {
-            t = t[..i].trim_end();
-        }
-    }
-    let start = t.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
-    t[..start.saturating_sub(1)].trim()
+    Some((t[..start - 1].trim(), t[start..].parse().ok()?))
 }
 
 /// Whether a line of `event` names the CPU's current task in its task
@@ -126,17 +114,14 @@ mod tests {
 
     #[test]
     fn task_columns_of_every_format() {
-        assert_eq!(head_pid("wl-pipe-a-31778"), Some(31778));
-        assert_eq!(head_comm("wl-pipe-a-31778"), "wl-pipe-a");
-        assert_eq!(head_pid("<idle>-0"), Some(0));
-        assert_eq!(head_pid("bash-1234 (1230)"), Some(1234));
-        assert_eq!(head_comm("bash-1234 (1230)"), "bash");
-        assert_eq!(head_pid("bash-1234 (  1230)"), Some(1234));
-        assert_eq!(head_pid("perf 4242"), Some(4242));
-        assert_eq!(head_comm("perf 4242"), "perf");
-        assert_eq!(head_pid("kworker/0:1"), None);
-        assert_eq!(head_pid("1234"), None);
-        assert_eq!(head_pid(""), None);
+        assert_eq!(head_task("wl-pipe-a-31778"), Some(("wl-pipe-a", 31778)));
+        assert_eq!(head_task("<idle>-0"), Some(("<idle>", 0)));
+        assert_eq!(head_task("bash-1234 (1230)"), Some(("bash", 1234)));
+        assert_eq!(head_task("bash-1234 (  1230)"), Some(("bash", 1234)));
+        assert_eq!(head_task("perf 4242"), Some(("perf", 4242)));
+        assert_eq!(head_task("kworker/0:1"), None);
+        assert_eq!(head_task("1234"), None);
+        assert_eq!(head_task(""), None);
     }
 
     #[test]
