@@ -81,8 +81,12 @@ pub struct GroupRef {
     pub cpus_at: u32,
     /// Number of CPUs in the group.
     pub nr_cpus: u32,
-    /// Its sums in `Sim::sg_sums` (`fair::sg_sums`): every group of every
-    /// domain has its own slot, numbered in `group_refs` order.
+    /// Its sums in `Sim::sg_sums` (`fair::sg_sums`), numbered in
+    /// `group_refs` order. Groups of the same CPUs in domains of the same
+    /// `imbalance_pct` (the NUMA levels' overlapping domains, one per node,
+    /// repeat their groups) share a slot, since their sums are the same:
+    /// a CPU's change then moves one sum per distinct group, not one per
+    /// domain that repeats it.
     pub slot: u32,
     /// Its first CPU (`group_balance_cpu`'s stand-in for `sgc` lookups).
     pub first: CpuId,
@@ -502,7 +506,8 @@ pub fn group_refs(
     machine: &crate::topology::Machine,
 ) -> (Vec<Vec<GroupRef>>, Vec<CpuId>) {
     let mut cpus = Vec::new();
-    let mut slots = 0u32;
+    // Build-time only: the slot of each distinct (CPUs, imbalance_pct).
+    let mut slots: std::collections::HashMap<(CpuMask, u32), u32> = std::collections::HashMap::new();
     let refs = domains
         .sds
         .iter()
@@ -516,8 +521,8 @@ pub fn group_refs(
                     let cpus_at = cpus.len() as u32;
                     cpus.extend(span.iter());
                     let nr_cpus = cpus.len() as u32 - cpus_at;
-                    let slot = slots;
-                    slots += 1;
+                    let next = slots.len() as u32;
+                    let slot = *slots.entry((span, sd.imbalance_pct)).or_insert(next);
                     let first = span.first().unwrap_or(CpuId(0));
                     let within_sd = span.is_subset(&sd.span);
                     GroupRef { index, span, flags, cores: cores as u32, cpus_at, nr_cpus, slot, first, within_sd }

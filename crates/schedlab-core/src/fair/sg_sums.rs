@@ -166,6 +166,11 @@ impl SgSums {
         let mut per_cpu: Vec<Vec<u32>> = vec![Vec::new(); nr_cpus];
         for (sd, groups) in refs.iter().enumerate() {
             for g in groups {
+                // A slot shared by groups of the same CPUs is summed once.
+                if (g.slot as usize) < imbalance_pct.len() {
+                    debug_assert_eq!(imbalance_pct[g.slot as usize], pct[sd]);
+                    continue;
+                }
                 debug_assert_eq!(g.slot as usize, imbalance_pct.len());
                 imbalance_pct.push(pct[sd]);
                 for c in g.cpus(sg_cpus) {

@@ -134,3 +134,23 @@ fn sums_follow_random_terms_on_a_large_machine() {
     }
     sums.check_sums(&refs, &sg_cpus).unwrap();
 }
+
+#[test]
+fn groups_repeated_by_overlapping_numa_domains_share_one_sum() {
+    // Kunpeng 920: four nodes at distances 12, 20, 22 and 24, so NUMA
+    // levels whose domains (one per node pair or more) repeat each other's
+    // node groups, which then share a slot; the sums still equal the loop's
+    // on a running machine.
+    let m = machine_from_toml(&preset_source("kunpeng920").text);
+    let d = build_sched_domains(&m).unwrap();
+    let (refs, _) = super::lb_stats::group_refs(&d, &m);
+    let groups: usize = refs.iter().map(Vec::len).sum();
+    let mut slots: Vec<u32> = refs.iter().flatten().map(|g| g.slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    assert!(slots.len() < groups, "{groups} groups in {} slots: none shared", slots.len());
+    assert_eq!(*slots.last().unwrap() as usize, slots.len() - 1, "slots numbered densely");
+    let mut s = sim_of("kunpeng920", &["hackbench:groups=4,loops=40"], "eevdf");
+    let (summed, _) = compare_along(&mut s, 20);
+    assert!(summed > 1000, "the sums answered only {summed} groups");
+}
