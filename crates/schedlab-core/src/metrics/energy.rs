@@ -158,6 +158,9 @@ pub struct EnergyMeter {
     cluster_cpus: Vec<Vec<u32>>,
     /// Frequency transitions in the counted window.
     pub transitions: u64,
+    /// Whether some domain has a power model (else only frequency
+    /// residency and transitions are measured).
+    any_power: bool,
 }
 
 /// The OPP index of `khz` in `opps`: the lowest at or above it.
@@ -200,6 +203,13 @@ impl EnergyMeter {
             cluster_cpus[cl as usize].push(cpu as u32);
         }
         let clusters = cluster_cpus.iter().map(|v| ClusterIdle::new(v.len() as u16)).collect();
+        let any_power = ctx.domain_has_power.is_empty() || ctx.domain_has_power.iter().any(|&p| p);
+        // A domain without a power model draws 0 everywhere: skipping its
+        // accounting (set_busy, set_idle_state) relies on it.
+        debug_assert!(ctx.domain_has_power.iter().enumerate().all(|(d, &p)| p
+            || (ctx.domain_opps[d].iter().all(|o| o.power_mw == 0)
+                && ctx.domain_idle_states_mw[d].iter().all(|&mw| mw == 0)
+                && ctx.domain_idle_mw[d] == 0)));
         EnergyMeter {
             ctx,
             domains,
@@ -210,6 +220,7 @@ impl EnergyMeter {
             clusters,
             cluster_cpus,
             transitions: 0,
+            any_power,
         }
     }
 
@@ -259,11 +270,15 @@ impl EnergyMeter {
         self.domains[d].last_t = self.domains[d].last_t.max(t);
     }
 
-    /// `cpu` switched to a task (`busy`) or to idle at `t`.
+    /// `cpu` switched to a task (`busy`) or to idle at `t`. In a domain
+    /// without a power model (every figure 0) this only notes the state:
+    /// its energy stays 0 (and is reported absent), and its frequency
+    /// residency is closed at each frequency change and at the end, which
+    /// sums the same nanoseconds as closing it here too.
     pub fn set_busy(&mut self, t: Ns, window_start: Ns, cpu: CpuId, busy: bool) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
         let was = std::mem::replace(&mut self.busy[cpu.idx()], busy);
-        if was == busy {
+        if was == busy || !self.domain_has_power(d as usize) {
             return;
         }
         self.account(d as usize, t, window_start);
@@ -335,8 +350,14 @@ impl EnergyMeter {
 
     /// `cpu_idle` for `cpu` at `t`: it enters idle state `state`, or leaves
     /// its state (`None`: back to the no-state power).
+    /// Without any power model on the machine nothing here can change an
+    /// energy (every idle power is 0) and it returns at once; a cluster's
+    /// state requests are kept only while some domain has one.
     pub fn set_idle_state(&mut self, t: Ns, window_start: Ns, cpu: CpuId, state: Option<u8>) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
+        if !self.any_power {
+            return;
+        }
         let (d, c) = (d as usize, cpu.idx());
         let cl = self.cpu_cluster[c] as usize;
         let mut flipped = false;
