@@ -149,7 +149,7 @@ impl Sim {
     /// whatever the others ask), and a CPU is first tried with
     /// [`Sim::sugov_util_reaches_max`], a lower bound of its request read
     /// from its fair averages alone.
-    #[inline]
+    #[inline(always)]
     pub fn sugov_next_freq_khz(&self, fd: u32) -> u32 {
         let next = self.sugov_next_freq_walk(fd);
         #[cfg(test)]
@@ -161,17 +161,28 @@ impl Sim {
         next
     }
 
-    /// The walk of [`Sim::sugov_next_freq_khz`].
-    #[inline]
+    /// The walk of [`Sim::sugov_next_freq_khz`]: first the lower bounds
+    /// alone (in a busy policy one suffices), then, only if none shows the
+    /// top request, every CPU's request.
+    #[inline(always)]
     fn sugov_next_freq_walk(&self, fd: u32) -> u32 {
+        let pol = &self.cpufreq.policies[fd as usize];
+        let sat = pol.freq_map.sat_util;
+        if pol.cpus.iter().any(|&c| self.sugov_util_reaches_max(c, sat)) {
+            // `get_next_freq(sat_util)` is `fmax_khz`, by its definition.
+            return pol.freq_map.fmax_khz as u32;
+        }
+        self.sugov_next_freq_all(fd)
+    }
+
+    /// `get_next_freq` of the highest [`Sim::sugov_get_util`] of policy
+    /// `fd`'s CPUs, stopping at one that reaches `sat_util`.
+    #[inline(never)]
+    fn sugov_next_freq_all(&self, fd: u32) -> u32 {
         let pol = &self.cpufreq.policies[fd as usize];
         let map = &pol.freq_map;
         let mut util = 0;
         for &c in &pol.cpus {
-            // `get_next_freq(sat_util)` is `fmax_khz`, by its definition.
-            if self.sugov_util_reaches_max(c, map.sat_util) {
-                return map.fmax_khz as u32;
-            }
             util = util.max(self.sugov_get_util(c));
             if util >= map.sat_util {
                 return map.fmax_khz as u32;
