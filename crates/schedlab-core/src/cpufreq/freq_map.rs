@@ -14,6 +14,15 @@
 //! kHz; the unit tests check the threshold against the plain definition on
 //! random tables, and under `cfg(test)` every request is checked against
 //! the direct computation over all CPUs.
+//!
+//! Read for this: `sugov_next_freq_shared` and `get_next_freq` of
+//! kernel/sched/cpufreq_schedutil.c in their v6.8 form (the loop of
+//! `sugov_iowait_apply` and `sugov_get_util` over `policy->cpus`, the max,
+//! then `get_next_freq`), as quoted in the LKML patch mails the search
+//! tools return for it. The kernel keeps its own shortcut there
+//! (`cached_raw_freq`: an unchanged raw frequency skips
+//! `cpufreq_driver_resolve_freq`); it needs the utilisation first, which is
+//! what costs here.
 
 use crate::topology::{CoreType, Opp};
 

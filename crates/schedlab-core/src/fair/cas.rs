@@ -196,9 +196,10 @@ impl Sim {
     /// shown from a lower bound (`false`: not shown, ask it). The bound:
     /// `cpu_util_cfs_boost` is at least `max(util_avg, runnable_avg)`
     /// capped at the capacity (util_est only raises it); `effective_cpu_util`
-    /// never lowers a utilisation below the capacity (RT adds, IRQ time
-    /// scales it as `irq + (cap - irq) / cap x U`, which is at least `U`,
-    /// and at `irq >= cap` it is the capacity, `min` and `max` included);
+    /// returns at least its input capped at the capacity (RT time adds to
+    /// it, IRQ time scales it as `irq + (cap - irq) x U / cap`, which is at
+    /// least `U` for `U <= cap`, and at `irq >= cap` it returns the
+    /// capacity as util, `min` and `max`);
     /// the iowait boost and `min` only raise the request; so
     /// `sugov_effective_cpu_perf` is at least the bound plus 25%, capped at
     /// `min(cap, uclamp_max)`.

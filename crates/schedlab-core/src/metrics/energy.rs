@@ -204,12 +204,6 @@ impl EnergyMeter {
         }
         let clusters = cluster_cpus.iter().map(|v| ClusterIdle::new(v.len() as u16)).collect();
         let any_power = ctx.domain_has_power.is_empty() || ctx.domain_has_power.iter().any(|&p| p);
-        // A domain without a power model draws 0 everywhere: skipping its
-        // accounting (set_busy, set_idle_state) relies on it.
-        debug_assert!(ctx.domain_has_power.iter().enumerate().all(|(d, &p)| p
-            || (ctx.domain_opps[d].iter().all(|o| o.power_mw == 0)
-                && ctx.domain_idle_states_mw[d].iter().all(|&mw| mw == 0)
-                && ctx.domain_idle_mw[d] == 0)));
         EnergyMeter {
             ctx,
             domains,
@@ -271,10 +265,10 @@ impl EnergyMeter {
     }
 
     /// `cpu` switched to a task (`busy`) or to idle at `t`. In a domain
-    /// without a power model (every figure 0) this only notes the state:
-    /// its energy stays 0 (and is reported absent), and its frequency
-    /// residency is closed at each frequency change and at the end, which
-    /// sums the same nanoseconds as closing it here too.
+    /// without a power model this only notes the state: its energy (and
+    /// its CPUs') is reported absent, so it is not accounted, and its
+    /// frequency residency is closed at each frequency change and at the
+    /// end, which sums the same nanoseconds as closing it here too.
     pub fn set_busy(&mut self, t: Ns, window_start: Ns, cpu: CpuId, busy: bool) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
         let was = std::mem::replace(&mut self.busy[cpu.idx()], busy);
@@ -350,9 +344,9 @@ impl EnergyMeter {
 
     /// `cpu_idle` for `cpu` at `t`: it enters idle state `state`, or leaves
     /// its state (`None`: back to the no-state power).
-    /// Without any power model on the machine nothing here can change an
-    /// energy (every idle power is 0) and it returns at once; a cluster's
-    /// state requests are kept only while some domain has one.
+    ///
+    /// Without any power model on the machine no energy is reported and
+    /// it returns at once (a cluster's state requests only set powers).
     pub fn set_idle_state(&mut self, t: Ns, window_start: Ns, cpu: CpuId, state: Option<u8>) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
         if !self.any_power {
@@ -380,9 +374,10 @@ impl EnergyMeter {
         }
     }
 
-    /// Total energy in the unit it is summed in, mW x ns (exact).
+    /// Total energy of the domains with a power model, in the unit it is
+    /// summed in, mW x ns (exact).
     pub fn energy_mw_ns(&self) -> u128 {
-        self.domains.iter().map(|m| m.energy).sum()
+        self.domains.iter().enumerate().filter(|&(d, _)| self.domain_has_power(d)).map(|(_, m)| m.energy).sum()
     }
 
     /// `cpu_frequency` for `cpu` at `t`: its domain is at `khz` from now.
