@@ -19,6 +19,7 @@
 //! before DVFS, byte for byte.
 
 pub mod counters;
+pub mod freq_map;
 pub mod intel_pstate;
 pub mod iowait;
 pub mod ondemand;
@@ -65,6 +66,17 @@ pub struct Policy {
     /// A request waiting for the driver's transition latency to pass
     /// (`ondemand`, `intel_pstate`), kHz.
     pub pending_khz: Option<u32>,
+    /// `policy->cpus` as a list, ascending: what a hook walks (the span's
+    /// 1024-bit mask costs a scan of all its words per walk).
+    pub cpus: Vec<CpuId>,
+    /// What `get_next_freq` reads of the policy, fixed at build.
+    pub freq_map: freq_map::FreqMap,
+    /// Some CPU of the policy may hold an iowait boost (schedutil): set
+    /// when a hook leaves one, cleared by a decision that finds none. While
+    /// it is false every `iowait_boost` and `boost_util` of the policy is 0
+    /// and the decision's `sugov_iowait_apply` walk, which would return 0
+    /// for each CPU and change nothing, is skipped.
+    pub iowait_boosted: bool,
 }
 
 /// The frequency state of the machine.
@@ -105,9 +117,11 @@ pub struct CpufreqState {
 }
 
 /// `cpufreq_driver_resolve_freq(policy, f)` with `CPUFREQ_RELATION_L`: the
-/// lowest OPP at or above `khz`, the highest when none is.
+/// lowest OPP at or above `khz`, the highest when none is (0 without OPPs).
+/// A binary search over the table, which the machine parser keeps strictly
+/// increasing (`freq_map::opp_at_or_above`).
 pub fn resolve_freq(opps: &[crate::topology::Opp], khz: u64) -> u32 {
-    opps.iter().map(|o| o.freq_khz).find(|&f| f as u64 >= khz).unwrap_or_else(|| opps.last().map_or(0, |o| o.freq_khz))
+    freq_map::opp_at_or_above(opps, khz).unwrap_or_else(|| opps.last().map_or(0, |o| o.freq_khz))
 }
 
 /// The starting frequency of each domain, kHz (see [`CpufreqState::new`]).
@@ -142,6 +156,9 @@ impl CpufreqState {
                     Some(Governor::Schedutil) => max,
                 };
                 let cur = req.min(turbo_max);
+                let freq_map = ct.map_or(freq_map::FreqMap::default(), |ct| {
+                    freq_map::FreqMap::new(ct, cpuinfo_max, machine.cpufreq.pstate_scaling_khz)
+                });
                 Policy {
                     cur_khz: cur,
                     max_khz: max.max(1),
@@ -154,6 +171,9 @@ impl CpufreqState {
                     min_khz: min,
                     cpuinfo_max_khz: cpuinfo_max,
                     pending_khz: None,
+                    cpus: fd.span.iter().collect(),
+                    freq_map,
+                    iowait_boosted: false,
                 }
             })
             .collect();
@@ -243,9 +263,13 @@ impl Sim {
     fn sugov_update_shared(&mut self, cpu: CpuId, flags: u32) {
         let (now, tick) = (self.now, self.tick_ns);
         // sugov_iowait_boost and last_update come before every check.
+        let fd = self.machine.cpus[cpu.idx()].freq_domain;
         let sg = &mut self.cpufreq.sugov_cpus[cpu.idx()];
         iowait::sugov_iowait_boost(sg, now, flags, tick);
         sg.last_update = now;
+        if sg.iowait_boost != 0 {
+            self.cpufreq.policies[fd as usize].iowait_boosted = true;
+        }
         // cpufreq_this_cpu_can_update: a remote enqueue updates the policy
         // only from a CPU of the same policy, and before v4.14 not at all
         // (`remote_cpufreq_update` off): the target's next own update does.
@@ -254,7 +278,6 @@ impl Sim {
                 return;
             }
         }
-        let fd = self.machine.cpus[cpu.idx()].freq_domain;
         let rate_limit = self.machine.cpufreq.rate_limit_ns;
         // sugov_should_update_freq.
         let pol = &self.cpufreq.policies[fd as usize];
@@ -262,11 +285,22 @@ impl Sim {
             return;
         }
         // sugov_next_freq_shared: each CPU's boost (sugov_iowait_apply), read
-        // by sugov_next_freq_khz as the floor of its utilisation.
-        let max_cap = self.machine.core_type(cpu).capacity as u64;
-        for j in self.machine.freq_domains[fd as usize].span.iter() {
-            let sg = &mut self.cpufreq.sugov_cpus[j.idx()];
-            sg.boost_util = iowait::sugov_iowait_apply(sg, now, max_cap, tick);
+        // by sugov_next_freq_khz as the floor of its utilisation (skipped
+        // while no CPU of the policy holds one: `Policy::iowait_boosted`).
+        if self.cpufreq.policies[fd as usize].iowait_boosted {
+            self.sugov_iowait_apply_policy(fd, cpu);
+        }
+        #[cfg(test)]
+        {
+            let pol = &self.cpufreq.policies[fd as usize];
+            let clear = |c: &CpuId| {
+                self.cpufreq.sugov_cpus[c.idx()]
+                    == iowait::SugovCpu {
+                        last_update: self.cpufreq.sugov_cpus[c.idx()].last_update,
+                        ..Default::default()
+                    }
+            };
+            assert!(pol.iowait_boosted || pol.cpus.iter().all(clear), "policy {fd}: a boost left unapplied");
         }
         let next = self.sugov_next_freq_khz(fd);
         // sugov_update_next_freq.
@@ -286,6 +320,21 @@ impl Sim {
             pol.work_in_progress = true;
             self.at(now, Ev::SugovIrqWork { domain: fd, cpu });
         }
+    }
+
+    /// `sugov_iowait_apply` for every CPU of policy `fd` (a decision of
+    /// `cpu`'s hook), in the units of `cpu`'s capacity; notes whether any
+    /// boost is left.
+    fn sugov_iowait_apply_policy(&mut self, fd: u32, cpu: CpuId) {
+        let (now, tick) = (self.now, self.tick_ns);
+        let max_cap = self.machine.core_type(cpu).capacity as u64;
+        let mut boosted = false;
+        for &j in &self.cpufreq.policies[fd as usize].cpus {
+            let sg = &mut self.cpufreq.sugov_cpus[j.idx()];
+            sg.boost_util = iowait::sugov_iowait_apply(sg, now, max_cap, tick);
+            boosted |= sg.iowait_boost != 0;
+        }
+        self.cpufreq.policies[fd as usize].iowait_boosted = boosted;
     }
 
     /// `cpu`'s own policy (intel_pstate, ondemand) asks for `khz`: its

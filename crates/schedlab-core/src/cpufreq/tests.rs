@@ -297,3 +297,20 @@ fn slow_path_switches_through_the_sugov_thread() {
     let e = parse_machine(&two_opp("", "fast_switch = 1"), "toml", "m.toml").unwrap_err().to_string();
     assert!(e.contains("freq_domain.fast_switch"), "{e}");
 }
+
+/// The shortcuts of schedutil's request (`sugov_next_freq_khz`: the walk
+/// that stops at a CPU asking for `cpuinfo.max_freq`, the lower-bound test,
+/// the skipped iowait walk; cpufreq/README.md, Cost) are compared with the
+/// direct computation at every hook under `cfg(test)`. Here on the two
+/// presets the cost is measured on: per-core SMT policies reaching into
+/// turbo (intel-4n-192), four-CPU clusters with EAS (hikey960).
+#[test]
+fn schedutil_shortcuts_agree_with_the_direct_request_on_the_bench_presets() {
+    for preset in ["intel-4n-192", "hikey960"] {
+        let w = "schbench:runtime=100ms";
+        let mut spec = run_spec(crate::testkit::preset_source(preset), w, "eevdf", 0, false);
+        spec.options.governor = Some("schedutil".into());
+        let r = run(&spec).unwrap();
+        assert!(r.metrics.iter().any(|m| m.name == "freq_transitions" && m.value > 0.0), "{preset}: no transition");
+    }
+}

@@ -126,11 +126,100 @@ impl Sim {
         true
     }
 
-    /// schedutil's frequency request for frequency domain `fd`: the busiest
-    /// CPU's `sugov_effective_cpu_perf(effective_cpu_util(cpu_util_cfs_boost))`
-    /// mapped linearly to a frequency (`map_util_freq`) and resolved to the
-    /// lowest OPP at or above it (`CPUFREQ_RELATION_L`).
+    /// `sugov_get_util(sg_cpu, boost)`: what `cpu` asks schedutil for,
+    /// `sugov_effective_cpu_perf(effective_cpu_util(cpu_util_cfs_boost))`
+    /// with the iowait boost of the policy's last decision
+    /// (`sugov_iowait_apply`) as the floor of the utilisation (v6.8 form).
+    #[inline]
+    pub fn sugov_get_util(&self, cpu: CpuId) -> u64 {
+        let (eff, min, max) = self.effective_cpu_util(cpu, self.cpu_util_cfs_boost(cpu));
+        let boost = self.cpufreq.sugov_cpus.get(cpu.idx()).map_or(0, |sg| sg.boost_util);
+        sugov_effective_cpu_perf(eff.max(boost), min, max)
+    }
+
+    /// schedutil's frequency request for frequency domain `fd`
+    /// (`sugov_next_freq_shared`): `get_next_freq` of the busiest CPU's
+    /// [`Sim::sugov_get_util`], a linear map of it to a frequency
+    /// (`map_util_freq`) resolved to the lowest OPP at or above it
+    /// (`CPUFREQ_RELATION_L`).
+    ///
+    /// Two shortcuts give the same answer with less work (cpufreq/freq_map.rs):
+    /// the walk over the CPUs stops at the first one asking for at least
+    /// `FreqMap::sat_util` (the request is then `cpuinfo.max_freq`,
+    /// whatever the others ask), and a CPU is first tried with
+    /// [`Sim::sugov_util_reaches_max`], a lower bound of its request read
+    /// from its fair averages alone.
+    #[inline(always)]
     pub fn sugov_next_freq_khz(&self, fd: u32) -> u32 {
+        let next = self.sugov_next_freq_walk(fd);
+        #[cfg(test)]
+        assert_eq!(
+            next,
+            self.sugov_next_freq_khz_direct(fd),
+            "policy {fd}: the walk's answer differs from the direct one"
+        );
+        next
+    }
+
+    /// The walk of [`Sim::sugov_next_freq_khz`]: first the lower bounds
+    /// alone (in a busy policy one suffices), then, only if none shows the
+    /// top request, every CPU's request.
+    #[inline(always)]
+    fn sugov_next_freq_walk(&self, fd: u32) -> u32 {
+        let pol = &self.cpufreq.policies[fd as usize];
+        let sat = pol.freq_map.sat_util;
+        if pol.cpus.iter().any(|&c| self.sugov_util_reaches_max(c, sat)) {
+            // `get_next_freq(sat_util)` is `fmax_khz`, by its definition.
+            return pol.freq_map.fmax_khz as u32;
+        }
+        self.sugov_next_freq_all(fd)
+    }
+
+    /// `get_next_freq` of the highest [`Sim::sugov_get_util`] of policy
+    /// `fd`'s CPUs, stopping at one that reaches `sat_util`.
+    #[inline(never)]
+    fn sugov_next_freq_all(&self, fd: u32) -> u32 {
+        let pol = &self.cpufreq.policies[fd as usize];
+        let map = &pol.freq_map;
+        let mut util = 0;
+        for &c in &pol.cpus {
+            util = util.max(self.sugov_get_util(c));
+            if util >= map.sat_util {
+                return map.fmax_khz as u32;
+            }
+        }
+        let Some(&first) = pol.cpus.first() else { return 0 };
+        map.get_next_freq(&self.machine.core_type(first).opps, util)
+    }
+
+    /// Whether [`Sim::sugov_get_util`] of `cpu` is at least `sat_util`,
+    /// shown from a lower bound (`false`: not shown, ask it). The bound:
+    /// `cpu_util_cfs_boost` is at least `max(util_avg, runnable_avg)`
+    /// capped at the capacity (util_est only raises it); `effective_cpu_util`
+    /// returns at least its input capped at the capacity (RT time adds to
+    /// it, IRQ time scales it as `irq + (cap - irq) x U / cap`, which is at
+    /// least `U` for `U <= cap`, and at `irq >= cap` it returns the
+    /// capacity as util, `min` and `max`);
+    /// the iowait boost and `min` only raise the request; so
+    /// `sugov_effective_cpu_perf` is at least the bound plus 25%, capped at
+    /// `min(cap, uclamp_max)`.
+    #[inline]
+    pub fn sugov_util_reaches_max(&self, cpu: CpuId, sat_util: u64) -> bool {
+        let rq = &self.rqs[cpu.idx()];
+        let scale = self.machine.capacity_orig(cpu) as u64;
+        let cfs = rq.cfs_avg.util_avg.max(rq.cfs_avg.runnable_avg).min(scale);
+        let max = scale.min(self.uclamp_rq_get(cpu, crate::engine::uclamp::UCLAMP_MAX));
+        let reaches = sugov_effective_cpu_perf(cfs, 0, max) >= sat_util;
+        #[cfg(test)]
+        assert!(!reaches || self.sugov_get_util(cpu) >= sat_util, "cpu {cpu:?}: the lower bound is above the request");
+        reaches
+    }
+
+    /// [`Sim::sugov_next_freq_khz`] computed without its shortcuts: every
+    /// CPU of the span asked, the linear scan of the OPPs. The reference
+    /// each request is checked against in the unit tests.
+    #[cfg(test)]
+    pub(crate) fn sugov_next_freq_khz_direct(&self, fd: u32) -> u32 {
         let span = &self.machine.freq_domains[fd as usize].span;
         let Some(first) = span.first() else { return 0 };
         let core = self.machine.core_type(first);
@@ -139,17 +228,12 @@ impl Sim {
             .iter()
             .map(|c| {
                 let (eff, min, max) = self.effective_cpu_util(c, self.cpu_util_cfs_boost(c));
-                // sugov_get_util: max(util, the iowait boost).
                 let boost = self.cpufreq.sugov_cpus.get(c.idx()).map_or(0, |sg| sg.boost_util);
                 sugov_effective_cpu_perf(eff.max(boost), min, max)
             })
             .max()
             .unwrap_or(0);
         let top = core.opps.last().map_or(core.nominal_freq_khz, |o| o.freq_khz);
-        // get_next_freq scales by cpuinfo.max_freq: the highest OPP, or with
-        // turbo (intel_cpufreq) the one-core turbo ceiling, above which a
-        // request is rounded up to a P-state (`intel_cpufreq_target`,
-        // CPUFREQ_RELATION_L: DIV_ROUND_UP by the ratio unit).
         let fmax = self.cpufreq.policies[fd as usize].cpuinfo_max_khz.max(top) as u64;
         let want = fmax * util / cap.max(1);
         if want > top as u64 {

@@ -210,6 +210,7 @@ impl Sim {
     /// runnable RT task asks for the highest performance (`min` = capacity),
     /// as an RT task's default `uclamp_min` of 1024 does when they are.
     // DEVIATION(kernel): no DL class (`cpu_bw_dl`, `cpu_util_dl` are 0).
+    #[inline]
     pub fn effective_cpu_util(&self, cpu: CpuId, util_cfs: u64) -> (u64, u64, u64) {
         let scale = self.machine.capacity_orig(cpu) as u64;
         let rq = &self.rqs[cpu.idx()];
@@ -225,6 +226,11 @@ impl Sim {
         let util = util_cfs + rq.rt_avg.util_avg;
         if util >= scale {
             return (scale, min, max);
+        }
+        if irq == 0 {
+            // `util * (scale - 0) / scale + 0` is `util` (below `scale`,
+            // so the product cannot overflow): no division on the common path.
+            return (util, min, max);
         }
         let util = util * (scale - irq) / scale + irq;
         (util.min(scale), min, max)

@@ -158,6 +158,9 @@ pub struct EnergyMeter {
     cluster_cpus: Vec<Vec<u32>>,
     /// Frequency transitions in the counted window.
     pub transitions: u64,
+    /// Whether some domain has a power model (else only frequency
+    /// residency and transitions are measured).
+    any_power: bool,
 }
 
 /// The OPP index of `khz` in `opps`: the lowest at or above it.
@@ -200,6 +203,7 @@ impl EnergyMeter {
             cluster_cpus[cl as usize].push(cpu as u32);
         }
         let clusters = cluster_cpus.iter().map(|v| ClusterIdle::new(v.len() as u16)).collect();
+        let any_power = ctx.domain_has_power.is_empty() || ctx.domain_has_power.iter().any(|&p| p);
         EnergyMeter {
             ctx,
             domains,
@@ -210,6 +214,7 @@ impl EnergyMeter {
             clusters,
             cluster_cpus,
             transitions: 0,
+            any_power,
         }
     }
 
@@ -259,11 +264,15 @@ impl EnergyMeter {
         self.domains[d].last_t = self.domains[d].last_t.max(t);
     }
 
-    /// `cpu` switched to a task (`busy`) or to idle at `t`.
+    /// `cpu` switched to a task (`busy`) or to idle at `t`. In a domain
+    /// without a power model this only notes the state: its energy (and
+    /// its CPUs') is reported absent, so it is not accounted, and its
+    /// frequency residency is closed at each frequency change and at the
+    /// end, which sums the same nanoseconds as closing it here too.
     pub fn set_busy(&mut self, t: Ns, window_start: Ns, cpu: CpuId, busy: bool) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
         let was = std::mem::replace(&mut self.busy[cpu.idx()], busy);
-        if was == busy {
+        if was == busy || !self.domain_has_power(d as usize) {
             return;
         }
         self.account(d as usize, t, window_start);
@@ -335,8 +344,14 @@ impl EnergyMeter {
 
     /// `cpu_idle` for `cpu` at `t`: it enters idle state `state`, or leaves
     /// its state (`None`: back to the no-state power).
+    ///
+    /// Without any power model on the machine no energy is reported and
+    /// it returns at once (a cluster's state requests only set powers).
     pub fn set_idle_state(&mut self, t: Ns, window_start: Ns, cpu: CpuId, state: Option<u8>) {
         let Some(&d) = self.ctx.cpu_domain.get(cpu.idx()) else { return };
+        if !self.any_power {
+            return;
+        }
         let (d, c) = (d as usize, cpu.idx());
         let cl = self.cpu_cluster[c] as usize;
         let mut flipped = false;
@@ -359,9 +374,10 @@ impl EnergyMeter {
         }
     }
 
-    /// Total energy in the unit it is summed in, mW x ns (exact).
+    /// Total energy of the domains with a power model, in the unit it is
+    /// summed in, mW x ns (exact).
     pub fn energy_mw_ns(&self) -> u128 {
-        self.domains.iter().map(|m| m.energy).sum()
+        self.domains.iter().enumerate().filter(|&(d, _)| self.domain_has_power(d)).map(|(_, m)| m.energy).sum()
     }
 
     /// `cpu_frequency` for `cpu` at `t`: its domain is at `khz` from now.

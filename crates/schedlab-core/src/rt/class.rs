@@ -132,6 +132,7 @@ impl Sim {
     /// `rt_rq_is_runnable(&rq->rt)`: RT tasks are queued on `cpu` and its
     /// `rt_rq` is not throttled. A `sugov:N` thread does not count: it
     /// stands for the kernel's SCHED_DEADLINE one (`SCHED_FLAG_SUGOV`).
+    #[inline]
     pub fn rt_rq_is_runnable(&self, cpu: CpuId) -> bool {
         let n = self.rt.rqs[cpu.idx()].rt_nr_running();
         if n == 0 || self.rt.throttle[cpu.idx()].rt_throttled {
