@@ -32,7 +32,8 @@ def machine_toml(cpus: int) -> str:
     )
     return f"""[machine]
 name = "scale-{cpus}"
-description = "bench --scale: {packages} x {per_pkg // 2} cores x 2 threads, one LLC and node per package"
+description = "bench --scale: {packages} x {per_pkg // 2} cores x 2 threads, \
+one LLC and node per package"
 hz = 250
 
 [topology]
@@ -68,7 +69,9 @@ llc_kib = 33792
 """
 
 
-def workload(cpus: int) -> str:
-    """Full-load schbench on the ``cpus``-CPU machine."""
+def workload(cpus: int, times: int = 1) -> str:
+    """Full-load schbench on the ``cpus``-CPU machine, for ``times`` the
+    size's run time (the bench runs each size once more at twice the time
+    to measure the run without building the machine)."""
     packages = max(1, cpus // CPUS_PER_PACKAGE)
-    return f"schbench:runtime={runtime_ms(cpus)}ms,message_threads={packages}"
+    return f"schbench:runtime={times * runtime_ms(cpus)}ms,message_threads={packages}"

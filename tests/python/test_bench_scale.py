@@ -22,6 +22,9 @@ def test_scale_reports_each_size() -> None:
         assert r["handled_events_per_s"] > 0
         assert r["handled_events"] > 10_000, r
         assert r["machine"] == f"scale-{r['cpus']}"
+        # The run alone (twice as long, less this run): positive rates.
+        assert r["run_handled_events_per_s"] > 0
+        assert r["run_sim_per_wall"] > 0
 
 
 def test_scale_machines_have_the_stated_shape() -> None:
@@ -30,3 +33,4 @@ def test_scale_machines_have_the_stated_shape() -> None:
     assert "cores_per_cluster = 32" in text
     assert _bench_scale.workload(1024) == "schbench:runtime=200ms,message_threads=16"
     assert _bench_scale.workload(8) == "schbench:runtime=2000ms,message_threads=1"
+    assert _bench_scale.workload(1024, 2) == "schbench:runtime=400ms,message_threads=16"
