@@ -29,6 +29,8 @@ mod tests;
 #[cfg(test)]
 mod tests_iowait;
 #[cfg(test)]
+mod tests_hook;
+#[cfg(test)]
 mod tests_pstate;
 pub mod turbo;
 
