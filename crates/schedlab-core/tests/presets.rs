@@ -183,9 +183,12 @@ fn intel_presets_have_p_states_for_the_governors() {
     use schedlab_core::testkit::{metric, preset_source, run_spec};
     let per = "[[task]]\nname = \"per\"\ncount = 4\n\
                ops = [ { loop = 20, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n";
-    for (m, nominal_khz) in
-        [("xeon-2s-20c", 2_200_000), ("xeon-2s-44c", 2_200_000), ("intel-4n-192", 2_400_000), ("laptop-4c8t", 1_800_000)]
-    {
+    for (m, nominal_khz) in [
+        ("xeon-2s-20c", 2_200_000),
+        ("xeon-2s-44c", 2_200_000),
+        ("intel-4n-192", 2_400_000),
+        ("laptop-4c8t", 1_800_000),
+    ] {
         let time = |governor: &str| {
             let mut s = run_spec(preset_source(m), per, "eevdf", 0, false);
             s.workload_format = "toml".into();
