@@ -137,10 +137,12 @@ impl Sim {
     /// runqueue without the task), then `dequeue_entity`'s
     /// `update_load_avg`, then `util_est_update`.
     ///
-    /// DEVIATION(kernel): since v6.13 (and in v6.12.y stable) the kernel
-    /// runs `util_est_update` before `dequeue_entities`, so it reads the
+    /// DEVIATION(kernel): the trees read (v6.12.67, linux-next 6.19-rc5)
+    /// run `util_est_update` before `dequeue_entities`, so it reads the
     /// task's util_avg as of its previous update; here it reads it after
-    /// this update (the v6.12.0 order).
+    /// this update, the order before the DELAY_DEQUEUE rework (v6.11 and
+    /// older, as the rework's patches describe it; not checked in a tree).
+    /// Changing it moves util_est, hence runs without a governor.
     pub(crate) fn dequeue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) {
         // A delayed task left util_est when it was delayed.
         if !self.fair.ses[p.idx()].sched_delayed {
