@@ -173,15 +173,22 @@ fn has_smt_matches_a_scan_of_the_cores_on_every_preset() {
 #[test]
 fn intel_presets_have_p_states_for_the_governors() {
     // A light periodic load (four tasks, 2 ms of work every 10 ms): under
-    // schedutil the x86 presets run it mostly at their lowest P-state, and
-    // it takes longer than at the performance governor's turbo.
+    // schedutil the x86 presets run part of it at P-states below their
+    // nominal frequency (the Xeons at their lowest, 40-50% of the time on
+    // the 20- and 44-core ones), and it takes longer than at the performance
+    // governor's turbo. (laptop-4c8t's 400 MHz was only ever reached in the
+    // first tick, before the first task's attach called the cpufreq hook:
+    // its lowest P-state in use is 1200 MHz, below its 1800 MHz nominal.)
     use schedlab_core::api::run;
     use schedlab_core::testkit::{metric, preset_source, run_spec};
     let per = "[[task]]\nname = \"per\"\ncount = 4\n\
                ops = [ { loop = 20, do = [ { compute = \"2ms\" }, { sleep = \"8ms\" } ] } ]\n";
-    for (m, lowest_khz) in
-        [("xeon-2s-20c", 1_200_000), ("xeon-2s-44c", 1_200_000), ("intel-4n-192", 1_000_000), ("laptop-4c8t", 400_000)]
-    {
+    for (m, nominal_khz) in [
+        ("xeon-2s-20c", 2_200_000),
+        ("xeon-2s-44c", 2_200_000),
+        ("intel-4n-192", 2_400_000),
+        ("laptop-4c8t", 1_800_000),
+    ] {
         let time = |governor: &str| {
             let mut s = run_spec(preset_source(m), per, "eevdf", 0, false);
             s.workload_format = "toml".into();
@@ -191,8 +198,14 @@ fn intel_presets_have_p_states_for_the_governors() {
         };
         let sugov = time("schedutil");
         let perf = time("performance");
-        let low = metric(&sugov, &format!("freq_residency.fd0.{lowest_khz}"));
-        assert!(low > 0.0, "{m}: no time at the lowest P-state under schedutil");
+        let below: f64 = sugov
+            .metrics
+            .iter()
+            .filter_map(|x| x.name.strip_prefix("freq_residency.fd0.").map(|k| (k.parse::<u64>().unwrap(), x.value)))
+            .filter(|&(khz, _)| khz < nominal_khz)
+            .map(|(_, v)| v)
+            .sum();
+        assert!(below > 0.0, "{m}: no time below the nominal frequency under schedutil");
         assert!(metric(&sugov, "completion_time_s") > metric(&perf, "completion_time_s"), "{m}");
     }
 }

@@ -10,9 +10,12 @@
 //! among them), the LKML threads on `cpufreq_policy_transition_delay_us`
 //! (the 2 ms cap of 2024, then `latency + latency / 2`), and hi3660.dtsi of
 //! torvalds/linux for the OPP clock latency. The `cpufreq_update_util` call
-//! sites (`cfs_rq_util_change` from `update_load_avg`, util_est added
-//! before `enqueue_entity`) follow mainline fair.c as known to the author;
-//! no linux-next fair.c was opened for this work.
+//! sites of the fair class follow kernel/sched/fair.c as read in
+//! ColinIanKing/linux-next (6.19-rc5) and a v6.12.67 tree (the same there):
+//! `cfs_rq_util_change` from `update_load_avg` only when the runqueue's
+//! averages decayed or a task is attached, `enqueue_task_fair`'s explicit
+//! IOWAIT call, and the blocked-averages update when something decayed
+//! (README.md, "Hook call sites").
 //!
 //! Without a governor (`Machine::cpufreq.governor == None`) every CPU stays
 //! at its nominal frequency and nothing here runs: the behaviour of schedlab
@@ -26,6 +29,8 @@ pub mod ondemand;
 pub mod sugov;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hook;
 #[cfg(test)]
 mod tests_iowait;
 #[cfg(test)]

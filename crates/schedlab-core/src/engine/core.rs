@@ -72,15 +72,16 @@ impl Sim {
 
     /// `update_other_load_avgs`: decay the RT and IRQ averages of `cpu` to
     /// now (the blocked-averages update does this for every runqueue).
-    pub fn update_other_load_avgs(&mut self, cpu: CpuId) {
+    /// Returns whether one of them decayed (crossed a PELT period).
+    pub fn update_other_load_avgs(&mut self, cpu: CpuId) -> bool {
         self.update_rq_clock(cpu);
         let now = self.now;
         let rt_running =
             self.rqs[cpu.idx()].curr.is_some_and(|c| self.tasks[c.idx()].class == crate::class::SchedClass::Rt);
         let rq = &mut self.rqs[cpu.idx()];
         let pelt_now = rq.clock_pelt.rq_clock_pelt();
-        pelt::update_rt_rq_load_avg(&mut rq.rt_avg, pelt_now, rt_running);
-        pelt::update_irq_load_avg(&mut rq.irq_avg, now, 0, 1024, 1024);
+        let rt = pelt::update_rt_rq_load_avg(&mut rq.rt_avg, pelt_now, rt_running);
+        rt | pelt::update_irq_load_avg(&mut rq.irq_avg, now, 0, 1024, 1024)
     }
 
     /// `enqueue_task` (core.c): the class queues `p` on `cpu`, then the core

@@ -19,22 +19,78 @@ use crate::pelt;
 use crate::sched_feat;
 use crate::workload::SchedPolicy;
 
+/// `update_load_avg` option `DO_ATTACH` (kernel/sched/fair.c): called from
+/// `enqueue_entity`, attach a task whose `last_update_time` is 0.
+pub(crate) const DO_ATTACH: u32 = 0x4;
+
 impl Sim {
-    /// `update_load_avg(cfs_rq, se)`: bring the fair runqueue's averages, and
-    /// the task's if given, to now. Must run before any change of the runqueue.
+    /// `update_load_avg(cfs_rq, se, 0)`: bring the fair runqueue's averages,
+    /// and the task's if given, to now. Must run before any change of the
+    /// runqueue. Calls the cpufreq hook only when the runqueue's averages
+    /// `decayed` (see [`Sim::update_load_avg_flags`]).
     pub fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>) {
+        self.update_load_avg_flags(cpu, p, 0);
+    }
+
+    /// `update_load_avg(cfs_rq, se, flags)` (kernel/sched/fair.c, the same
+    /// in v6.12.y and linux-next 6.19-rc5): age the task, then the runqueue
+    /// (`update_cfs_rq_load_avg`, which says whether it `decayed`: a PELT
+    /// period boundary was crossed or removed load was folded in). With
+    /// [`DO_ATTACH`] a task whose `last_update_time` is 0 (new, or passed
+    /// through `migrate_task_rq_fair`) joins the runqueue's averages
+    /// (`attach_entity_load_avg`, which itself calls `cfs_rq_util_change`);
+    /// otherwise `cfs_rq_util_change` runs only when the runqueue decayed.
+    /// An update inside the same 1024 us period changes nothing schedutil
+    /// reads but `util_est`, whose callers order it before this update.
+    ///
+    /// DEVIATION(kernel): no `DO_DETACH`. The kernel detaches a task that a
+    /// load balance moves in `dequeue_entity` (`task_on_rq_migrating`), at
+    /// once and with a hook; schedlab removes its averages lazily
+    /// (`migrate_task_rq_fair` -> `remove_entity_load_avg`), as for a
+    /// wakeup migration, so the source runqueue's hook comes at its next
+    /// update, where the folded removal makes it `decayed`. No task groups:
+    /// `propagate_entity_load_avg` is 0 for a task, `UPDATE_TG` has nothing
+    /// to update, and the runqueue is always the root one.
+    pub(crate) fn update_load_avg_flags(&mut self, cpu: CpuId, p: Option<TaskId>, flags: u32) {
         self.update_rq_clock(cpu);
-        let rq = &mut self.rqs[cpu.idx()];
-        let now = rq.clock_pelt.rq_clock_pelt();
-        let fair_running = rq.cfs.curr.is_some() && rq.curr.is_some();
         if let Some(p) = p {
+            let rq = &self.rqs[cpu.idx()];
+            let now = rq.clock_pelt.rq_clock_pelt();
+            let running = rq.cfs.curr == Some(p) && rq.curr == Some(p);
             let se = &self.fair.ses[p.idx()];
             let t = &mut self.tasks[p.idx()];
             if t.avg.last_update_time != 0 {
-                let running = rq.cfs.curr == Some(p) && rq.curr == Some(p);
                 pelt::update_load_avg_se(&mut t.avg, now, se.weight, se.on_rq, running);
             }
         }
+        let decayed = self.update_cfs_rq_load_avg(cpu);
+        if let Some(p) = p {
+            if flags & DO_ATTACH != 0 && self.tasks[p.idx()].avg.last_update_time == 0 {
+                let w = self.fair.ses[p.idx()].weight;
+                let rq = &mut self.rqs[cpu.idx()];
+                let t = &mut self.tasks[p.idx()];
+                pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg, w);
+                if t.avg.last_update_time == 0 {
+                    // A runqueue never updated yet: keep "attached" visible.
+                    t.avg.last_update_time = 1;
+                }
+                self.cfs_rq_util_change(cpu);
+                return;
+            }
+        }
+        if decayed {
+            self.cfs_rq_util_change(cpu);
+        }
+    }
+
+    /// `update_cfs_rq_load_avg(now, cfs_rq)` on `cpu`'s fair runqueue at its
+    /// PELT clock (the caller updated the rq clock): fold removed load in
+    /// and advance the averages. Returns `decayed`.
+    #[inline]
+    pub(crate) fn update_cfs_rq_load_avg(&mut self, cpu: CpuId) -> bool {
+        let rq = &mut self.rqs[cpu.idx()];
+        let now = rq.clock_pelt.rq_clock_pelt();
+        let fair_running = rq.cfs.curr.is_some() && rq.curr.is_some();
         pelt::update_cfs_rq_load_avg(
             &mut rq.cfs_avg,
             &mut rq.removed,
@@ -42,55 +98,59 @@ impl Sim {
             rq.cfs.load_weight,
             rq.cfs.h_nr_runnable as u64,
             fair_running,
-        );
-        // cfs_rq_util_change: the root runqueue's utilisation changed.
+        )
+    }
+
+    /// `cfs_rq_util_change(cfs_rq, 0)`: the root runqueue's utilisation
+    /// changed, tell cpufreq (`cpufreq_update_util(rq, 0)`). schedlab has
+    /// only root runqueues.
+    #[inline]
+    pub(crate) fn cfs_rq_util_change(&mut self, cpu: CpuId) {
         self.cpufreq_update_util(cpu);
     }
 
-    /// The PELT part of `enqueue_task_fair` shared with the peer classes:
-    /// update, attach a migrated or new task's averages, add its util_est.
+    /// The PELT part of `enqueue_task_fair` shared with the peer classes, in
+    /// the kernel's order: `util_est_enqueue` ("before we update
+    /// schedutil"), the explicit `SCHED_CPUFREQ_IOWAIT` hook of a task back
+    /// from an I/O wait, then `enqueue_entity`'s `update_load_avg(UPDATE_TG
+    /// | DO_ATTACH)`, which attaches a migrated or new task.
     pub(crate) fn enqueue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
-        self.update_load_avg(cpu, Some(p));
-        let rq = &mut self.rqs[cpu.idx()];
-        let t = &mut self.tasks[p.idx()];
-        let w = self.fair.ses[p.idx()].weight;
-        if t.avg.last_update_time == 0 {
-            // Migrated or new: attach its averages (`attach_entity_load_avg`).
-            pelt::attach_entity_load_avg(&mut rq.cfs_avg, &mut t.avg, w);
-            if t.avg.last_update_time == 0 {
-                t.avg.last_update_time = 1;
-            }
-        }
         // A delayed task moving with its queue keeps its util_est where it
         // is; every other enqueue adds it.
         let delayed_move = self.fair.ses[p.idx()].sched_delayed && flags.has(EnqueueFlags::MIGRATED);
         if !delayed_move {
-            pelt::util_est_enqueue(&mut rq.cfs_avg, &t.avg, &self.features);
+            let rq = &mut self.rqs[cpu.idx()];
+            pelt::util_est_enqueue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
         }
-        // enqueue_task_fair, after util_est_enqueue: "If in_iowait is set,
-        // the code below may not trigger any cpufreq utilization updates, so
-        // do it here explicitly with the IOWAIT flag passed." The peer
-        // classes (sched_ext, BMQ) do not.
+        // enqueue_task_fair: "If in_iowait is set, the code below may not
+        // trigger any cpufreq utilization updates, so do it here explicitly
+        // with the IOWAIT flag passed." The peer classes (sched_ext, BMQ) do
+        // not.
         if self.tasks[p.idx()].in_iowait && self.normal_class == crate::class::SchedClass::Fair {
             self.cpufreq_update_util_flags(cpu, crate::cpufreq::iowait::SCHED_CPUFREQ_IOWAIT);
         }
-        // The kernel adds util_est before enqueue_entity's update_load_avg
-        // and attaches inside it, so its cpufreq update sees the task.
-        self.cpufreq_update_util(cpu);
+        self.update_load_avg_flags(cpu, Some(p), DO_ATTACH);
     }
 
-    /// The PELT part of `dequeue_task_fair` shared with the peer classes.
+    /// The PELT part of `dequeue_task_fair` shared with the peer classes:
+    /// `util_est_dequeue` first (so that a hook of the update sees the
+    /// runqueue without the task), then `dequeue_entity`'s
+    /// `update_load_avg`, then `util_est_update`.
+    ///
+    /// DEVIATION(kernel): the trees read (v6.12.67, linux-next 6.19-rc5)
+    /// run `util_est_update` before `dequeue_entities`, so it reads the
+    /// task's util_avg as of its previous update; here it reads it after
+    /// this update, the order before the DELAY_DEQUEUE rework (v6.11 and
+    /// older, as the rework's patches describe it; not checked in a tree).
+    /// Changing it moves util_est, hence runs without a governor.
     pub(crate) fn dequeue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) {
-        self.update_load_avg(cpu, Some(p));
-        let rq = &mut self.rqs[cpu.idx()];
-        let t = &mut self.tasks[p.idx()];
         // A delayed task left util_est when it was delayed.
         if !self.fair.ses[p.idx()].sched_delayed {
-            pelt::util_est_dequeue(&mut rq.cfs_avg, &t.avg, &self.features);
+            let rq = &mut self.rqs[cpu.idx()];
+            pelt::util_est_dequeue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
         }
-        pelt::util_est_update(&mut t.avg, flags.has(DequeueFlags::SLEEP), &self.features);
-        // As on enqueue: the kernel's update sees util_est without the task.
-        self.cpufreq_update_util(cpu);
+        self.update_load_avg(cpu, Some(p));
+        pelt::util_est_update(&mut self.tasks[p.idx()].avg, flags.has(DequeueFlags::SLEEP), &self.features);
     }
 
     /// What a peer class's enqueue shares with the fair runqueue
@@ -157,9 +217,12 @@ impl Sim {
 
     /// `ttwu_runnable` for a delayed fair entity: requeue it in place.
     pub(crate) fn requeue_delayed_fair(&mut self, cpu: CpuId, p: TaskId) {
-        self.update_load_avg(cpu, Some(p));
+        // enqueue_task_fair adds util_est before requeue_delayed_entity's
+        // update_load_avg.
         let rq = &mut self.rqs[cpu.idx()];
         pelt::util_est_enqueue(&mut rq.cfs_avg, &self.tasks[p.idx()].avg, &self.features);
+        self.update_load_avg(cpu, Some(p));
+        let rq = &mut self.rqs[cpu.idx()];
         rq.cfs.requeue_delayed_entity(&mut self.fair.ses, p, &self.features);
     }
 

@@ -88,10 +88,16 @@ impl Sim {
     }
 
     /// `sched_balance_update_blocked_averages(cpu)`: decay the blocked load
-    /// and utilisation of `cpu`'s fair runqueue to now.
+    /// and utilisation of `cpu`'s runqueues to now: `__update_blocked_others`
+    /// (RT, IRQ), then `__update_blocked_fair` (`update_cfs_rq_load_avg` of
+    /// the root runqueue, no hook of its own); one `cpufreq_update_util(rq,
+    /// 0)` if any of them decayed.
     pub fn update_blocked_averages(&mut self, cpu: CpuId) {
-        self.update_other_load_avgs(cpu);
-        self.update_load_avg(cpu, None);
+        let mut decayed = self.update_other_load_avgs(cpu);
+        decayed |= self.update_cfs_rq_load_avg(cpu);
+        if decayed {
+            self.cpufreq_update_util(cpu);
+        }
         self.fair.nohz.last_blocked_update[cpu.idx()] = self.now;
     }
 
