@@ -1,6 +1,8 @@
 //! Objects tasks share: channels (pipes, sockets), barriers. Blocked tasks
-//! wait in FIFO order and retry their action when woken, as a task woken from
-//! `pipe_read` retries the read.
+//! retry their action when woken, as a task woken from `pipe_read` retries
+//! the read. When a channel's writer blocks and whom a read wakes follow its
+//! kind: fs/pipe.c for pipes, net/unix/af_unix.c for unix stream sockets, one
+//! writer per read for plain queues (workload/README.md, "Channels").
 
 use crate::ids::TaskId;
 use crate::workload::ChanKind;
@@ -124,8 +126,8 @@ impl Chan {
     }
 
     /// Read one message, and say which blocked writers the read wakes.
-    /// `pipe_release_wakes_writer` picks the pipe rule (see [`Chan::pop`]'s
-    /// body). `None` when empty.
+    /// `pipe_release_wakes_writer` (the sched feature of that name) picks the
+    /// pipe rule: v6.14+ when set, v5.5 .. v6.13 otherwise. `None` when empty.
     pub fn pop(&mut self, pipe_release_wakes_writer: bool) -> Option<(u64, WriterWake)> {
         let was_full = self.pipe_full();
         let m = self.buf.pop_front()?;
