@@ -34,6 +34,9 @@ _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
     ("rt_bandwidth", (0, 0), (6, 11)),
     ("fair_server", (6, 12), None),
     ("avg_idle_put_prev", (7, 0), None),
+    # fs/pipe.c, "pipe_read: don't wake up the writer if the pipe is still
+    # full" (Oleg Nesterov, Jan 2025).
+    ("pipe_release_wakes_writer", (6, 14), None),
     # c6dcd97c8be7 went to sched/urgent in Sept 2026, after v7.2 was out.
     ("avg_idle_stamp_guard", (7, 3), None),
 )

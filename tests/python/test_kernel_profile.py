@@ -53,7 +53,8 @@ def test_a_backported_feature_joins_the_release_profile():
         # Debian 12's CFS kernel: SIS_UTIL (v5.20), the idle-prev check (v5.10) and the
         # wakeup-migration PELT decay (v6.0).
         ("6.1.0-41-amd64", ["NO_SIS_PROP", "SIS_UTIL"], "v5.9+SIS_UTIL-SIS_PROP+migrate_se_pelt_lag+wa_idle_prev"),
-        ("6.18.44-fc", [], "v6.12"),
+        # 6.18 has v6.14's pipe_read writer wakeup (only on a freed page).
+        ("6.18.44-fc", [], "v6.12+pipe_release_wakes_writer"),
         ("7.1.0", [], "v7.1"),
         ("7.3.0-rc1", [], "eevdf"),
         ("4.14.0", [], "v4.14"),

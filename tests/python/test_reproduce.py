@@ -157,23 +157,33 @@ def test_ni_retry_and_lawall_nas_stay_not_reproduced() -> None:
 @pytest.mark.slow
 def test_cas_hackbench_gains_stay_not_reproduced() -> None:
     # docs/reproductions.md: the published CAS gains (1-4 groups, -7% to
-    # -19%) do not reproduce; the no-change rows may.
+    # -19%) do not reproduce; the no-change rows may. Since socket writers
+    # are woken by the kernel's rule (unix_write_space), the 4-group row has
+    # the published sign (-3.7% against -14.7%: "reproduced, magnitude off");
+    # no gain row reaches the published magnitude.
     judged = reproduce.run_case(reproduce.CASES["cas-hackbench"], jobs=1)
     gains = [j for j in judged if j.policy == "v4.14+cas" and j.row.split()[0] in
              ("groups=1", "groups=2", "groups=4")]  # fmt: skip
     assert len(gains) == 3
-    assert all(not j.verdict.startswith("reproduced") for j in gains), [j.verdict for j in gains]
+    assert not any(j.verdict == "reproduced" and j.magnitude_within_2x for j in gains), [
+        (j.verdict, j.sim_change_pct) for j in gains
+    ]
 
 
 @pytest.mark.slow
 def test_joel_rt_hackbench_gains_stay_not_reproduced() -> None:
     # docs/reproductions.md: capacity_spare_wake_current acts but does not give
-    # the published -31% (1 group) and -12% (4 groups).
+    # the published -31% (1 group) and -12% (4 groups). Since socket writers
+    # are woken by the kernel's rule (unix_write_space) both rows have the
+    # published sign (-2.0% and -1.5%, "reproduced, magnitude off"), as they
+    # had at cost.ipi_ns=5000 before; neither reaches the published magnitude.
     judged = reproduce.run_case(reproduce.CASES["joel-rt-hackbench"], jobs=1)
     gains = [j for j in judged if j.policy.endswith("current") and j.row.startswith(
         ("groups=1,", "groups=4,"))]  # fmt: skip
     assert len(gains) == 2
-    assert all(not j.verdict.startswith("reproduced") for j in gains), [j.verdict for j in gains]
+    assert not any(j.verdict == "reproduced" and j.magnitude_within_2x for j in gains), [
+        (j.verdict, j.sim_change_pct) for j in gains
+    ]
 
 
 @pytest.mark.slow

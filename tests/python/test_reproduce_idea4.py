@@ -24,14 +24,21 @@ def _observed(case: str) -> dict[tuple[str, str, str], str]:
 @pytest.mark.slow
 def test_sis_scan_mask_scans_less_but_is_not_a_universal_win() -> None:
     # The idle mask cuts the CPUs scanned per wakeup on every row, yet
-    # hackbench is slower with it at 6 groups; the time limit never binds
-    # (the waker's avg_idle / 20 ns allows more than the LLC's 48 CPUs).
+    # hackbench is not faster with it by more than a few percent; the time
+    # limit never binds (the waker's avg_idle / 20 ns allows more than the
+    # LLC's 48 CPUs). The 6-group row was 4.5% slower with the mask while
+    # socket writers were woken one per read; with the kernel's rule (all at
+    # once at a quarter of sk_sndbuf) it is 1.8% faster: its direction was
+    # already known to move with almost every knob (docs/reproductions.md).
     got = _observed("sis-scan")
     rows = ("hackbench groups=2 (80", "hackbench groups=6 (240", "hackbench groups=12 (480")
     mask, limit = "v5.9+llc_idle_mask", "v5.9+sis_time_limit"
     for row in rows:
         assert got[row, "scanned_per_wakeup_mean", mask] == "observed: lower", row
-    assert got[rows[1], "completion_time_s", mask] == "observed: higher"
+    judged = reproduce.run_case(reproduce.CASES["sis-scan"], jobs=1)
+    times = [j for j in judged if j.metric == "completion_time_s" and j.policy == mask]
+    assert len(times) == 3
+    assert all(abs(j.sim_change_pct) < 5 for j in times), [j.sim_change_pct for j in times]
     limited = {v for (_, _, p), v in got.items() if p == limit}
     assert limited == {"observed: within spread"}
 

@@ -45,6 +45,7 @@ pub fn shown_by(f: Feat) -> &'static str {
         delayed_lag_floor => "context_switches, wakeup_latency_* (tasks woken while delayed)",
         HRTICK => "context_switches, wakeup_latency_* (CPU-bound fair tasks sharing a CPU: slices end at their deadline, not at the next tick)",
         migrate_se_pelt_lag => "placed_capacity_mean, freq_residency.* (util of tasks woken onto another CPU: EAS, schedutil)",
+        pipe_release_wakes_writer => "context_switches, completion_time_s (writers blocked on full pipes: hackbench ipc=pipe under saturation)",
         wakeup_stats_allowed => "place_slow_path, migrations (forks and exec of tasks confined to part of a group)",
         wakeup_preempt_no_fork => "context_switches, wakeup_latency_* of forked tasks (a fork no longer preempts its parent)",
         wa_idle_prev => "migrations_llc, place_prev (idle prev, loaded waker)",

@@ -110,6 +110,8 @@ sched_features! {
     avg_idle_stamp_guard = true;
     /// A forked task's wakeup (WF_FORK) preempts only through PREEMPT_SHORT, not by becoming the EEVDF pick (v6.19, "sched/fair: Reimplement NEXT_BUDDY to align with EEVDF goals"); off = v6.6-v6.18, where it preempts like any wakee.
     wakeup_preempt_no_fork = true;
+    /// pipe_read wakes a blocked writer only when it released a page (pipe_buffer) of a full pipe (v6.14, Oleg Nesterov's "pipe_read: don't wake up the writer if the pipe is still full": `wake_writer |= pipe_full(...)` before `pipe_update_tail`); off = v5.5 .. v6.13: whenever the read started on a full pipe (`was_full`), so the woken writer often finds no free slot and sleeps again.
+    pipe_release_wakes_writer = true;
     /// The slow path's group statistics (`update_sg_wakeup_stats`) count only the CPUs the task may run on (Adam Li, Aug 2025: "Only update stats for allowed CPUs when looking for dst group", in the 2026 fair.c); off = v6.12, every CPU of the group.
     wakeup_stats_allowed = true;
     /// A task migrating at wakeup from an idle CPU has its PELT averages decayed to an estimate of now (the CPU's PELT clock when last updated while idle, plus the time since), not only to that CPU's last cfs_rq update (v6.0, e2f3e35f1f5a "sched/fair: Decay task PELT values during wakeup migration"); off = v5.9 and older, where the sleep since that update is not decayed.

@@ -86,6 +86,10 @@ fn v6_12() -> (ClassKind, Features, Confine) {
     f.set(Feat::wakeup_preempt_no_fork, false);
     // The slow path counted every CPU of a group until 2025.
     f.set(Feat::wakeup_stats_allowed, false);
+    // pipe_read woke a writer whenever the read began on a full pipe until
+    // v6.14. (Before v5.5 pipes had one shared wait queue and woke on every
+    // freed page: not modelled, v5.9 and v4.14 keep the v5.5 .. v6.13 rule.)
+    f.set(Feat::pipe_release_wakes_writer, false);
     // The 2026 lag rework: clamp from the longest slice, a delayed entity's
     // lag kept.
     f.set(Feat::lag_clamp_max_slice, false);

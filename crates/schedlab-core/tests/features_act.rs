@@ -96,6 +96,11 @@ fn scenario(f: Feat) -> Option<Scenario> {
         lag_clamp_max_slice => s("laptop-4c8t", AMONG_HOGS_FDS8, "eevdf"),
         // Delayed sleepers among hogs, woken before they are picked.
         delayed_lag_floor => s("laptop-4c8t", AMONG_HOGS, "eevdf"),
+        // Receivers slower than their senders: pipes fill, and a read of a
+        // full pipe wakes a writer (was_full) or waits for a freed page.
+        pipe_release_wakes_writer => {
+            s("laptop-4c8t", &["hackbench:groups=2,fds=4,loops=1000,ipc=pipe,read=5us"], "eevdf")
+        }
         // Forks confined to CPUs 0-4: the core {4,5} is half allowed.
         wakeup_stats_allowed => s("laptop-4c8t", &["hackbench:groups=2,fds=4,loops=100,buf=8,cpus=0-4"], "eevdf"),
         EEVDF | START_DEBIT => s("laptop-4c8t", AMONG_MORE_HOGS, "v5.9"),

@@ -108,6 +108,7 @@ impl Sim {
                 woken_at: None,
                 wake_tokens: 0,
                 in_iowait: false,
+                chan_waited: false,
                 timer_gen: 0,
                 footprint_kib: ts.footprint_kib,
                 cache_cpu: CpuId(prev),
@@ -170,7 +171,7 @@ impl Sim {
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,
             tasks,
-            chans: workload.chans.iter().map(|c| Chan { capacity: c.capacity, ..Default::default() }).collect(),
+            chans: workload.chans.iter().map(|c| Chan::new(c.kind)).collect(),
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
             conds: vec![Cond::default(); workload.conds as usize],
             sems: workload.sems.iter().map(|&count| Sem { count, ..Default::default() }).collect(),

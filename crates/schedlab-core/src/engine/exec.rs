@@ -14,7 +14,7 @@ use crate::workload::{Action, ProgCtx};
 const MAX_INSTANT_ACTIONS: u32 = 100_000;
 
 /// How a program step ended.
-enum Stepped {
+pub(super) enum Stepped {
     /// It has work to do (`work_left_wu > 0`) or a delay to pay.
     Busy,
     /// It blocked, exited, or must be preempted: call `schedule`.
@@ -163,39 +163,8 @@ impl Sim {
                 }
                 self.sleep_until(cpu, p, t)
             }
-            Action::Send { chan, msg, sync } => {
-                let c = &mut self.chans[chan.0 as usize];
-                if c.buf.len() as u32 >= c.capacity {
-                    c.writers.push_back(p);
-                    self.tasks[p.idx()].pending = Some(action);
-                    self.block_task(cpu, p, false);
-                    return Ok(Some(Stepped::Reschedule));
-                }
-                c.buf.push_back(msg);
-                if let Some(r) = c.readers.pop_front() {
-                    let flags = if sync { super::core::WF_SYNC } else { 0 };
-                    self.try_to_wake_up(r, flags, cpu, Some(p))?;
-                }
-                Ok(None)
-            }
-            Action::Recv { chan } => {
-                let c = &mut self.chans[chan.0 as usize];
-                match c.buf.pop_front() {
-                    Some(m) => {
-                        self.tasks[p.idx()].msg = Some(m);
-                        if let Some(w) = c.writers.pop_front() {
-                            self.try_to_wake_up(w, 0, cpu, Some(p))?;
-                        }
-                        Ok(None)
-                    }
-                    None => {
-                        c.readers.push_back(p);
-                        self.tasks[p.idx()].pending = Some(action);
-                        self.block_task(cpu, p, false);
-                        Ok(Some(Stepped::Reschedule))
-                    }
-                }
-            }
+            Action::Send { chan, msg, sync } => self.chan_send(cpu, p, chan.0 as usize, msg, sync, action),
+            Action::Recv { chan } => self.chan_recv(cpu, p, chan.0 as usize, action),
             Action::Wait => {
                 if let Some(fd) = self.sugov_domain_of(p) {
                     self.sugov_thread_waits(fd);

@@ -116,7 +116,7 @@ pub(super) fn with_ksoftirqd(
             continue;
         }
         let chan = w.chans.len() as u32;
-        w.chans.push(ChanSpec { capacity: u32::MAX });
+        w.chans.push(ChanSpec::queue(u32::MAX));
         irq[c].ksoftirqd = Some(TaskId(w.tasks.len() as u32));
         irq[c].ksoftirqd_chan = chan;
         // Softirq work touches packet buffers, not a working set that

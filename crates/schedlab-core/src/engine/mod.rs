@@ -490,4 +490,6 @@ impl Sim {
 #[cfg(test)]
 mod idle_tests;
 #[cfg(test)]
+mod ipc_tests;
+#[cfg(test)]
 mod irq_tests;

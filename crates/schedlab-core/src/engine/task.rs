@@ -91,6 +91,9 @@ pub struct Task {
     pub woken_at: Option<Ns>,
     /// Pending futex-style wakes (`Action::Wake` before `Action::Wait`).
     pub wake_tokens: u32,
+    /// The task waited for room in its pending channel write (`pipe_write`'s
+    /// `wake_next_writer` once it has written).
+    pub chan_waited: bool,
     /// `p->in_iowait`: the task blocked in an I/O wait (`Action::IoSleep`,
     /// `io_schedule`) and has not run since; its enqueue asks schedutil for
     /// an iowait boost.

@@ -212,7 +212,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         _ => HOME,
     };
     // One channel per thread: the queue its wakers post to.
-    let chans = threads.iter().map(|_| ChanSpec { capacity: 64 }).collect();
+    let chans = threads.iter().map(|_| ChanSpec::queue(64)).collect();
     let tasks = threads.iter().enumerate().map(|(i, t)| task(i, t)).collect();
     Ok(Workload { chans, duration_ns: Some(time), ..Workload::of(tasks, PrimaryMetric::Throughput) })
 }

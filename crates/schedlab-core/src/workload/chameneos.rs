@@ -97,8 +97,11 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         let c = Worker::new(ChanId(0), ChanId(1 + i), i as u64, write_ns, read_ns, mutate);
         tasks.push(forked_task(&format!("creature-{i}"), Program::WorkqueueWorker(c), 8));
     }
-    let mut chans = vec![ChanSpec { capacity: creatures }];
-    chans.extend((0..creatures).map(|_| ChanSpec { capacity: 1 }));
+    // Default pipes (16 pages) carrying a creature's name as a u64 (8 bytes;
+    // an estimate, there is no native program). One message in flight per
+    // creature: none fills.
+    let mut chans = vec![ChanSpec::pipe(16, 8)];
+    chans.extend((0..creatures).map(|_| ChanSpec::pipe(16, 8)));
     Ok(Workload { chans, ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }
 

@@ -80,7 +80,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         let w = Worker::new(ChanId(0), ChanId(1 + i), i as u64, ipc, ipc, chunk);
         tasks.push(forked_task("parallel-worker", Program::WorkqueueWorker(w), 256));
     }
-    let mut chans = vec![ChanSpec { capacity: workers }];
-    chans.extend((0..workers).map(|_| ChanSpec { capacity: 1 }));
+    let mut chans = vec![ChanSpec::queue(workers)];
+    chans.extend((0..workers).map(|_| ChanSpec::queue(1)));
     Ok(Workload { chans, ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }

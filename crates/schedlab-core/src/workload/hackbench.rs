@@ -13,7 +13,7 @@ use crate::sim::Rng;
 pub(crate) const STRUCTURE: &str =
     "groups x (fds senders + fds receivers), one pipe or socketpair per receiver. Each sender writes \
 `loops` rounds of one message to every receiver of its group; each receiver reads fds*loops messages. Writes wake \
-the reader with WF_SYNC; a full buffer blocks the writer. All tasks start together through a ready barrier.";
+the reader with WF_SYNC; a full buffer blocks the writer, which reads wake by the pipe's or socket's rule. All tasks start together through a ready barrier.";
 
 /// What it was modelled on.
 pub(crate) const SOURCE: &str =
@@ -78,9 +78,13 @@ pub(crate) const PARAMS: &[ParamDef] = &[
         kind: Kind::Count { min: 1, max: 1_000_000 },
         default: AUTO,
         unit: "messages",
-        doc: "messages a channel holds before the writer blocks. auto: pipe = 16 pages (PIPE_DEF_BUFFERS) \
-              x floor(4096/datasize) merged writes per page = 640 at 100 B; socket = wmem_default 212992 B / \
-              skb truesize (kmalloc-rounded data+shared info, plus the sk_buff) = 277 at 100 B.",
+        doc: "auto: the kernel's buffer. pipe = 16 pages (PIPE_DEF_BUFFERS) into which writes merge while \
+              the last page has room (640 messages at 100 B); a read wakes one blocked writer, with WF_SYNC, \
+              when it frees a page of a full pipe (v6.14+; on a read begun on a full pipe before). socket = \
+              writes while the queued skbs' truesize (kmalloc-rounded data+shared info, plus the sk_buff: \
+              768 B at 100 B) is below wmem_default 212992 B (278 messages at 100 B); blocked writers all wake, \
+              with WF_SYNC, once it drains to a quarter (unix_writable). A number: a plain queue of that many \
+              messages instead, each read waking one blocked writer without WF_SYNC.",
     },
     ParamDef {
         name: "write",
@@ -110,24 +114,29 @@ pub(crate) const PARAMS: &[ParamDef] = &[
     },
 ];
 
-/// Pipe buffer: PIPE_DEF_BUFFERS pages of PAGE_SIZE bytes; small writes merge
-/// into the last page while they fit (`pipe_write`).
+/// Pipe buffer: PIPE_DEF_BUFFERS pages (`alloc_pipe_info`); small writes
+/// merge into the last page while they fit (`pipe_write`, engine/ipc.rs).
 const PIPE_DEF_BUFFERS: u64 = 16;
-const PAGE_SIZE: u64 = 4096;
 /// `sysctl_wmem_default`: the socket send buffer a unix stream writer may fill.
 const WMEM_DEFAULT: u64 = 212_992;
 /// `sizeof(struct skb_shared_info)` and `sizeof(struct sk_buff)`, x86-64, rounded to cache lines.
 const SKB_SHINFO_BYTES: u64 = 320;
 const SKB_STRUCT_BYTES: u64 = 256;
 
-/// Messages a channel holds before a writer blocks.
-fn buffer_messages(ipc: &str, datasize: u64) -> u64 {
-    if ipc == "pipe" {
-        PIPE_DEF_BUFFERS * (PAGE_SIZE / datasize).max(1)
-    } else {
-        // skb head = kmalloc(SKB_DATA_ALIGN(size) + shared info), rounded by kmalloc to a power of two.
-        let head = (datasize.div_ceil(64) * 64 + SKB_SHINFO_BYTES).next_power_of_two();
-        (WMEM_DEFAULT / (head + SKB_STRUCT_BYTES)).max(1)
+/// `skb->truesize` of one `datasize`-byte message on a unix stream socket.
+fn skb_truesize(datasize: u64) -> u64 {
+    // skb head = kmalloc(SKB_DATA_ALIGN(size) + shared info), rounded by kmalloc to a power of two.
+    (datasize.div_ceil(64) * 64 + SKB_SHINFO_BYTES).next_power_of_two() + SKB_STRUCT_BYTES
+}
+
+/// The channel behind one receiver: its kernel buffer (a pipe of
+/// PIPE_DEF_BUFFERS pages, or a unix stream socket with `wmem_default`), or,
+/// with `buf` set, a plain queue of `buf` messages.
+fn channel(ipc: &str, datasize: u64, buf: Option<u64>) -> ChanSpec {
+    match buf {
+        Some(b) => ChanSpec::queue(b.min(u32::MAX as u64) as u32),
+        None if ipc == "pipe" => ChanSpec::pipe(PIPE_DEF_BUFFERS as u32, datasize as u32),
+        None => ChanSpec::unix_stream(WMEM_DEFAULT as u32, skb_truesize(datasize) as u32),
     }
 }
 
@@ -142,7 +151,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let ipc = p.choice("ipc")?;
     let mode = p.choice("mode")?;
     let datasize = p.count("datasize")?;
-    let buf = p.count_or("buf", buffer_messages(ipc, datasize))?;
+    let buf = if p.is_auto("buf") { None } else { Some(p.count("buf")?) };
     let cost = &p.machine.cost;
     let (w_ns, r_ns) = if ipc == "pipe" { (cost.pipe_write_ns, cost.pipe_read_ns) } else { (3_000, 2_000) };
     let write_ns = p.duration_or("write", Some(w_ns))?;
@@ -184,7 +193,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     }
     let parties = tasks.len() as u32;
     Ok(Workload {
-        chans: vec![ChanSpec { capacity: buf.min(u32::MAX as u64) as u32 }; (groups * fds) as usize],
+        chans: vec![channel(ipc, datasize, buf); (groups * fds) as usize],
         barriers: vec![BarrierSpec { parties }],
         ..Workload::of(tasks, PrimaryMetric::CompletionTime)
     })
@@ -311,6 +320,7 @@ mod tests {
     use super::*;
     use crate::workload::spec::build_workload;
     use crate::workload::testdrv::{run, test_machine};
+    use crate::workload::ChanKind;
 
     fn hb(spec: &str) -> Workload {
         build_workload(spec, "spec", "test", &test_machine(8)).unwrap()
@@ -318,9 +328,13 @@ mod tests {
 
     #[test]
     fn buffer_capacities() {
-        assert_eq!(buffer_messages("pipe", 100), 640);
-        assert_eq!(buffer_messages("socket", 100), 277);
-        assert_eq!(buffer_messages("pipe", 4096), 16);
+        assert_eq!(channel("pipe", 100, None).kind, ChanKind::Pipe { max_usage: 16, msg_bytes: 100 });
+        assert_eq!(channel("pipe", 100, None).capacity(), 640);
+        // 768 B skbs: 277 fit below 212992 B, and the 278th write still goes.
+        assert_eq!(channel("socket", 100, None).kind, ChanKind::UnixStream { sndbuf: 212_992, truesize: 768 });
+        assert_eq!(channel("socket", 100, None).capacity(), 278);
+        assert_eq!(channel("pipe", 4096, None).capacity(), 16);
+        assert_eq!(channel("socket", 100, Some(8)).kind, ChanKind::Queue { capacity: 8 });
     }
 
     #[test]
@@ -328,7 +342,7 @@ mod tests {
         let w = hb("hackbench");
         assert_eq!(
             w.name,
-            "hackbench:groups=10,fds=20,loops=100,ipc=socket,mode=process,datasize=100,buf=277,write=3us,read=2us,footprint=64"
+            "hackbench:groups=10,fds=20,loops=100,ipc=socket,mode=process,datasize=100,buf=auto,write=3us,read=2us,footprint=64"
         );
         assert_eq!(w.tasks.len(), 400);
         assert_eq!(w.chans.len(), 200);

@@ -138,8 +138,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     }
     // An inbox holds every request its connections can have in flight.
     let per_server = (clients * conns).div_ceil(threads) * pipeline + 1;
-    let mut chans = vec![ChanSpec { capacity: per_server }; threads as usize];
-    chans.extend((0..clients).map(|_| ChanSpec { capacity: conns * pipeline + 1 }));
+    let mut chans = vec![ChanSpec::queue(per_server); threads as usize];
+    chans.extend((0..clients).map(|_| ChanSpec::queue(conns * pipeline + 1)));
     Ok(Workload { chans, duration_ns: Some(time), ..Workload::of(tasks, PrimaryMetric::Throughput) })
 }
 

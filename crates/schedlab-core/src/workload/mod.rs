@@ -307,11 +307,81 @@ pub(crate) fn per_cpu_kthread(name: String, program: Program, cpu: crate::ids::C
     }
 }
 
-/// A channel: a pipe or socket buffer measured in messages.
+/// What a channel is: when its writer blocks and whom a read wakes (see
+/// `engine/ipc.rs` and the engine README, "Channels").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChanKind {
+    /// A plain bounded queue (futex-backed queues, sockets schedlab does not
+    /// model, user-sized buffers): a writer blocks when it holds `capacity`
+    /// messages, and each read wakes one blocked writer without WF_SYNC.
+    Queue {
+        /// Messages it holds before a writer blocks.
+        capacity: u32,
+    },
+    /// A pipe (fs/pipe.c): a ring of `max_usage` pages (`PIPE_DEF_BUFFERS`
+    /// = 16 by default) into which writes of `msg_bytes` merge while the
+    /// last page has room; full by slots (`pipe_full`).
+    Pipe {
+        /// Ring slots (`pipe->max_usage`).
+        max_usage: u32,
+        /// Bytes of one write, 1 ..= `PAGE_SIZE`.
+        msg_bytes: u32,
+    },
+    /// The sending side of a unix stream socket (net/unix/af_unix.c): a
+    /// writer blocks while the queued skbs' truesize reaches `sndbuf`, and is
+    /// woken, with every other blocked writer, once they drain to a quarter
+    /// of it (`unix_writable`).
+    UnixStream {
+        /// `sk->sk_sndbuf`, bytes.
+        sndbuf: u32,
+        /// `skb->truesize` of one message, bytes (at least 1).
+        truesize: u32,
+    },
+}
+
+impl Default for ChanKind {
+    fn default() -> Self {
+        ChanKind::Queue { capacity: 1 }
+    }
+}
+
+/// A channel the workload declares.
 #[derive(Clone, Debug)]
 pub struct ChanSpec {
-    /// Messages the buffer holds before a writer blocks.
-    pub capacity: u32,
+    /// What it is.
+    pub kind: ChanKind,
+}
+
+impl ChanSpec {
+    /// A plain bounded queue of `capacity` messages.
+    pub fn queue(capacity: u32) -> Self {
+        ChanSpec { kind: ChanKind::Queue { capacity } }
+    }
+
+    /// A pipe of `max_usage` pages written `msg_bytes` at a time (clamped to
+    /// 1 ..= `PAGE_SIZE`; larger writes span pages, which is not modelled).
+    pub fn pipe(max_usage: u32, msg_bytes: u32) -> Self {
+        let msg_bytes = msg_bytes.clamp(1, crate::engine::ipc::PAGE_SIZE);
+        ChanSpec { kind: ChanKind::Pipe { max_usage: max_usage.max(1), msg_bytes } }
+    }
+
+    /// A unix stream socket with send buffer `sndbuf` and skbs of `truesize`.
+    pub fn unix_stream(sndbuf: u32, truesize: u32) -> Self {
+        ChanSpec { kind: ChanKind::UnixStream { sndbuf, truesize: truesize.max(1) } }
+    }
+
+    /// Messages it holds before a writer blocks: a pipe's pages times the
+    /// writes merged into each, a socket's writes until its queued truesize
+    /// reaches the send buffer (the write that crosses it still goes).
+    pub fn capacity(&self) -> u64 {
+        match self.kind {
+            ChanKind::Queue { capacity } => capacity as u64,
+            ChanKind::Pipe { max_usage, msg_bytes } => {
+                max_usage as u64 * (crate::engine::ipc::PAGE_SIZE / msg_bytes).max(1) as u64
+            }
+            ChanKind::UnixStream { sndbuf, truesize } => (sndbuf as u64).div_ceil(truesize as u64).max(1),
+        }
+    }
 }
 
 /// A barrier.

@@ -120,7 +120,7 @@ fn a_mutex_serialises_its_critical_sections() {
     // 4 tasks on 4 CPUs, each 5 x (lock, 200 us, unlock): 20 critical
     // sections in a row, at least 4 ms, although 4 CPUs are free.
     let mut w = script_workload(Vec::new());
-    w.chans.push(ChanSpec { capacity: 1 });
+    w.chans.push(ChanSpec::queue(1));
     let m = ChanId(0);
     for i in 0..4 {
         let mut b = OpsBuilder::new();
@@ -145,7 +145,7 @@ fn a_signal_wakes_one_waiter_a_broadcast_all_and_a_lost_signal_is_lost() {
     let mk = |signals: &[(Ns, bool)]| {
         let mut w = script_workload(Vec::new());
         w.conds = 1;
-        w.chans.push(ChanSpec { capacity: 1 });
+        w.chans.push(ChanSpec::queue(1));
         let (c, m) = (CondId(0), ChanId(0));
         for i in 0..2 {
             let mut b = OpsBuilder::new();

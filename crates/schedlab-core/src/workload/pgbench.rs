@@ -100,7 +100,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     for c in 0..clients {
         // Channel 2c: client -> backend; 2c + 1: backend -> client.
         let (to_backend, to_client) = (ChanId(2 * c), ChanId(2 * c + 1));
-        chans.extend([ChanSpec { capacity: 64 }, ChanSpec { capacity: 64 }]);
+        chans.extend([ChanSpec::queue(64), ChanSpec::queue(64)]);
         let mut cl = OpsBuilder::new();
         cl.push(Op::Mark(MarkKind::RequestStart));
         let mut be = OpsBuilder::new();

@@ -112,7 +112,9 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     }
     Ok(Workload {
         // A pipe holds 16 pages; 4-byte writes never fill it here.
-        chans: vec![ChanSpec { capacity: 16 * 1024 }; n as usize],
+        // A 4-byte token in a default pipe (16 pages); one token per pipe
+        // never fills it.
+        chans: vec![ChanSpec::pipe(16, 4); n as usize],
         ..Workload::of(tasks, PrimaryMetric::Throughput)
     })
 }

@@ -206,7 +206,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     Ok(Workload {
         // A worker is on its message thread's list at most once, so the list
         // never fills; its wake word holds the one pending wake timestamp.
-        chans: (0..m).map(|_| ChanSpec { capacity: t }).chain((0..m * t).map(|_| ChanSpec { capacity: 1 })).collect(),
+        chans: (0..m).map(|_| ChanSpec::queue(t)).chain((0..m * t).map(|_| ChanSpec::queue(1))).collect(),
         duration_ns: Some(runtime_ns),
         warmup_ns,
         ..Workload::of(tasks, PrimaryMetric::Throughput)

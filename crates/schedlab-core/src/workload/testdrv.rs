@@ -160,7 +160,7 @@ pub(crate) fn run(w: &Workload, seed: u64, limit_ns: Ns) -> Outcome {
             }
             Action::Send { chan, msg, sync } => {
                 let c = chan.0 as usize;
-                if bufs[c].len() < w.chans[c].capacity as usize {
+                if (bufs[c].len() as u64) < w.chans[c].capacity() {
                     out.sent[c] += 1;
                     if let Some(r) = readers[c].pop_front() {
                         state[r] = None;

@@ -166,8 +166,8 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
         duration_ns,
         ..Workload::of(Vec::new(), primary)
     };
-    w.chans.extend(n.pipes.iter().map(|(_, c)| ChanSpec { capacity: *c }));
-    w.chans.extend(n.mutexes.iter().map(|_| ChanSpec { capacity: 1 }));
+    w.chans.extend(n.pipes.iter().map(|(_, c)| ChanSpec::queue(*c)));
+    w.chans.extend(n.mutexes.iter().map(|_| ChanSpec::queue(1)));
     for (i, t) in task_tables.iter().enumerate() {
         let Value::Table(t) = t else { unreachable!("checked above") };
         task(origin, i, t, &mut n, machine, &mut w)?;

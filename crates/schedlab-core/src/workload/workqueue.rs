@@ -9,6 +9,13 @@ use crate::error::Result;
 use crate::ids::Ns;
 use crate::sim::Rng;
 
+/// Pages of a default pipe (`PIPE_DEF_BUFFERS`).
+const PIPE_DEF_BUFFERS: u32 = 16;
+/// Bytes of one request (a u32 worker id in the native program) and of one
+/// reply (a u64 chunk number).
+const REQ_BYTES: u32 = 4;
+const REPLY_BYTES: u32 = 8;
+
 /// Structure, for `schedlab workload show`.
 pub(crate) const STRUCTURE: &str =
     "one manager, `threads` workers. A worker writes a request to the manager's pipe and reads \
@@ -125,8 +132,11 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         };
         tasks.push(forked_task("wq-worker", Program::WorkqueueWorker(w), footprint_kib));
     }
-    let mut chans = vec![ChanSpec { capacity: threads }];
-    chans.extend((0..threads).map(|_| ChanSpec { capacity: 1 }));
+    // Pipes of 16 pages, as the native program's (schedlab-wl workqueue.rs:
+    // 4-byte requests, 8-byte replies). A worker has one request in flight, so
+    // none fills.
+    let mut chans = vec![ChanSpec::pipe(PIPE_DEF_BUFFERS, REQ_BYTES)];
+    chans.extend((0..threads).map(|_| ChanSpec::pipe(PIPE_DEF_BUFFERS, REPLY_BYTES)));
     Ok(Workload { chans, ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }
 

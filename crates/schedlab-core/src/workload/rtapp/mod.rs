@@ -124,7 +124,7 @@ pub(crate) fn build(text: &str, origin: &str, machine: &Machine) -> Result<Workl
     b.check_timers()?;
     let mut w = Workload {
         name: format!("rtapp:{origin}"),
-        chans: vec![ChanSpec { capacity: 1 }; b.mutexes.len()],
+        chans: vec![ChanSpec::queue(1); b.mutexes.len()],
         barriers: b.barrier_users.iter().map(|&parties| BarrierSpec { parties }).collect(),
         conds: b.conds.len() as u32,
         masks: b.masks.clone(),
