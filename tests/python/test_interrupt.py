@@ -103,7 +103,9 @@ def test_sigint_keeps_finished_compare_runs(tmp_path: Path, jobs: str) -> None:
         ],
         tmp_path,
     )
-    time.sleep(2.5)
+    # One run takes about 2 s here (40 take about 20 s with 2 jobs); 2.5 s
+    # was too short for the first to finish on a loaded machine.
+    time.sleep(5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 130, err

@@ -170,3 +170,30 @@ fn blocked_averages_call_the_hook_once_when_something_decayed() {
     s.update_blocked_averages(cpu);
     assert!(hooked(&s, cpu));
 }
+
+/// The RT class kicks schedutil where the kernel's `enqueue_top_rt_rq`
+/// does: on every RT enqueue and dequeue (not throttled), so a waking RT
+/// task's arrival reaches schedutil at once, not at the next tick or pick.
+#[test]
+fn an_rt_enqueue_kicks_schedutil_at_once() {
+    use crate::workload::{Action, SchedPolicy, StartKind};
+    // t0: FIFO 50 spins 10 ms on CPU 0 from 0; t1: FIFO 10 (lower), pinned
+    // there too, wakes at 5.3 ms and waits behind t0: enqueued, not picked.
+    let mut ts = crate::testkit::script_tasks(2, &[Action::Compute(10 * NSEC_PER_MSEC)], 1);
+    for (t, prio) in ts.iter_mut().zip([50, 10]) {
+        t.policy = SchedPolicy::Fifo;
+        t.rt_priority = prio;
+        t.allowed = Some(crate::cpumask::CpuMask::from_cpus([CpuId(0)]));
+    }
+    ts[1].start_ns = 5_300_000;
+    ts[1].start = StartKind::Wake { prev_cpu: 0 };
+    let w = crate::testkit::script_workload(ts);
+    let mut s = crate::testkit::sim_with(SU, &w, crate::testkit::sim_config(Default::default()));
+    let cpu = CpuId(0);
+    s.run(5_299_999).unwrap();
+    clear(&mut s, cpu);
+    s.run(5_300_001).unwrap();
+    assert_eq!(s.rqs[cpu.idx()].curr, Some(TaskId(0)), "t1 waits behind t0");
+    // HZ 1000: the ticks are at whole milliseconds, so this kick is t1's enqueue.
+    assert_eq!(s.cpufreq.sugov_cpus[cpu.idx()].last_update, 5_300_000, "no kick at the RT enqueue");
+}

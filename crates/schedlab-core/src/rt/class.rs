@@ -159,6 +159,25 @@ impl Sim {
         let change = self.rt.rqs[cpu.idx()].enqueue_task_rt(p, prio, policy, head, is_current, nr);
         self.rt.rd.apply(cpu, change);
         self.start_rt_bandwidth();
+        self.enqueue_top_rt_rq_kick(cpu, p);
+    }
+
+    /// The cpufreq kick at the end of `enqueue_top_rt_rq` ("Kick cpufreq
+    /// (see the comment in kernel/sched/sched.h)"), which every RT enqueue
+    /// and dequeue reaches (`dequeue_rt_stack` takes the top runqueue off,
+    /// `enqueue_top_rt_rq` puts it back) unless the RT runqueue is
+    /// throttled, so schedutil sees an RT task (`rt_rq_is_runnable`: the
+    /// top frequency) when it arrives, not at the next tick. Since v4.16
+    /// (`cpufreq/schedutil: Rewrite CPUFREQ_RT support`); before it
+    /// `update_curr_rt` called the hook (DEVIATION: the `v4.14` profile
+    /// kicks here too). A `sugov:N` thread (`p`) does not kick: it stands
+    /// for the kernel's SCHED_DEADLINE one, whose special entity skips
+    /// `add_running_bw`/`sub_running_bw` and so their cpufreq kicks
+    /// (`dl_entity_is_special`).
+    fn enqueue_top_rt_rq_kick(&mut self, cpu: CpuId, p: TaskId) {
+        if !self.rt.throttle[cpu.idx()].rt_throttled && self.sugov_domain_of(p).is_none() {
+            self.cpufreq_update_util(cpu);
+        }
     }
 
     /// `dequeue_task_rt`: account the running task first.
@@ -169,6 +188,7 @@ impl Sim {
         let t = &self.tasks[p.idx()];
         let change = self.rt.rqs[cpu.idx()].dequeue_task_rt(p, t.prio, rt_policy(t.policy));
         self.rt.rd.apply(cpu, change);
+        self.enqueue_top_rt_rq_kick(cpu, p);
         true
     }
 
@@ -239,6 +259,11 @@ impl Sim {
             th.rt_time_ns = th.rt_time_ns.min(th.rt_runtime_ns);
             return false;
         }
+        if exceeded {
+            // sched_rt_runtime_exceeded -> sched_rt_rq_dequeue: the
+            // throttled RT runqueue leaves, and cpufreq is kicked.
+            self.cpufreq_update_util(cpu);
+        }
         exceeded
     }
 
@@ -283,6 +308,11 @@ impl Sim {
             busy |= out.busy;
             if out.enqueue && nr > 0 {
                 let cpu = CpuId(c as u32);
+                // sched_rt_rq_enqueue -> enqueue_top_rt_rq: unthrottled,
+                // the RT runqueue is back, and cpufreq is kicked.
+                if !self.rt.throttle[c].rt_throttled {
+                    self.cpufreq_update_util(cpu);
+                }
                 self.resched_curr(cpu, cpu);
             }
         }
@@ -321,12 +351,10 @@ impl Sim {
         self.update_rq_clock(cpu);
         let rq = &mut self.rqs[cpu.idx()];
         let now = rq.clock_pelt.rq_clock_pelt();
+        // No cpufreq kick here, as in the kernel: the RT class kicks it
+        // from its enqueues and dequeues (`enqueue_top_rt_rq_kick`), and its
+        // PELT reaches schedutil at the next kick of any class.
         pelt::update_rt_rq_load_avg(&mut rq.rt_avg, now, running);
-        // DEVIATION(kernel): the kernel kicks cpufreq from the RT runqueue's
-        // enqueue/dequeue (`enqueue_top_rt_rq`, `dequeue_top_rt_rq`); here
-        // from the RT class's PELT updates (tick, put_prev), so an RT task's
-        // utilisation reaches schedutil at the same points as a fair task's.
-        self.cpufreq_update_util(cpu);
     }
 
     /// `put_prev_task_rt`: account, PELT, and a still-queued task that may
