@@ -4,6 +4,7 @@ handled events per second, on machines built for the bench."""
 from __future__ import annotations
 
 import json
+import math
 
 from typer.testing import CliRunner
 
@@ -22,9 +23,12 @@ def test_scale_reports_each_size() -> None:
         assert r["handled_events_per_s"] > 0
         assert r["handled_events"] > 10_000, r
         assert r["machine"] == f"scale-{r['cpus']}"
-        # The run alone (twice as long, less this run): positive rates.
-        assert r["run_handled_events_per_s"] > 0
-        assert r["run_sim_per_wall"] > 0
+        # The run alone (twice as long, less this run): a positive rate, or
+        # none (NaN) when the two wall times were too close to tell.
+        assert math.isnan(r["run_handled_events_per_s"]) or r["run_handled_events_per_s"] > 0
+        assert math.isnan(r["run_sim_per_wall"]) or r["run_sim_per_wall"] > 0
+    # The large machines' runs last long enough for a figure.
+    assert not math.isnan(rows[-1]["run_sim_per_wall"]), rows[-1]
 
 
 def test_scale_machines_have_the_stated_shape() -> None:
