@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._kernel_profile import preempt_model
 from ._native import SpecError
 from ._tracefs import SCHED_EVENTS
 
@@ -241,6 +242,7 @@ mkdir -p /out /tmp
 uname -r > /out/uname
 cat /proc/cmdline > /out/cmdline
 cat /sys/kernel/debug/sched/features > /out/sched_features 2>/dev/null
+cat /sys/kernel/debug/sched/preempt > /out/preempt 2>/dev/null
 for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
   [ -r "$d/name" ] && echo "$d $(cat $d/name) $(cat $d/flags 2>/dev/null)" >> /out/sched_domains
 done
@@ -549,6 +551,7 @@ def _kernel_info(shape: GuestShape, text: Callable[[str], str]) -> dict[str, Any
         "shape": dataclasses.asdict(shape),
         "kernel_release": text("uname").strip(),
         "cmdline": text("cmdline").strip(),
+        "preempt_model": preempt_model("", "", text("preempt")),
         "sched_features": text("sched_features").split(),
     }
 

@@ -93,3 +93,80 @@ def policy_for_kernel(release: str, sched_features: Sequence[str]) -> tuple[str,
     changes = [("+" if want[n] else "-") + n for n in state if want[n] != state[n]]
     notes = [f"not modelled: {', '.join(unknown)}"] if unknown else []
     return base + "".join(changes), notes
+
+
+# Mainline's boot parameters named `sched_*` (Documentation/admin-guide/
+# kernel-parameters.txt, linux-next of 2026). A `sched_*` parameter outside
+# this set belongs to a scheduler patch that mainline does not carry.
+_MAINLINE_SCHED_PARAMS = frozenset(
+    {"sched_verbose", "sched_thermal_decay_shift", "sched_proxy_exec"}
+)
+
+# Mainline boot parameters that change the scheduler's decisions and that the
+# simulated policy does not follow, with what they change.
+_BOOT_NOT_MODELLED = {
+    "isolcpus": "CPUs left out of the scheduler's domains",
+    "nohz_full": "CPUs that stop the tick while they run one task",
+    "relax_domain_level": "how wide wakeups and newly idle balance search",
+    "idle": "the idle loop (idle=poll or halt) instead of the cpuidle states",
+    "sched_proxy_exec": "proxy execution (a mutex owner runs on its waiter's time)",
+}
+
+# What schedlab's engine does with a reschedule request: the switch happens at
+# once (`resched_curr` queues it for the same instant), as under full
+# preemption, where the wakeup's `preempt_enable()` switches inside the system
+# call. Under none or voluntary the switch waits until the task returns to
+# user space or reaches a `cond_resched()`.
+_MODELLED_PREEMPT = ("full", "lazy")
+
+
+def preempt_model(cmdline: str, config: str, debugfs: str = "") -> str | None:
+    """The kernel's preemption model: from `/sys/kernel/debug/sched/preempt`
+    (the one in parentheses) when readable, else `preempt=` on the command
+    line of a PREEMPT_DYNAMIC kernel, else the model its config built in."""
+    m = re.search(r"\((\w+)\)", debugfs)
+    if m:
+        return m.group(1)
+    opts = {line.partition("=")[0]: line.partition("=")[2] for line in config.splitlines()}
+    if opts.get("CONFIG_PREEMPT_RT") == "y":
+        return "rt"
+    arg = re.search(r"(?:^|\s)preempt=(\w+)", cmdline)
+    if arg and opts.get("CONFIG_PREEMPT_DYNAMIC") == "y":
+        return arg.group(1)
+    for key, model in (("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+                       ("CONFIG_PREEMPT_LAZY", "lazy"), ("CONFIG_PREEMPT", "full")):  # fmt: skip
+        if opts.get(key) == "y":
+            return model
+    return None
+
+
+def kernel_notes(info: dict[str, object]) -> list[str]:
+    """What a recorded kernel (its ``kernel.json``) does that the simulated
+    policy does not: boot parameters that change scheduling decisions, a
+    scheduler patch mainline does not have, a preemption model other than
+    the one schedlab applies."""
+    notes: list[str] = []
+    vendor: list[str] = []
+    unmodelled: list[str] = []
+    for arg in str(info.get("cmdline", "")).split():
+        if arg == "--":
+            break  # what follows is init's arguments
+        name = arg.partition("=")[0]
+        if name.startswith("sched_") and name not in _MAINLINE_SCHED_PARAMS:
+            vendor.append(arg)
+        elif name in _BOOT_NOT_MODELLED:
+            unmodelled.append(f"{arg} ({_BOOT_NOT_MODELLED[name]})")
+    if vendor:
+        notes.append(
+            f"not modelled: the boot parameter {', '.join(vendor)} is not mainline's: this kernel "
+            "carries a scheduler patch whose decisions the simulation does not make"
+        )
+    if unmodelled:
+        notes.append(f"not modelled: {'; '.join(unmodelled)}")
+    model = info.get("preempt_model")
+    if isinstance(model, str) and model not in _MODELLED_PREEMPT:
+        notes.append(
+            f"preemption model {model}: a wakeup that preempts a task running in the kernel "
+            "switches when it leaves the kernel; the simulation switches at once"
+        )
+    return notes

@@ -8,8 +8,9 @@ It writes three files into the output directory:
 * ``trace.txt``: the instance's ``trace`` (ftrace text, what ``schedlab
   analyze`` and ``schedlab.trace.read`` take);
 * ``machine.toml``: this machine imported from ``/sys`` (``topo import``);
-* ``kernel.json``: kernel release, command line, trace clock, CPU count, the
-  sched features when debugfs lets us read them, the events enabled, the
+* ``kernel.json``: kernel release, command line, preemption model, trace
+  clock, CPU count, the sched features when debugfs lets us read them, the
+  events enabled, the
   per-CPU overrun counts, the command and its exit status;
 * ``workload.stdout``: the command's standard output (passed through to ours
   as well), where schedlab-wl prints its own metric, as a guest recording
@@ -21,6 +22,7 @@ Recording needs root and tracefs; each missing piece is a one-line error.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import platform
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from . import _native
+from ._kernel_profile import preempt_model
 from ._native import SpecError
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -94,6 +97,17 @@ def _pump(stream: IO[bytes], into: list[bytes]) -> None:
         sys.stdout.flush()
 
 
+def _preempt_model(cmdline: str) -> str | None:
+    """The preemption model (`_kernel_profile.preempt_model`) from debugfs,
+    the command line and `/proc/config.gz`, whichever this kernel lets us
+    read."""
+    try:
+        config = gzip.decompress(Path("/proc/config.gz").read_bytes()).decode(errors="replace")
+    except (OSError, EOFError, gzip.BadGzipFile):
+        config = ""
+    return preempt_model(cmdline, config, _read(Path("/sys/kernel/debug/sched/preempt")))
+
+
 def _sched_features() -> list[str]:
     """`/sys/kernel/debug/sched/features`, when debugfs lets us read it
     (lockdown kernels do not)."""
@@ -121,7 +135,8 @@ def record(
     root = tracefs if tracefs is not None else find_tracefs()
     if not os.access(root / "instances", os.W_OK):
         raise RecordError(
-            f"cannot create a tracefs instance under {root / 'instances'}: permission denied (not root?)"
+            f"cannot create a tracefs instance under {root / 'instances'}: "
+            "permission denied (not root?)"
         )
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -171,8 +186,12 @@ def record(
         with contextlib.suppress(OSError):
             proc.stdout.close()
         trace = _read(inst / "trace")
-        overruns = [ln.split(":", 1)[1].strip() for cpu in sorted((inst / "per_cpu").glob("cpu*"))
-                    for ln in _read(cpu / "stats").splitlines() if ln.startswith("overrun:")]  # fmt: skip
+        overruns = [
+            ln.split(":", 1)[1].strip()
+            for cpu in sorted((inst / "per_cpu").glob("cpu*"))
+            for ln in _read(cpu / "stats").splitlines()
+            if ln.startswith("overrun:")
+        ]
         # `trace_clock` lists the clocks with the one in use in brackets.
         clocks = _read(inst / "trace_clock")
         clock = clocks[clocks.find("[") + 1 : clocks.find("]")] if "[" in clocks else clocks.strip()
@@ -198,6 +217,7 @@ def record(
         "kernel_release": platform.release(),
         "kernel_version": platform.version(),
         "cmdline": _read(Path("/proc/cmdline")).strip(),
+        "preempt_model": _preempt_model(_read(Path("/proc/cmdline"))),
         "trace_clock": clock,
         "nr_cpus": os.cpu_count(),
         "sched_features": _sched_features(),

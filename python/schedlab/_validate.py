@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _native, _tracefs
-from ._kernel_profile import policy_for_kernel
+from ._kernel_profile import kernel_notes, policy_for_kernel
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
 
@@ -290,6 +290,7 @@ def run_case(
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
+    notes += kernel_notes(info)
     machine_path = machine_file or work / case.name / "real-0" / "machine.toml"
     machine = resolve_machine(str(machine_path))
     # A machine `schedlab calibrate` wrote carries its measured costs.

@@ -4,7 +4,7 @@ behaviours by release, sched features as the kernel printed them."""
 import pytest
 
 from schedlab import _native
-from schedlab._kernel_profile import policy_for_kernel
+from schedlab._kernel_profile import kernel_notes, policy_for_kernel, preempt_model
 
 # /sys/kernel/debug/sched/features of Debian's 6.12.95 (bookworm-backports),
 # read in a QEMU guest.
@@ -52,7 +52,11 @@ def test_a_backported_feature_joins_the_release_profile():
     [
         # Debian 12's CFS kernel: SIS_UTIL (v5.20), the idle-prev check (v5.10) and the
         # wakeup-migration PELT decay (v6.0).
-        ("6.1.0-41-amd64", ["NO_SIS_PROP", "SIS_UTIL"], "v5.9+SIS_UTIL-SIS_PROP+migrate_se_pelt_lag+wa_idle_prev"),
+        (
+            "6.1.0-41-amd64",
+            ["NO_SIS_PROP", "SIS_UTIL"],
+            "v5.9+SIS_UTIL-SIS_PROP+migrate_se_pelt_lag+wa_idle_prev",
+        ),
         # 6.18 has v6.14's pipe_read writer wakeup (only on a freed page).
         ("6.18.44-fc", [], "v6.12+pipe_release_wakes_writer"),
         ("7.1.0", [], "v7.1"),
@@ -71,5 +75,59 @@ def test_release_and_features_give_a_policy_schedlab_accepts(release, features, 
 
 
 def test_a_release_that_is_not_one_is_an_error():
-    with pytest.raises(ValueError, match="MAJOR.MINOR"):
+    with pytest.raises(ValueError, match=r"MAJOR\.MINOR"):
         policy_for_kernel("linux", [])
+
+
+# This VM's kernel (a Firecracker 6.18): its command line carries a scheduler
+# parameter that mainline does not have (`vcpu_pack_room` sits in its fair.c
+# text, /proc/kallsyms), and its config builds PREEMPT_NONE.
+FC_CMDLINE = (
+    "mitigations=auto console=ttyS0 cpuidle_haltpoll.force=1 haltpoll.guest_halt_poll_ns=0 "
+    "sched_vcpu_pack=15 rdinit=/process_api -- --firecracker-init --addr 0.0.0.0:2024"
+)
+FC_CONFIG = (
+    "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_NONE=y\n# CONFIG_PREEMPT is not set\n"
+    "CONFIG_PREEMPT_DYNAMIC=y\n"
+)
+
+
+def test_a_vendor_scheduler_parameter_and_preempt_none_are_named():
+    model = preempt_model(FC_CMDLINE, FC_CONFIG)
+    assert model == "none"
+    notes = kernel_notes({"cmdline": FC_CMDLINE, "preempt_model": model})
+    assert len(notes) == 2
+    assert "sched_vcpu_pack=15 is not mainline's" in notes[0]
+    assert notes[1].startswith("preemption model none")
+
+
+def test_a_mainline_kernel_has_no_notes():
+    cmdline = "console=ttyS0 panic=-1 sched_verbose nokaslr"
+    assert kernel_notes({"cmdline": cmdline, "preempt_model": "full"}) == []
+    # What follows `--` is init's, not the kernel's.
+    assert kernel_notes({"cmdline": "quiet -- sched_whatever=1 isolcpus=1"}) == []
+
+
+def test_unmodelled_mainline_parameters_are_named():
+    notes = kernel_notes({"cmdline": "isolcpus=2,3 nohz_full=2,3 quiet"})
+    assert notes == [
+        "not modelled: isolcpus=2,3 (CPUs left out of the scheduler's domains); "
+        "nohz_full=2,3 (CPUs that stop the tick while they run one task)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "config", "debugfs", "want"),
+    [
+        # debugfs names the model in use in parentheses.
+        ("", "", "none voluntary (full) lazy\n", "full"),
+        # preempt= acts only on a PREEMPT_DYNAMIC kernel.
+        ("preempt=full", FC_CONFIG, "", "full"),
+        ("preempt=full", "CONFIG_PREEMPT_VOLUNTARY=y\n", "", "voluntary"),
+        ("", "CONFIG_PREEMPT=y\n", "", "full"),
+        ("", "CONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT=y\n", "", "rt"),
+        ("", "", "", None),
+    ],
+)
+def test_preempt_model_from_debugfs_cmdline_or_config(cmdline, config, debugfs, want):
+    assert preempt_model(cmdline, config, debugfs) == want

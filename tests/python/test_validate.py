@@ -159,7 +159,9 @@ def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
     def replay(argv: list[str], out: Path) -> dict[str, Any]:
         assert argv == ["schedlab-wl", spec]
         shutil.copytree(fixture, out)
-        return {"kernel_release": "6.18.44-fc-v445", "sched_features": []}
+        # What `record` returns: the recording's kernel.json.
+        info: dict[str, Any] = json.loads((fixture / "kernel.json").read_text())
+        return info
 
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
     rows = {row["metric"]: row for row in res["rows"]}
@@ -167,6 +169,8 @@ def test_the_schbench_case_on_its_recorded_fixture(tmp_path: Path) -> None:
     # This VM's trace lost CPU 1's switches away from idle; the note says so.
     assert res["inferred_switches"] == [37]
     assert any("37 per recording" in n for n in res["notes"]), res["notes"]
+    # The recording's kernel.json names this VM's vendor scheduler patch.
+    assert any("sched_vcpu_pack=15 is not mainline's" in n for n in res["notes"]), res["notes"]
     # 122 of 123 (one switch in lost by the trace recovered: see
     # test_recorded_fixtures.test_host_schbench_placement).
     assert rows["wake_prev_cpu_pct"]["real"] == pytest.approx(100 * 122 / 123)
