@@ -14,7 +14,14 @@ of ``schedlab-wl workqueue`` with 200 us chunks:
   and the CPU switches. The model charges the workload's ``read`` cost (the
   work queue's default 1 us) + ``context_switch_ns``.
 
-A third probe needs no tracing: ``schedlab-wl pipecost`` times batches of
+Two probes need no tracing. ``schedlab-wl wakecost`` times single 4-byte
+pipe writes that wake a ``SCHED_IDLE`` reader blocked on the writer's own
+CPU: a local wakeup, with no IPI and no preemption (a normal task's wakeup
+of an idle-policy one never preempts), so the median minus one clock read
+and ``pipe_write_ns`` is ``wakeup_ns``, the rest of ``try_to_wake_up`` the
+engine charges the waker (enqueue, the preemption check; a pinned wakee
+skips ``select_task_rq_fair``, whose cost the engine prices apart). And
+``schedlab-wl pipecost`` times batches of
 4-byte pipe writes and reads on one thread and its own pipe, so that no write
 wakes anyone and no read waits. The medians over batches of the mean time per
 call are ``pipe_write_ns`` and ``pipe_read_ns``, the CPU work the pipe-based
@@ -25,9 +32,8 @@ The split probe's manager also times each reply ``write()``, which wakes the
 worker blocked on the other, idle CPU (``reply_write_ns`` in its output): the
 waker's side of a cross-CPU wakeup, in situ: the write, ``try_to_wake_up``
 and the IPI it sends. So ``ipi_send_ns`` = its median - ``pipe_write_ns`` -
-the machine's ``wakeup_ns`` (the rest of ``try_to_wake_up``, not measured
-apart: a same-CPU wakeup's waker is preempted by its wakee before it can
-read the clock): what the engine charges a CPU per IPI it sends (the wake
+``wakeup_ns`` (measured by ``wakecost``; the machine's value when probe
+outputs predate it): what the engine charges a CPU per IPI it sends (the wake
 list's, a remote ``resched_curr``'s). On this VM that send is a VM exit.
 Probe outputs made before the timing existed (a guest's older
 ``schedlab-wl``) leave ``ipi_send_ns`` at the machine's value.
@@ -77,6 +83,9 @@ PROBE = "workqueue:threads=1,chunks={chunks},chunk=200us,pin={pin}"
 #: The syscall probe: 4-byte writes and reads (the pipe family's token), in
 #: batches of 256 (1 KiB in the pipe at most).
 PIPE_PROBE = "pipecost:count={count},size=4,batch=256"
+#: The local wakeup probe: timed writes that wake a SCHED_IDLE reader blocked
+#: on the writer's CPU (no IPI, no preemption), for ``wakeup_ns``.
+WAKE_PROBE = "wakecost:count={count}"
 #: The probe's idle period (its chunk), for picking the idle state.
 IDLE_PERIOD_US = 200
 
@@ -190,7 +199,17 @@ def pipe_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, An
     """Runs the pipe syscall probe (`wl` is the schedlab-wl command); its
     JSON (``write`` and ``read``, each with ``p10_ns``, ``p50_ns``,
     ``p90_ns`` and ``batches``)."""
-    argv = [*wl, PIPE_PROBE.format(count=count)]
+    return _run_probe([*wl, PIPE_PROBE.format(count=count)], "pipe")
+
+
+def wake_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, Any]:
+    """Runs the local wakeup probe; its JSON (``wake_write`` with ``p10_ns``,
+    ``p50_ns``, ``p90_ns``; ``clock_ns``, ``count``, ``skipped``)."""
+    return _run_probe([*wl, WAKE_PROBE.format(count=count)], "wakeup")
+
+
+def _run_probe(argv: list[str], what: str) -> dict[str, Any]:
+    wl = argv[:1]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     except FileNotFoundError as e:
@@ -200,7 +219,7 @@ def pipe_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, An
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
         raise _native.SimulationError(
-            f"calibrate: the pipe probe failed (exit {done.returncode}): {last}"
+            f"calibrate: the {what} probe failed (exit {done.returncode}): {last}"
         )
     doc: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return doc
@@ -232,6 +251,19 @@ def read_pipe_probe(d: Path) -> dict[str, Any] | None:
                 got: dict[str, Any] = json.loads(line)
                 return got
     return None
+
+
+def read_wake_probe(d: Path) -> dict[str, Any] | None:
+    """The local wakeup probe's JSON stored in `d` (``probe-wake.json``), or
+    None when it was not run (probe outputs of a schedlab-wl without it)."""
+    f = d / "probe-wake.json"
+    if not f.is_file():
+        return None
+    try:
+        doc: dict[str, Any] = json.loads(f.read_text())
+    except json.JSONDecodeError as e:
+        raise _native.SpecError(f"{f}: line {e.lineno}: not JSON ({e.msg})") from e
+    return doc
 
 
 def read_reply_writes(d: Path) -> dict[str, Any] | None:
@@ -362,19 +394,34 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
         }
     )
     costs: dict[str, tuple[int, str]] = {}
+    wake = read_wake_probe(d)
+    figures["wake"] = wake
+    figures["wakeup_ns"] = None
+    wakeup = int(_native.topo_doc(machine, "toml", "probe machine")["cost"]["wakeup_ns"])
+    wakeup_how = f"the machine's wakeup_ns ({wakeup} ns, not measured)"
+    if wake is not None:
+        ww = wake["wake_write"]
+        wakeup = max(0, round(ww["p50_ns"]) - round(wake["clock_ns"]) - write_ns)
+        figures["wakeup_ns"] = wakeup
+        wakeup_how = f"wakeup_ns ({wakeup} ns, measured)"
+        costs["wakeup_ns"] = (
+            wakeup,
+            f"{tag} median write() that wakes a SCHED_IDLE reader blocked on the same CPU "
+            f"{round(ww['p50_ns'])} ns (n={wake['count']}; p10 {round(ww['p10_ns'])}, p90 "
+            f"{round(ww['p90_ns'])} ns; schedlab-wl wakecost: no IPI, no preemption) minus one "
+            f"clock read ({round(wake['clock_ns'])} ns) and pipe_write_ns",
+        )
     replies = read_reply_writes(d)
     figures["reply_write"] = replies
     figures["ipi_send_ns"] = None
     if replies is not None:
-        wakeup = int(_native.topo_doc(machine, "toml", "probe machine")["cost"]["wakeup_ns"])
         send = max(0, round(replies["p50_ns"]) - write_ns - wakeup)
         figures["ipi_send_ns"] = send
         costs["ipi_send_ns"] = (
             send,
             f"{tag} median reply write() that wakes a worker blocked on another, idle CPU "
             f"{round(replies['p50_ns'])} ns (n={replies['n']}; p10 {round(replies['p10_ns'])}, "
-            f"p90 {round(replies['p90_ns'])} ns) minus pipe_write_ns and the machine's "
-            f"wakeup_ns ({wakeup} ns, not measured)",
+            f"p90 {round(replies['p90_ns'])} ns) minus pipe_write_ns and {wakeup_how}",
         )
     machine = _set_cost(
         machine,
@@ -406,7 +453,11 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
 
 
 def calibrate(
-    out: Path, chunks: int = 400, pipe_ops: int = 200_000, reuse: bool = False
+    out: Path,
+    chunks: int = 400,
+    pipe_ops: int = 200_000,
+    reuse: bool = False,
+    wake_ops: int = 2_000,
 ) -> dict[str, Any]:
     """Runs the three probes on this host into `out` (with `reuse`, only when
     `out` does not hold their outputs already); writes `out/machine.toml`
@@ -416,6 +467,8 @@ def calibrate(
     if not (reuse and probes_stored(out)):
         pipe = pipe_costs(pipe_ops)
         (out / "probe-pipe.json").write_text(json.dumps(pipe, indent=2) + "\n")
+        wake = wake_costs(wake_ops)
+        (out / "probe-wake.json").write_text(json.dumps(wake, indent=2) + "\n")
         for pin in (*(p for p, _ in WAKEUP_PROBES), BUSY_PROBE):
             rec = out / f"probe-{pin}"
             info = _tracefs.record(["schedlab-wl", PROBE.format(chunks=chunks, pin=pin)], rec)

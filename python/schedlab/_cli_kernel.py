@@ -95,12 +95,14 @@ def calibrate_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Measure this machine's wakeup and pipe syscall costs (root: two schedlab-wl probes under
-    tracing, one timing pipe writes and reads) and write OUT/machine.toml: this machine
-    imported from /sys with cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns,
-    cost.pipe_read_ns and cost.ipi_send_ns (the waker's side: a timed pipe write that wakes a
-    worker on another, idle CPU) set from the measurements, and the idle state's
-    actual_exit_latency_us when a third probe (a wakeup of a busy CPU) separates the IPI's
-    flight from the idle exit, each with a comment saying how it was measured."""
+    tracing, one timing pipe writes and reads, one timing writes that wake a reader on the
+    same CPU) and write OUT/machine.toml: this machine imported from /sys with
+    cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns, cost.pipe_read_ns,
+    cost.wakeup_ns (the local wakeup's work on the waker's CPU, beyond the write) and
+    cost.ipi_send_ns (the waker's side: a timed pipe write that wakes a worker on another,
+    idle CPU) set from the measurements, and the idle state's actual_exit_latency_us when a
+    third probe (a wakeup of a busy CPU) separates the IPI's flight from the idle exit, each
+    with a comment saying how it was measured. Needs a quiet machine."""
     from . import _calibrate
 
     figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
@@ -113,6 +115,12 @@ def calibrate_cmd(
         f"{figures['pipe_read_ns']} ns -> context_switch_ns {figures['context_switch_ns']}, "
         f"ipi_ns {figures['ipi_ns']} (idle exit {figures['idle_exit_ns']} ns), pipe_write_ns "
         f"{figures['pipe_write_ns']}, pipe_read_ns {figures['pipe_read_ns']}"
+        + (
+            f", wakeup_ns {figures['wakeup_ns']} (local waking write p50 "
+            f"{round(figures['wake']['wake_write']['p50_ns'])} ns)"
+            if figures.get("wakeup_ns") is not None
+            else ""
+        )
         + (
             f", ipi_send_ns {figures['ipi_send_ns']} (waking write p50 "
             f"{round(figures['reply_write']['p50_ns'])} ns)"

@@ -607,13 +607,16 @@ GUEST_PIPE_OPS = 100_000
 # Wakeups per wakeup probe in a guest: the host's default (`schedlab
 # calibrate --chunks`); under TCG each probe runs 2-3 s.
 GUEST_PROBE_CHUNKS = 400
+# Timed waking writes of the wake probe in a guest: the host's default; each
+# round sleeps 200 us, so about 0.5 s of guest time.
+GUEST_WAKE_OPS = 2_000
 
 
 def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
     """The guest's job for `calibrate_in_guest`: the pipe probe untraced,
     then each wakeup probe under the sched tracepoints, its trace kept apart
     (``/out/<pin>.trace``), as `schedlab calibrate` runs them on a host."""
-    from ._calibrate import PIPE_PROBE, PROBE, WAKEUP_PROBES
+    from ._calibrate import PIPE_PROBE, PROBE, WAKE_PROBE, WAKEUP_PROBES
 
     enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
     lines = [
@@ -622,6 +625,9 @@ def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
         enable,
         f"/wl '{PIPE_PROBE.format(count=pipe_ops)}' > /out/pipe.stdout 2> /out/pipe.stderr",
         "echo $? > /out/pipe.rc",
+        # A static schedlab-wl older than the wake probe exits 2: no wakeup_ns.
+        f"/wl '{WAKE_PROBE.format(count=GUEST_WAKE_OPS)}' > /out/wake.stdout 2> /out/wake.stderr",
+        "echo $? > /out/wake.rc",
     ]
     for pin, _ in WAKEUP_PROBES:
         lines += [
@@ -649,7 +655,8 @@ def calibrate_in_guest(
 ) -> Path:
     """Runs `schedlab calibrate`'s three probes inside one boot of a guest of
     `shape` (`wl_bin`: the static schedlab-wl) and stores their outputs in
-    `out` as the host's calibration does (``probe-pipe.json``,
+    `out` as the host's calibration does (``probe-pipe.json``, ``probe-wake.json``
+    when the binary has the wake probe,
     ``probe-split/`` and ``probe-same/`` with ``trace.txt``,
     ``workload.stdout``, the guest's imported ``machine.toml`` and
     ``kernel.json``), for `_calibrate.costs_from_probes`."""
@@ -676,6 +683,11 @@ def calibrate_in_guest(
     if pipe_doc is None:
         raise GuestError(f"the pipe probe printed no JSON in the guest (see {result}/pipe.stdout)")
     (out / "probe-pipe.json").write_text(json.dumps(pipe_doc, indent=2) + "\n")
+    if text("wake.rc").strip() == "0":
+        for line in reversed(text("wake.stdout").splitlines()):
+            if line.startswith("{"):
+                (out / "probe-wake.json").write_text(line + "\n")
+                break
     machine = _native.topo_import(str(result / "sys"))
     for pin, _ in WAKEUP_PROBES:
         trace = text(f"{pin}.trace")

@@ -96,6 +96,22 @@ def test_the_pipe_probe_times_writes_and_reads() -> None:
         assert 0 < got["p10_ns"] <= got["p50_ns"] <= got["p90_ns"] < 1e6, got
 
 
+def test_the_wake_probe_times_writes_that_wake_a_reader_on_the_same_cpu() -> None:
+    # No root needed: SCHED_IDLE is a lowering of priority. On a CPU busy
+    # with other work the idle-policy reader may not get back to sleep, and
+    # the probe refuses (calibrate needs a quiet machine).
+    try:
+        doc = _calibrate.wake_costs(20, wl=_wl())
+    except _native.SimulationError as e:
+        if "a busy machine?" not in str(e):
+            raise
+        pytest.skip(f"this CPU is busy: {e}")
+    assert (doc["family"], doc["count"]) == ("wakecost", 20)
+    w = doc["wake_write"]
+    assert 0 < w["p10_ns"] <= w["p50_ns"] <= w["p90_ns"] < 1e7, w
+    assert 0 <= doc["clock_ns"] < 10_000
+
+
 def test_a_missing_probe_program_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(_native.SimulationError, match=r"calibrate: '.*nope' not found"):
         _calibrate.pipe_costs(256, wl=[str(tmp_path / "nope")])
@@ -202,6 +218,34 @@ def test_the_ipi_send_cost_comes_from_the_split_probes_timed_replies(tmp_path: P
     assert "median reply write() that wakes a worker blocked on another, idle CPU 30159 ns" in text
     cost = _native.topo_doc(text, "toml", "test")["cost"]
     assert (cost["ipi_send_ns"], cost["wakeup_ns"]) == (30159 - 21341 - 700, 700)
+
+
+def test_wakeup_ns_comes_from_the_local_wake_probe(tmp_path: Path) -> None:
+    d = tmp_path / "cal"
+    shutil.copytree(GUEST_PROBES, d)
+    timed = {"p10_ns": 2304, "p50_ns": 30159, "p90_ns": 34156, "n": 401}
+    (d / "probe-split" / "workload.stdout").write_text(
+        json.dumps({"family": "workqueue", "reply_write_ns": timed}) + "\n"
+    )
+    # schedlab-wl wakecost: the median write that wakes a reader on the same
+    # CPU, minus one clock read and the bare write (the guest's 21,341 ns).
+    wake = {"p10_ns": 23000, "p50_ns": 24000, "p90_ns": 26000}
+    (d / "probe-wake.json").write_text(
+        json.dumps({"family": "wakecost", "count": 2000, "clock_ns": 59, "wake_write": wake})
+    )
+    fig = _calibrate.costs_from_probes(d)
+    wakeup = 24000 - 59 - 21341
+    assert fig["wakeup_ns"] == wakeup
+    # The IPI's send is what the remote waking write takes beyond that.
+    assert fig["ipi_send_ns"] == 30159 - 21341 - wakeup
+    text = (d / "machine.toml").read_text()
+    assert "median write() that wakes a SCHED_IDLE reader blocked on the same CPU 24000 ns" in text
+    assert f"wakeup_ns ({wakeup} ns, measured)" in text
+    cost = _native.topo_doc(text, "toml", "test")["cost"]
+    assert (cost["wakeup_ns"], cost["ipi_send_ns"]) == (wakeup, 30159 - 21341 - wakeup)
+    (d / "probe-wake.json").write_text("{")
+    with pytest.raises(_native.SpecError, match=r"probe-wake.json: line 1: not JSON"):
+        _calibrate.costs_from_probes(d)
 
 
 def test_a_measured_exit_latency_is_a_cpu_states_key(tmp_path: Path) -> None:

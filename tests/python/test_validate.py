@@ -353,5 +353,8 @@ def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
     for pin in ("split", "same"):
         assert f"/wl '{_calibrate.PROBE.format(chunks=400, pin=pin)}'" in job
         assert f"cat $T/trace > /out/{pin}.trace" in job
-    # The pipe probe runs before tracing is switched on.
+    # The pipe and wake probes run before tracing is switched on.
     assert job.index("pipecost") < job.index("tracing_on")
+    wake = _calibrate.WAKE_PROBE.format(count=_guest.GUEST_WAKE_OPS)
+    assert f"/wl '{wake}' > /out/wake.stdout" in job
+    assert job.index("wakecost") < job.index("tracing_on")

@@ -14,6 +14,7 @@ mod periodic;
 mod pipe;
 mod pipecost;
 mod schbench;
+mod wakecost;
 mod workqueue;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,6 +62,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("periodic", periodic::SUMMARY),
     ("schbench", schbench::SUMMARY),
     ("pipecost", pipecost::SUMMARY),
+    ("wakecost", wakecost::SUMMARY),
 ];
 
 fn usage() -> String {
@@ -117,6 +119,7 @@ pub fn run(spec: &str) -> Result<String, WlError> {
         "periodic" => periodic::run(&s)?,
         "schbench" => schbench::run(&s)?,
         "pipecost" => pipecost::run(&s)?,
+        "wakecost" => wakecost::run(&s)?,
         other => {
             let names: Vec<&str> = FAMILIES.iter().map(|f| f.0).collect();
             return Err(WlError::Bad(format!("unknown family '{other}' (families: {})", names.join(", "))));
