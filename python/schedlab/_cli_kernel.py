@@ -155,8 +155,9 @@ def validate_cmd(
             "--parent-wakee-flips",
             min=0,
             max=1_000_000,
-            help="The launcher's wakee_flips the simulated tasks inherit (an assumption on a host "
-            "without kprobes; default 0).",
+            help="One wakee_flips count every simulated task inherits (an assumption on a host "
+            "without kprobes). Default: each recording's own, per thread where a guest's fork "
+            "probe measured it (parent_wakee_flips=N;N;...), else 0.",
         ),
     ] = None,
     title: Annotated[

@@ -496,12 +496,20 @@ _FORK_FLIPS = re.compile(r"^\s*\S*?-(\d+)\s.* fork_flips: .*\bpid=(\d+) flips=(\
 def inherited_flips(trace_text: str) -> list[int]:
     """The `wakee_flips` each task of the workload inherited at fork: the
     `fork_flips` lines whose forking task is the launched program (the first
-    line's child) or one of its descendants, in trace order. These, not the
-    launcher's count, are what the workload's threads start with: the
-    program's main thread forks them, and its own count has moved since the
-    shell forked it (21 against the shell's 2 in one hackbench recording)."""
-    tree: set[int] = set()
-    out: list[int] = []
+    line's child) or one of its descendants. These, not the launcher's
+    count, are what the workload's threads start with: the program's main
+    thread forks them, and its own count has moved since the shell forked it
+    (21 against the shell's 2 in one hackbench recording).
+
+    In fork order: each thread's count, then those of the threads it forked
+    (in the order it forked them), depth first. Where only the main thread
+    forks (pipe, hackbench, workqueue) that is the trace's order; where a
+    thread forks others (schbench's message threads start their workers)
+    the trace may interleave two forking threads, and this order does not
+    depend on how. It is the order a per-task `parent_wakee_flips=N;N;...`
+    list is read in (the simulated families map it onto their tasks)."""
+    root: int | None = None
+    children: dict[int, list[tuple[int, int]]] = {}
     for line in trace_text.splitlines():
         if " fork_flips: " not in line:
             continue
@@ -509,11 +517,16 @@ def inherited_flips(trace_text: str) -> list[int]:
         if m is None:
             continue
         parent, child, flips = (int(g) for g in m.groups())
-        if not tree:
-            tree.add(child)  # the launched program: its children are the workload's
-        elif parent in tree:
-            tree.add(child)
-            out.append(flips)
+        if root is None:
+            root = child  # the launched program: its descendants are the workload's
+        else:
+            children.setdefault(parent, []).append((child, flips))
+    out: list[int] = []
+    stack = list(reversed(children.get(root, []))) if root is not None else []
+    while stack:
+        child, flips = stack.pop()
+        out.append(flips)
+        stack.extend(reversed(children.get(child, [])))
     return out
 
 

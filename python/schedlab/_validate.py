@@ -200,19 +200,34 @@ def verdict(metric: str, real: float, sim: float, calibrated: bool = False) -> s
     return "not compared"
 
 
-def recording_flips(trace_text: str, info: dict[str, Any]) -> int | None:
-    """The `wakee_flips` a recording's workload threads inherited, as one
-    count for the simulated family's `parent_wakee_flips` (which gives every
-    forked task the same): the lower median of the counts the guest's fork
-    probe saw for the program's own threads, else the launcher's count, else
-    None (a host recording has no probe)."""
+def recording_flips(trace_text: str, info: dict[str, Any]) -> list[int]:
+    """The `wakee_flips` a recording's workload threads inherited, for the
+    simulated family's `parent_wakee_flips`: each thread's own count in fork
+    order when the guest's fork probe saw the program's threads
+    (`_guest.inherited_flips`, a per-task list; ``[N]`` when every thread
+    got the same N), else ``[launcher count]`` (one count for all), else
+    ``[]`` (a host recording has no probe)."""
     from ._guest import inherited_flips
 
     counts = inherited_flips(trace_text)
     if counts:
-        return int(statistics.median_low(counts))
+        return counts if len(set(counts)) > 1 else counts[:1]
     flips = info.get("launcher_wakee_flips")
-    return int(flips) if flips is not None else None
+    return [int(flips)] if flips is not None else []
+
+
+def flips_value(flips: Sequence[int]) -> str:
+    """The `parent_wakee_flips` value for `flips`: one count for all
+    (``[8]`` -> ``8``), or one per forked task (``2;3;5``); ``''`` when
+    every count is 0 (the key's default)."""
+    if not any(flips):
+        return ""
+    return ";".join(str(f) for f in flips)
+
+
+def _spread(flips: Sequence[int]) -> str:
+    """min-median-max of a per-thread list (lower median, a count)."""
+    return f"{min(flips)}-{statistics.median_low(flips)}-{max(flips)}"
 
 
 def _recorded_info(info_file: Path) -> dict[str, Any] | None:
@@ -250,12 +265,15 @@ def run_case(
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
     compares the means. `parent_wakee_flips` is the count the simulated tasks
     inherit; without it, each recording's own (`recording_flips`: a guest's
-    fork probe measures it) is simulated over `seeds` seeds and the means
-    taken over recordings and seeds; a host recording has none (0). With
+    fork probe measures each thread's, passed on as a per-task
+    `parent_wakee_flips=N;N;...` list) is simulated over `seeds` seeds and
+    the means taken over recordings and seeds; a host recording has none
+    (0). The result's ``flips`` holds what each recording was simulated with
+    (``[N]``: one count for all) and ``simulated`` the specs. With
     `reuse`, a recording already in `work` (trace, machine and kernel.json)
     is analyzed again instead of recorded."""
     real_runs: list[dict[str, float]] = []
-    rep_flips: list[int] = []
+    rep_flips: list[list[int]] = []
     recovered: list[int] = []
     info: dict[str, Any] = {}
     for i in range(reps):
@@ -284,9 +302,9 @@ def run_case(
         own = {k: v for k, v in own.items() if math.isnan(traced.get(k, math.nan))}
         real_runs.append({**traced, **own})
         if parent_wakee_flips is not None:
-            rep_flips.append(parent_wakee_flips)
+            rep_flips.append([parent_wakee_flips])
         else:
-            rep_flips.append(recording_flips(text, info) or 0)
+            rep_flips.append(recording_flips(text, info))
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
@@ -296,19 +314,43 @@ def run_case(
     # A machine `schedlab calibrate` wrote carries its measured costs.
     calibrated = "schedlab calibrate:" in Path(machine_path).read_text()
 
-    def spec(flips: int) -> str:
-        return case.workload + (f",parent_wakee_flips={flips}" if flips else "")
+    def spec(flips: Sequence[int]) -> str:
+        value = flips_value(flips)
+        return case.workload + (f",parent_wakee_flips={value}" if value else "")
 
-    # One simulation per distinct count and seed, weighted by how many
-    # recordings had that count (equal counts give identical runs).
-    by_flips = {
-        f: [
-            run_sources(machine, resolve_workloads([spec(f)]), policy, seed).metrics
+    def simulate(flips: Sequence[int]) -> list[dict[str, float]]:
+        return [
+            run_sources(machine, resolve_workloads([spec(flips)]), policy, seed).metrics
             for seed in range(seeds)
         ]
-        for f in sorted(set(rep_flips))
-    }
-    sim_runs = [m for f in rep_flips for m in by_flips[f]]
+
+    # One simulation per distinct list and seed, weighted by how many
+    # recordings had that list (equal lists give identical runs). A
+    # per-thread list whose length is not the family's number of forked
+    # tasks (a probe line lost, a thread the family does not model) falls
+    # back to its lower median for all, and the note says so.
+    runs_of: dict[tuple[int, ...], list[dict[str, float]]] = {}
+    run_as: dict[tuple[int, ...], list[int]] = {}
+    for i, flips in enumerate(rep_flips):
+        key = tuple(flips)
+        if key in run_as:
+            continue
+        run_as[key] = flips
+        try:
+            runs_of[key] = simulate(flips)
+        except _native.SpecError as e:
+            if len(flips) < 2 or "parent_wakee_flips" not in str(e):
+                raise
+            median = statistics.median_low(flips)
+            notes.append(
+                f"recording {i}: the fork probe saw {len(flips)} threads, which is not the "
+                f"simulated family's number of forked tasks ({e}); simulated with the lower "
+                f"median {median} for every task"
+            )
+            run_as[key] = [median]
+            runs_of[key] = runs_of.get((median,)) or simulate([median])
+    sim_runs = [m for f in rep_flips for m in runs_of[tuple(f)]]
+    rep_flips = [run_as[tuple(f)] for f in rep_flips]
     rows = []
     for m in (*COMPARED, *case.shown):
         real = _mean([r.get(m, math.nan) for r in real_runs])
@@ -322,13 +364,16 @@ def run_case(
                 "verdict": verdict(m, real, sim, calibrated),
             }
         )
-    distinct = sorted(set(rep_flips))
+    specs = [spec(f) for f in rep_flips]
+    per_thread = parent_wakee_flips is None and any(len(f) > 1 for f in rep_flips)
     return {
         "case": case.name,
         "native": " ".join(case.argv),
-        "workload": spec(distinct[0]) if len(distinct) == 1 else case.workload,
+        "workload": specs[0] if len(set(specs)) == 1 and not per_thread else case.workload,
+        "simulated": specs,
         "flips": rep_flips,
-        "flips_measured": parent_wakee_flips is None and len(distinct) > 1,
+        "flips_per_thread": per_thread,
+        "flips_measured": parent_wakee_flips is None and (per_thread or len(set(specs)) > 1),
         "policy": policy,
         "kernel": info.get("kernel_release", ""),
         "machine": str(machine_path),
@@ -473,10 +518,16 @@ def _fmt(v: float) -> str:
 
 def _flips_note(r: dict[str, Any]) -> str:
     """How the simulated side took the recordings' inherited `wakee_flips`
-    when they differed (one count each, simulated separately)."""
+    when they differed (each recording simulated with its own)."""
     if not r.get("flips_measured"):
         return ""
-    counts = ", ".join(str(f) for f in r["flips"])
+    if r.get("flips_per_thread"):
+        spreads = ", ".join(_spread(f) for f in r["flips"])
+        return (
+            f" with each thread's inherited `wakee_flips` (`parent_wakee_flips=N;N;...`, "
+            f"min-median-max {spreads} per recording)"
+        )
+    counts = ", ".join(flips_value(f) or "0" for f in r["flips"])
     return f" with `parent_wakee_flips` {counts} (one per recording, as its threads inherited)"
 
 

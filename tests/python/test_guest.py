@@ -214,6 +214,25 @@ def test_inherited_flips_follow_the_launched_programs_descendants():
     assert g.inherited_flips("no probe here\n") == []
 
 
+def test_inherited_flips_are_in_fork_tree_order_whatever_the_trace_interleaving():
+    # schbench with two message threads: main (711) forks m0 (712, 4) and m1
+    # (713, 5); each then forks its two workers, m1 before m0 has finished.
+    # The list is each thread followed by the threads it forked: m0, its
+    # workers, m1, its workers (the simulated family's task order).
+    line = "  {c}-{p} [000] .....  1.{t}: fork_flips: (wake_up_new_task+0x4) pid={k} flips={f}\n"
+    forks = [
+        ("sh", 710, 711, 2),
+        ("wl", 711, 712, 4),
+        ("wl", 711, 713, 5),
+        ("wl-sb-m0", 712, 714, 6),
+        ("wl-sb-m1", 713, 715, 8),
+        ("wl-sb-m1", 713, 716, 9),
+        ("wl-sb-m0", 712, 717, 7),
+    ]
+    trace = "".join(line.format(c=c, p=p, t=i, k=k, f=f) for i, (c, p, k, f) in enumerate(forks))
+    assert g.inherited_flips(trace) == [4, 6, 7, 5, 8, 9]
+
+
 @pytest.mark.slow
 def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path):
     if shutil.which("qemu-system-x86_64") is None or not _static_busybox():

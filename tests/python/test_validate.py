@@ -109,8 +109,10 @@ def test_each_recording_is_simulated_with_the_flips_its_threads_inherited(
         return info
 
     res = _validate.run_case(case, tmp_path, reps=2, seeds=1, record=fake_record)
-    # The threads' counts, not the shell's (1), one per recording.
-    assert res["flips"] == [8, 0]
+    # The threads' counts, not the shell's (1), one per recording (both
+    # threads of a recording inherited the same: one count for all).
+    assert res["flips"] == [[8], [0]]
+    assert res["simulated"] == [wl + ",parent_wakee_flips=8", wl]
     assert res["workload"] == wl
     sims = [
         schedlab.run("laptop-4c8t", w, policy="v6.12", seed=0).metrics
@@ -130,7 +132,7 @@ def test_each_recording_is_simulated_with_the_flips_its_threads_inherited(
     again = _validate.run_case(
         case, tmp_path, reps=2, seeds=1, record=no_record, parent_wakee_flips=8, reuse=True
     )
-    assert again["flips"] == [8, 8]
+    assert again["flips"] == [[8], [8]]
     assert again["workload"] == wl + ",parent_wakee_flips=8"
     assert len(recorded) == 2
     # A damaged kernel.json is a one-line error naming the file.
@@ -207,8 +209,10 @@ def test_the_schbench_case_on_its_guest_recording(tmp_path: Path) -> None:
 
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
     assert res["policy"] == "v6.12+NI_RANDOM"
-    # The program's three threads inherited 2 each (the fork probe's lines).
-    assert res["flips"] == [2]
+    # The program's three threads inherited 2 each (the fork probe's lines):
+    # one count for all.
+    assert res["flips"] == [[2]]
+    assert not res["flips_per_thread"]
     assert res["workload"] == spec + ",parent_wakee_flips=2"
     rows = {row["metric"]: row for row in res["rows"]}
     # Counted with grep: 378 sched_waking lines of wl-sb tasks, 3
@@ -218,6 +222,51 @@ def test_the_schbench_case_on_its_guest_recording(tmp_path: Path) -> None:
     assert rows["requests_per_s"]["real"] == pytest.approx(713.461573, rel=1e-6)
     for m in _validate.FRACTIONS:
         assert rows[m]["verdict"] in ("pass", "MISS")
+
+
+def test_each_thread_is_simulated_with_the_count_it_inherited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `guest-2c2t-workqueue`'s fork probe: the program (pid 707) forked its
+    # four workers with 3, 3, 4, 4 and then its manager with 5. The
+    # simulation gets that list, in that order (the family maps it onto its
+    # manager-first tasks), not the median.
+    fixture = REC / "guest-2c2t-workqueue"
+    wl = "workqueue:threads=4,chunks=400,chunk=1ms"
+    case = next(c for c in _validate.default_cases() if c.name == "work-queue")
+    case = _validate.Case(case.name, ("schedlab-wl", wl), case.comm, wl, case.note)
+    simulated: list[str] = []
+    resolve = _validate.resolve_workloads
+
+    def spy(specs: list[str]) -> Any:
+        simulated.extend(specs)
+        return resolve(specs)
+
+    monkeypatch.setattr(_validate, "resolve_workloads", spy)
+
+    def replay(argv: list[str], out: Path) -> dict[str, Any]:
+        shutil.copytree(fixture, out)
+        info: dict[str, Any] = json.loads((out / "kernel.json").read_text())
+        return info
+
+    res = _validate.run_case(case, tmp_path, reps=1, seeds=2, record=replay)
+    assert simulated == [wl + ",parent_wakee_flips=3;3;4;4;5"] * 2
+    assert res["flips"] == [[3, 3, 4, 4, 5]]
+    assert res["flips_per_thread"]
+    assert res["simulated"] == [wl + ",parent_wakee_flips=3;3;4;4;5"]
+    assert res["workload"] == wl  # the lists are in the note and in `simulated`
+    md = _validate.markdown([res], "T")
+    assert "with each thread's inherited `wakee_flips`" in md
+    assert "min-median-max 3-4-5 per recording" in md
+
+    # A list that does not fit the family (here: a spec of 3 workers against
+    # the probe's 5 threads) falls back to the lower median, with a note.
+    small = _validate.Case(case.name, case.argv, case.comm, "workqueue:threads=3,chunks=40", "t")
+    simulated.clear()
+    res = _validate.run_case(small, tmp_path, reps=1, seeds=1, record=replay, reuse=True)
+    assert res["flips"] == [[4]]
+    assert simulated[-1] == "workqueue:threads=3,chunks=40,parent_wakee_flips=4"
+    assert any("saw 5 threads" in n and "lower median 4" in n for n in res["notes"]), res["notes"]
 
 
 def test_native_and_simulated_specs_are_the_same() -> None:

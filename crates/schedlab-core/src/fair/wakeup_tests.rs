@@ -300,3 +300,34 @@ fn sis_prop_budget_is_half_avg_idle_at_wakeup_and_halves_per_jiffy() {
     assert_eq!(s.sis_prop_budget(CpuId(0), 4), 4 * 50_000 / 10_000);
     assert_eq!(s.rqs[0].wake_avg_idle, 50_000);
 }
+
+#[test]
+fn inherited_flips_list_decides_wake_wide_per_task() {
+    // hackbench's tasks (receivers r0 r1, then senders s0 s1, the native
+    // program's fork order) with the count each inherited at its fork. The
+    // LLC has 4 CPUs (sd_llc_size). Sender s0 wakes both receivers from CPU
+    // 0 (LLC 0); both last ran on idle CPU 2 (LLC 1). r0 inherited 2, below
+    // the LLC size: wake_wide() is false and wake_affine pulls r0 into the
+    // waker's LLC. r1 inherited 9 and s0 64 >= 9 x 4: the wakeup is wide,
+    // there is no affine step, and r1 stays on its idle prev.
+    use crate::engine::core::{WF_SYNC, WF_TTWU};
+    use crate::testkit::{machine_from_toml, sim_config, sim_with};
+    let m = machine_from_toml(SMT_2LLC);
+    let spec = "hackbench:groups=1,fds=2,parent_wakee_flips=2;9;64;64";
+    let w = crate::workload::spec::build_workload(spec, "spec", "test", &m).unwrap();
+    let mut s = sim_with(SMT_2LLC, &w, sim_config(Features::mainline()));
+    let flips: Vec<u32> = s.tasks.iter().take(4).map(|t| t.wakee_flips).collect();
+    assert_eq!(flips, [2, 9, 64, 64]);
+    let (r0, r1, s0) = (TaskId(0), TaskId(1), TaskId(2));
+    busy(&mut s, 0, s0.0);
+    s.fair.llc[0].nr_idle_scan = 4;
+    for r in [r0, r1] {
+        s.tasks[r.idx()].cpu = CpuId(2);
+    }
+    assert!(!s.wake_wide(r0, Some(s0), CpuId(0)), "2 < sd_llc_size 4");
+    assert!(s.wake_wide(r1, Some(s0), CpuId(0)), "9 >= 4 and 64 >= 9 x 4");
+    let (cpu, _, _) = s.select_task_rq(r0, CpuId(2), WF_TTWU | WF_SYNC, CpuId(0));
+    assert!(s.machine.cpus_share_cache(cpu, CpuId(0)), "r0 pulled to the waker's LLC, got {cpu:?}");
+    let (cpu, _, _) = s.select_task_rq(r1, CpuId(2), WF_TTWU | WF_SYNC, CpuId(0));
+    assert_eq!(cpu, CpuId(2), "r1 stays on its previous CPU");
+}

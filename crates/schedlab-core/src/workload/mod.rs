@@ -31,6 +31,7 @@ pub mod spec;
 pub(crate) mod testdrv;
 pub mod usertoml;
 pub mod video;
+pub(crate) mod wakee_flips;
 pub mod workqueue;
 
 use crate::cpumask::CpuMask;
@@ -197,7 +198,8 @@ pub struct TaskSpec {
     /// `wakee_flips` alone), so every thread of a benchmark starts with its
     /// launcher's count, and a task that never wakes anyone keeps it. That
     /// count decides `wake_wide()` for its wakeups; see the `parent_wakee_flips`
-    /// key. 0 for tasks not forked by a workload's parent.
+    /// key (one count for all, or one per task: `wakee_flips.rs`). 0 for
+    /// tasks not forked by a workload's parent.
     pub wakee_flips: u32,
     /// `sched_setattr`'s utilisation clamps, when asked for (`uclamp_min=`,
     /// `uclamp_max=`, rt-app's `util_min`/`util_max`).

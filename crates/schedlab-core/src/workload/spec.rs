@@ -8,9 +8,10 @@
 
 use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
+use super::wakee_flips::{apply_parent_wakee_flips, build_order, take_parent_wakee_flips, ForkOrder};
 use super::{
     android, chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve,
-    video, workqueue, Dist, StartKind, Workload,
+    video, workqueue, Dist, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -117,6 +118,9 @@ struct Family {
     build: fn(&mut Params) -> Result<Workload>,
     /// What `policy`/`priority`/`nice` default to (or whether they are accepted).
     policy: PolicyDefault,
+    /// Its forked tasks in its native program's fork order, for a
+    /// per-task `parent_wakee_flips` list.
+    fork_order: ForkOrder,
 }
 
 const FAIR: PolicyDefault = PolicyDefault::Fair;
@@ -124,40 +128,41 @@ const FAIR: PolicyDefault = PolicyDefault::Fair;
 #[rustfmt::skip]
 const FAMILIES: [Family; 17] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
-             params: hackbench::PARAMS, build: hackbench::build, policy: FAIR },
+             params: hackbench::PARAMS, build: hackbench::build, policy: FAIR, fork_order: build_order },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
-             params: schbench::PARAMS, build: schbench::build, policy: FAIR },
+             params: schbench::PARAMS, build: schbench::build, policy: FAIR, fork_order: build_order },
     Family { name: "workqueue", summary: workqueue::SUMMARY, structure: workqueue::STRUCTURE, source: workqueue::SOURCE,
-             params: workqueue::PARAMS, build: workqueue::build, policy: FAIR },
+             params: workqueue::PARAMS, build: workqueue::build, policy: FAIR,
+             fork_order: workqueue::native_fork_order },
     Family { name: "sieve", summary: sieve::SUMMARY, structure: sieve::STRUCTURE, source: sieve::SOURCE,
-             params: sieve::PARAMS, build: sieve::build, policy: FAIR },
+             params: sieve::PARAMS, build: sieve::build, policy: FAIR, fork_order: build_order },
     Family { name: "pipe", summary: pipe::SUMMARY, structure: pipe::STRUCTURE, source: pipe::SOURCE,
-             params: pipe::PARAMS, build: pipe::build, policy: FAIR },
+             params: pipe::PARAMS, build: pipe::build, policy: FAIR, fork_order: build_order },
     Family { name: "barrier", summary: ompbarrier::SUMMARY, structure: ompbarrier::STRUCTURE, source: ompbarrier::SOURCE,
-             params: ompbarrier::PARAMS, build: ompbarrier::build, policy: FAIR },
+             params: ompbarrier::PARAMS, build: ompbarrier::build, policy: FAIR, fork_order: build_order },
     Family { name: "nas", summary: nas::SUMMARY, structure: nas::STRUCTURE, source: nas::SOURCE,
-             params: nas::PARAMS, build: nas::build, policy: FAIR },
+             params: nas::PARAMS, build: nas::build, policy: FAIR, fork_order: build_order },
     Family { name: "chameneos", summary: chameneos::SUMMARY, structure: chameneos::STRUCTURE, source: chameneos::SOURCE,
-             params: chameneos::PARAMS, build: chameneos::build, policy: FAIR },
+             params: chameneos::PARAMS, build: chameneos::build, policy: FAIR, fork_order: build_order },
     Family { name: "kv-cache", summary: kvcache::SUMMARY, structure: kvcache::STRUCTURE, source: kvcache::SOURCE,
-             params: kvcache::PARAMS, build: kvcache::build, policy: FAIR },
+             params: kvcache::PARAMS, build: kvcache::build, policy: FAIR, fork_order: build_order },
     Family { name: "pgbench", summary: pgbench::SUMMARY, structure: pgbench::STRUCTURE, source: pgbench::SOURCE,
-             params: pgbench::PARAMS, build: pgbench::build, policy: FAIR },
+             params: pgbench::PARAMS, build: pgbench::build, policy: FAIR, fork_order: build_order },
     Family { name: "db-query", summary: dbquery::SUMMARY, structure: dbquery::STRUCTURE, source: dbquery::SOURCE,
-             params: dbquery::PARAMS, build: dbquery::build, policy: FAIR },
+             params: dbquery::PARAMS, build: dbquery::build, policy: FAIR, fork_order: build_order },
     Family { name: "video-enc", summary: video::ENC_SUMMARY, structure: video::ENC_STRUCTURE, source: video::ENC_SOURCE,
-             params: video::ENC_PARAMS, build: video::build_enc, policy: FAIR },
+             params: video::ENC_PARAMS, build: video::build_enc, policy: FAIR, fork_order: build_order },
     Family { name: "video-dec", summary: video::DEC_SUMMARY, structure: video::DEC_STRUCTURE, source: video::DEC_SOURCE,
-             params: video::DEC_PARAMS, build: video::build_dec, policy: FAIR },
+             params: video::DEC_PARAMS, build: video::build_dec, policy: FAIR, fork_order: build_order },
     Family { name: "android", summary: android::SUMMARY, structure: android::STRUCTURE, source: android::SOURCE,
-             params: android::PARAMS, build: android::build, policy: FAIR },
+             params: android::PARAMS, build: android::build, policy: FAIR, fork_order: build_order },
     Family { name: "rt-periodic", summary: noise::RT_SUMMARY, structure: noise::RT_STRUCTURE, source: noise::RT_SOURCE,
              params: noise::RT_PARAMS, build: noise::build_rt_periodic,
-             policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY } },
+             policy: PolicyDefault::Rt { priority: noise::RT_DEFAULT_PRIORITY }, fork_order: build_order },
     Family { name: "kworkers", summary: noise::KW_SUMMARY, structure: noise::KW_STRUCTURE, source: noise::KW_SOURCE,
-             params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR },
+             params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR, fork_order: build_order },
     Family { name: "irq", summary: irq::SUMMARY, structure: irq::STRUCTURE, source: irq::SOURCE,
-             params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks },
+             params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks, fork_order: build_order },
 ];
 
 /// The `cpus`/`preferred` and policy keys every family takes, as documented
@@ -193,12 +198,15 @@ fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
     if f.policy != PolicyDefault::NoTasks {
         v.push(ParamDoc {
             name: "parent_wakee_flips".into(),
-            unit: "count".into(),
+            unit: "count|N;N;...".into(),
             default: "0".into(),
             doc: "wakee_flips of the process that forks the tasks (the launcher); each forked task inherits it, \
                   as the kernel copies it at fork, and keeps it until it wakes others. It decides wake_wide() \
                   for wakeups of tasks that wake no one (hackbench receivers): at or above the LLC size it \
-                  keeps them on their previous CPU. Measured 8 for busybox sh in a Debian 6.12 guest."
+                  keeps them on their previous CPU. Measured 8 for busybox sh in a Debian 6.12 guest. \
+                  N;N;... gives each forked task its own count (a main thread whose count moves between \
+                  forks), one per task in the order the family's native program (schedlab-wl) forks its \
+                  threads, as a guest recording's fork probe lists them; the length must match."
                 .into(),
         });
     }
@@ -320,11 +328,8 @@ pub fn build_workload(text: &str, format: &str, origin: &str, machine: &Machine)
         w.name.push_str(&format!(",preferred={}", mask.to_list_string().replace(',', ";")));
     }
     sched.apply(&mut w);
-    if let Some(flips) = parent_flips {
-        for t in w.tasks.iter_mut().filter(|t| matches!(t.start, StartKind::Fork { .. })) {
-            t.wakee_flips = flips;
-        }
-        w.name.push_str(&format!(",parent_wakee_flips={flips}"));
+    if let Some(flips) = &parent_flips {
+        apply_parent_wakee_flips(&mut w, flips, fam.fork_order, fam.name, origin)?;
     }
     if start_ns > 0 {
         delay_workload(&mut w, start_ns);
@@ -353,44 +358,6 @@ fn take_start(pairs: Vec<(String, String)>, origin: &str) -> Result<(Ns, Pairs)>
         start = Some(ns);
     }
     Ok((start.unwrap_or(0), rest))
-}
-
-/// The `parent_wakee_flips` key: the `wakee_flips` of the process that forks
-/// the workload's tasks (a shell, `perf`, a benchmark's main thread), which
-/// every forked task inherits. It is a fact of the launching environment, not
-/// of the benchmark: measured 8 for busybox `sh` starting a program in a
-/// Debian 6.12 guest (kprobe on `select_task_rq_fair` reading
-/// `p->wakee_flips` of the new threads; see docs/validation.md). Rejected for
-/// a family without tasks.
-fn take_parent_wakee_flips(
-    pairs: Vec<(String, String)>,
-    origin: &str,
-    policy: PolicyDefault,
-) -> Result<(Option<u32>, Pairs)> {
-    let mut flips = None;
-    let mut rest = Vec::with_capacity(pairs.len());
-    for (k, v) in pairs {
-        if k != "parent_wakee_flips" {
-            rest.push((k, v));
-            continue;
-        }
-        let key = "workload.parent_wakee_flips";
-        if policy == PolicyDefault::NoTasks {
-            return Err(SchedlabError::spec(origin, key, "no such key: this family makes no tasks"));
-        }
-        if flips.is_some() {
-            return Err(SchedlabError::spec(origin, key, "expected each key once, got 'parent_wakee_flips' twice"));
-        }
-        // Far above any count a task builds up (flips are halved every
-        // second a task wakes others), so a typo is not taken for a count.
-        let n = v
-            .parse::<u32>()
-            .ok()
-            .filter(|n| *n <= 1_000_000)
-            .ok_or_else(|| SchedlabError::spec(origin, key, format!("a count 0..=1000000, got '{v}'")))?;
-        flips = Some(n);
-    }
-    Ok((flips, rest))
 }
 
 /// Shift every task, the duration and the warm-up of `w` by `start_ns`.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::workload::testdrv::test_machine;
+use crate::workload::Program;
 
 fn build(spec: &str, cpus: usize) -> Result<Workload> {
     build_workload(spec, "spec", "cli", &test_machine(cpus))
@@ -203,4 +204,45 @@ fn parent_wakee_flips_is_inherited_by_forked_tasks_only() {
     assert!(what.contains("count"), "{what}");
     let (_, key, _) = spec_err("irq:preset=pingflood,parent_wakee_flips=8");
     assert_eq!(key, "workload.parent_wakee_flips");
+}
+
+#[test]
+fn parent_wakee_flips_list_is_given_per_task_in_native_fork_order() {
+    // hackbench: per group the receivers, then the senders, natively and simulated.
+    let w = build("hackbench:groups=1,fds=2,parent_wakee_flips=1;2;3;4", 4).unwrap();
+    let flips: Vec<u32> = w.tasks.iter().map(|t| t.wakee_flips).collect();
+    assert_eq!(flips, [1, 2, 3, 4]);
+    assert!(matches!(w.tasks[1].program, Program::HackbenchReceiver(_)));
+    assert!(matches!(w.tasks[2].program, Program::HackbenchSender(_)));
+    assert!(w.name.ends_with(",parent_wakee_flips=1;2;3;4"), "{}", w.name);
+    assert_eq!(build(&w.name, 4).unwrap().name, w.name, "the name keeps the whole list");
+    // workqueue: schedlab-wl forks the workers first and the manager last;
+    // the simulated family builds the manager first.
+    let w = build("workqueue:threads=3,parent_wakee_flips=5;6;7;9", 4).unwrap();
+    assert!(matches!(w.tasks[0].program, Program::WorkqueueManager(_)));
+    let flips: Vec<u32> = w.tasks.iter().map(|t| t.wakee_flips).collect();
+    assert_eq!(flips, [9, 5, 6, 7]);
+    assert!(w.name.ends_with(",parent_wakee_flips=5;6;7;9"), "{}", w.name);
+    // schbench: each message thread, then the workers it forked.
+    let w = build("schbench:message_threads=2,threads=2,parent_wakee_flips=1;2;3;4;5;6", 4).unwrap();
+    assert!(matches!(w.tasks[3].program, Program::SchbenchMessage(_)));
+    assert_eq!(w.tasks[3].wakee_flips, 4);
+    // One number keeps its meaning: every forked task.
+    let w = build("workqueue:threads=3,parent_wakee_flips=4", 4).unwrap();
+    assert!(w.tasks.iter().all(|t| t.wakee_flips == 4));
+}
+
+#[test]
+fn parent_wakee_flips_list_errors_name_the_key_and_the_length() {
+    let (_, key, what) = spec_err("hackbench:groups=1,fds=2,parent_wakee_flips=1;2;3");
+    assert_eq!(key, "workload.parent_wakee_flips");
+    assert!(what.contains("4 counts") && what.contains("got 3"), "{what}");
+    for bad in ["1;;3", "1;x;3", "1;2;", "-1;2", "1;2000000"] {
+        let (_, key, what) = spec_err(&format!("pipe:parent_wakee_flips={bad}"));
+        assert_eq!(key, "workload.parent_wakee_flips", "{bad}");
+        assert!(what.contains("one count per forked task"), "{bad}: {what}");
+    }
+    // Bound kworkers are not forked: no list fits.
+    let (_, _, what) = spec_err("kworkers:period=4ms,parent_wakee_flips=1;2");
+    assert!(what.contains("0 counts"), "{what}");
 }

@@ -140,6 +140,18 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     Ok(Workload { chans, ..Workload::of(tasks, PrimaryMetric::CompletionTime) })
 }
 
+/// The order the native program forks its threads (`schedlab-wl`'s
+/// workqueue.rs: `wl-wq-w0` .. `wl-wq-w<N-1>`, then `wl-wq-mgr`), as task
+/// indices of the simulated workload, which builds the manager first: the
+/// workers in index order, then the manager. What a per-task
+/// `parent_wakee_flips` list is read in.
+pub(crate) fn native_fork_order(w: &Workload) -> Vec<usize> {
+    let is_manager = |i: &usize| matches!(w.tasks[*i].program, Program::WorkqueueManager(_));
+    let forked = super::wakee_flips::build_order(w);
+    let workers = forked.iter().copied().filter(|i| !is_manager(i));
+    workers.chain(forked.iter().copied().filter(is_manager)).collect()
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MgrPhase {
     Recv,
