@@ -196,9 +196,11 @@ fn parent_wakee_flips_is_inherited_by_forked_tasks_only() {
     // Without the key the launcher is taken as having woken no one.
     let plain = build("hackbench:groups=1,fds=2", 4).unwrap();
     assert!(plain.tasks.iter().all(|t| t.wakee_flips == 0));
-    // Bound kworkers are woken, not forked by the launcher: they keep 0.
-    let kw = build("kworkers:period=4ms,parent_wakee_flips=8", 4).unwrap();
-    assert!(kw.tasks.iter().all(|t| t.wakee_flips == 0));
+    // Bound kworkers are woken, not forked by the launcher: the key would
+    // change nothing and is refused.
+    let (_, key, what) = spec_err("kworkers:period=4ms,parent_wakee_flips=8");
+    assert_eq!(key, "workload.parent_wakee_flips");
+    assert!(what.contains("not forked by a launcher"), "{what}");
     let (_, key, what) = spec_err("hackbench:parent_wakee_flips=lots");
     assert_eq!(key, "workload.parent_wakee_flips");
     assert!(what.contains("count"), "{what}");
@@ -244,5 +246,5 @@ fn parent_wakee_flips_list_errors_name_the_key_and_the_length() {
     }
     // Bound kworkers are not forked: no list fits.
     let (_, _, what) = spec_err("kworkers:period=4ms,parent_wakee_flips=1;2");
-    assert!(what.contains("0 counts"), "{what}");
+    assert!(what.contains("not forked by a launcher"), "{what}");
 }

@@ -114,6 +114,15 @@ pub(crate) fn apply_parent_wakee_flips(
     family: &str,
     origin: &str,
 ) -> Result<()> {
+    if !w.tasks.iter().any(|t| matches!(t.start, StartKind::Fork { .. })) {
+        // Bound kworkers are kernel threads the workload wakes, not children
+        // of a launcher: the key would change nothing.
+        return Err(SchedlabError::spec(
+            origin,
+            KEY,
+            format!("no such key for {family}: its tasks are not forked by a launcher, so they inherit nothing"),
+        ));
+    }
     match flips {
         ParentFlips::All(n) => {
             for t in w.tasks.iter_mut().filter(|t| matches!(t.start, StartKind::Fork { .. })) {
