@@ -397,8 +397,13 @@ impl Sim {
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let id = self.domains.chain(this_cpu)[level];
         let sd = self.domains.sd(id);
-        let grp =
-            sd.groups.iter().copied().find(|g| g.test(this_cpu)).unwrap_or_else(|| CpuMask::from_cpus([this_cpu]));
+        // The first group holding this_cpu (its local group), else this_cpu alone.
+        let lg = self.local_group_at(id, level, this_cpu);
+        let grp = if lg.found {
+            self.fair.sg_refs[id.0 as usize][lg.index as usize].span
+        } else {
+            CpuMask::from_cpus([this_cpu])
+        };
         LbEnv {
             sd: id,
             level,
