@@ -62,6 +62,20 @@ impl Rqs {
     }
 }
 
+impl Rqs {
+    /// Runqueue `i` borrowed mutably *without* noting it changed: only for
+    /// the engine's run-segment bookkeeping (`seg_start`, `seg_speed`,
+    /// `seg_active`, `run_gen`, `ready_at`), which no group sum reads. An
+    /// SMT sibling's speed change or a charged cost then leaves the CPU out
+    /// of the next balance pass's sync. Misuse (a summed field written
+    /// through it) is what the invariant checker's "changed unnoticed" test
+    /// (`check_fair`) finds.
+    #[inline]
+    pub fn untracked_mut(&mut self, i: usize) -> &mut Rq {
+        &mut self.rqs[i]
+    }
+}
+
 impl Deref for Rqs {
     type Target = [Rq];
     #[inline]
@@ -123,5 +137,17 @@ mod tests {
         r[2].nr_running += 1;
         r[0].need_resched = true;
         assert_eq!(drained(&mut r), vec![2, 0]);
+    }
+
+    #[test]
+    fn segment_bookkeeping_through_untracked_mut_is_not_noted() {
+        let mut r = rqs(4);
+        drained(&mut r);
+        r.untracked_mut(3).seg_active = true;
+        r.untracked_mut(3).ready_at = 5;
+        assert!(!r.any_changed());
+        assert!(r[3].seg_active);
+        r[3].nr_running += 1;
+        assert_eq!(drained(&mut r), vec![3]);
     }
 }
