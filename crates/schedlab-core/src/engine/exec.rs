@@ -94,7 +94,7 @@ impl Sim {
     /// The `RunDone` event: the task's work (or the CPU's delay) is over.
     pub(super) fn run_done(&mut self, cpu: CpuId) -> crate::Result<()> {
         self.sync_segment(cpu);
-        self.rqs[cpu.idx()].seg_active = false;
+        self.rqs.untracked_mut(cpu.idx()).seg_active = false;
         let Some(p) = self.rqs[cpu.idx()].curr else { return Ok(()) };
         if self.tasks[p.idx()].work_left_wu == 0 {
             if let Some(b) = self.tasks[p.idx()].spinning_on {

@@ -9,7 +9,7 @@
 //! machine at build: no allocation on the hot path. A runqueue borrowed
 //! mutably for a reason the sums do not care about is only re-read once.
 
-use super::rq::Rq;
+use super::rq::{Rq, SdRuntime};
 use std::ops::{Deref, Index, IndexMut};
 
 /// The runqueues, indexed by CPU, with the set of CPUs changed since the
@@ -64,15 +64,28 @@ impl Rqs {
 
 impl Rqs {
     /// Runqueue `i` borrowed mutably *without* noting it changed: only for
-    /// the engine's run-segment bookkeeping (`seg_start`, `seg_speed`,
-    /// `seg_active`, `run_gen`, `ready_at`), which no group sum reads. An
-    /// SMT sibling's speed change or a charged cost then leaves the CPU out
-    /// of the next balance pass's sync. Misuse (a summed field written
+    /// fields no group sum reads: the engine's run-segment bookkeeping
+    /// (`seg_start`, `seg_speed`, `seg_active`, `run_gen`, `ready_at`) and
+    /// `update_rq_clock`'s clocks and IRQ average. An SMT sibling's speed
+    /// change, a segment's end, a charged cost or a clock update then leaves
+    /// the CPU out of the next balance pass's sync. Misuse (a summed field written
     /// through it) is what the invariant checker's "changed unnoticed" test
     /// (`check_fair`) finds.
     #[inline]
     pub fn untracked_mut(&mut self, i: usize) -> &mut Rq {
         &mut self.rqs[i]
+    }
+}
+
+impl Rqs {
+    /// CPU `i`'s balancing state for its domain at `level` (`rq.sd[level]`:
+    /// `nr_balance_failed`, `balance_interval`, `last_balance`, the newidle
+    /// costs), mutably, without noting the CPU changed: no group sum reads
+    /// it, and a balance pass that found nothing to pull otherwise left its
+    /// CPU to be re-read by the next pass.
+    #[inline]
+    pub fn sd_mut(&mut self, i: usize, level: usize) -> &mut SdRuntime {
+        &mut self.rqs[i].sd[level]
     }
 }
 

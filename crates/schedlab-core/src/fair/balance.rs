@@ -379,14 +379,14 @@ impl Sim {
         for p in cands {
             if self.can_migrate_task(p, &mut env) {
                 self.move_queued_task(p, busiest, target);
-                self.rqs[target.idx()].sd[level].nr_balance_failed = 0;
+                self.rqs.sd_mut(target.idx(), level).nr_balance_failed = 0;
                 return Ok(true);
             }
         }
         if let Some(c) = curr {
             let t = &self.tasks[c.idx()];
             if !t.kthread && t.allowed.test(target) && self.active_move_running_task(busiest, target)? {
-                self.rqs[target.idx()].sd[level].nr_balance_failed = 0;
+                self.rqs.sd_mut(target.idx(), level).nr_balance_failed = 0;
                 return Ok(true);
             }
         }
@@ -487,7 +487,7 @@ impl Sim {
             LbExit::Tried => self.after_tried(this_cpu, &mut env, ld_moved, min_interval),
             e => e,
         };
-        let rt = &mut self.rqs[this_cpu.idx()].sd[level];
+        let rt = self.rqs.sd_mut(this_cpu.idx(), level);
         match exit {
             LbExit::Tried => return ld_moved,
             LbExit::Balanced => {
@@ -503,7 +503,7 @@ impl Sim {
         if env.idle == CpuIdleType::NewlyIdle || env.migration_type == MigrationType::Misfit {
             return 0;
         }
-        let rt = &mut self.rqs[this_cpu.idx()].sd[level];
+        let rt = self.rqs.sd_mut(this_cpu.idx(), level);
         if (env.flags & LBF_ALL_PINNED != 0 && rt.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
             || rt.balance_interval_ms < max_interval
         {
@@ -521,7 +521,7 @@ impl Sim {
         let mut need = false;
         if ld_moved == 0 {
             if env.idle != CpuIdleType::NewlyIdle && env.migration_type != MigrationType::Misfit {
-                self.rqs[this_cpu.idx()].sd[level].nr_balance_failed += 1;
+                self.rqs.sd_mut(this_cpu.idx(), level).nr_balance_failed += 1;
             }
             need = self.need_active_balance(env);
             if need {
@@ -539,10 +539,10 @@ impl Sim {
                 }
             }
         } else {
-            self.rqs[this_cpu.idx()].sd[level].nr_balance_failed = 0;
+            self.rqs.sd_mut(this_cpu.idx(), level).nr_balance_failed = 0;
         }
         if !active || need {
-            self.rqs[this_cpu.idx()].sd[level].balance_interval_ms = min_interval;
+            self.rqs.sd_mut(this_cpu.idx(), level).balance_interval_ms = min_interval;
         }
         LbExit::Tried
     }

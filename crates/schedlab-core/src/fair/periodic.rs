@@ -69,7 +69,7 @@ impl Sim {
                     idle = if self.rqs[cpu.idx()].idle_cpu() { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
                     busy = idle != CpuIdleType::Idle && !self.sched_idle_cpu(cpu);
                 }
-                self.rqs[cpu.idx()].sd[level].last_balance = self.now;
+                self.rqs.sd_mut(cpu.idx(), level).last_balance = self.now;
                 interval = self.get_sd_balance_interval(cpu, level, busy);
             }
             let due = self.rqs[cpu.idx()].sd[level].last_balance + interval;
