@@ -441,10 +441,12 @@ impl Sim {
                 break LbExit::Balanced;
             }
             self.sg_sums_sync();
-            let (group, sds) = self.sched_balance_find_src_group(&mut env);
-            self.apply_sd_lb_side_effects(&env, parent.is_none(), sds.sg_overloaded, sds.sum_util);
+            let (group, sg_overloaded, sum_util) = self.sched_balance_find_src_group(&mut env);
+            let group = group.map(|g| g.index);
+            self.apply_sd_lb_side_effects(&env, parent.is_none(), sg_overloaded, sum_util);
             let Some(group) = group else { break LbExit::Balanced };
-            let Some(busiest) = self.sched_balance_find_src_rq(&env, &group) else { break LbExit::Balanced };
+            let group = &self.fair.sg_refs[env.sd.0 as usize][group];
+            let Some(busiest) = self.sched_balance_find_src_rq(&env, group) else { break LbExit::Balanced };
             env.src_cpu = busiest;
             env.flags |= LBF_ALL_PINNED;
             if self.rqs[busiest.idx()].nr_running > 1 {
