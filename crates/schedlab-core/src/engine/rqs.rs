@@ -65,10 +65,12 @@ impl Rqs {
 impl Rqs {
     /// Runqueue `i` borrowed mutably *without* noting it changed: only for
     /// fields no group sum reads: the engine's run-segment bookkeeping
-    /// (`seg_start`, `seg_speed`, `seg_active`, `run_gen`, `ready_at`) and
-    /// `update_rq_clock`'s clocks and IRQ average. An SMT sibling's speed
-    /// change, a segment's end, a charged cost or a clock update then leaves
-    /// the CPU out of the next balance pass's sync. Misuse (a summed field written
+    /// (`seg_start`, `seg_speed`, `seg_active`, `run_gen`, `ready_at`),
+    /// `update_rq_clock`'s clocks and IRQ average, `update_curr`'s entity
+    /// and queue times, `next_balance` and `max_idle_balance_cost`. An SMT
+    /// sibling's speed change, a segment's end, a charged cost, a clock
+    /// update or a periodic balance that moved nothing then leaves the CPU
+    /// out of the next balance pass's sync. Misuse (a summed field written
     /// through it) is what the invariant checker's "changed unnoticed" test
     /// (`check_fair`) finds.
     #[inline]

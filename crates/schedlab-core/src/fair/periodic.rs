@@ -78,11 +78,12 @@ impl Sim {
                 update_next = true;
             }
         }
+        // Neither is in the balance statistics' group sums: not noted changed.
         if need_decay {
-            self.rqs[cpu.idx()].max_idle_balance_cost = SYSCTL_SCHED_MIGRATION_COST_NS.max(max_cost);
+            self.rqs.untracked_mut(cpu.idx()).max_idle_balance_cost = SYSCTL_SCHED_MIGRATION_COST_NS.max(max_cost);
         }
         if update_next {
-            self.rqs[cpu.idx()].next_balance = next_balance;
+            self.rqs.untracked_mut(cpu.idx()).next_balance = next_balance;
         }
         cost
     }
