@@ -254,11 +254,11 @@ impl Sim {
     pub fn update_sg_lb_stats(
         &self,
         env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
         g: &GroupRef,
         local_group: bool,
         sg_overloaded: &mut bool,
     ) -> SgLbStats {
-        let sd = self.domains.sd(env.sd);
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
         let all_considered = g.wholly_considered(env);
@@ -410,8 +410,16 @@ impl Sim {
     }
 
     /// `update_sd_pick_busiest`: whether `sg` is busier than the current busiest.
-    fn update_sd_pick_busiest(&self, env: &LbEnv, sds: &SdLbStats, sg: &GroupRef, sgs: &SgLbStats) -> bool {
-        let sd = self.domains.sd(env.sd);
+    /// `sd` is `env.sd`'s domain, read once per pass by the caller.
+    #[inline]
+    fn update_sd_pick_busiest(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        sds: &SdLbStats,
+        sg: &GroupRef,
+        sgs: &SgLbStats,
+    ) -> bool {
         let busiest = &sds.busiest_stat;
         if sgs.sum_h_nr_running == 0 {
             return false;
@@ -478,6 +486,7 @@ impl Sim {
         // `sd_group_refs`; when dst is in one group only, that first one is
         // the local group and no span is tested.
         let refs = &self.fair.sg_refs[env.sd.0 as usize];
+        let sd = self.domains.sd(env.sd);
         let lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
         let n = refs.len();
         let mut i = lg.index as usize;
@@ -486,11 +495,11 @@ impl Sim {
             i = if i + 1 == n { 0 } else { i + 1 };
             let local_group = if lg.only { k == 0 } else { g.span.test(env.dst_cpu) };
             debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
-            let sgs = self.update_sg_lb_stats(env, g, local_group, &mut sg_overloaded);
+            let sgs = self.update_sg_lb_stats(env, sd, g, local_group, &mut sg_overloaded);
             if local_group {
                 sds.local = Some(g);
                 sds.local_stat = sgs;
-            } else if self.update_sd_pick_busiest(env, &sds, g, &sgs) {
+            } else if self.update_sd_pick_busiest(env, sd, &sds, g, &sgs) {
                 sds.busiest = Some(g);
                 sds.busiest_stat = sgs;
             }
