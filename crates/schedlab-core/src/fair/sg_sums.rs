@@ -229,6 +229,7 @@ impl SgSums {
     }
 
     /// `cpu`'s terms are now `t`: move its groups' sums by the difference.
+    #[inline]
     pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
         let old = self.terms[cpu];
         if old == t {
