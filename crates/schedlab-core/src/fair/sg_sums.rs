@@ -246,6 +246,7 @@ impl SgSums {
 
 impl Sim {
     /// CPU `i`'s terms, read as `update_sg_lb_stats` reads them.
+    #[inline]
     pub fn sg_cpu_terms(&self, i: CpuId) -> CpuTerms {
         let rq = &self.rqs[i.idx()];
         let idle = rq.nr_running == 0 && rq.idle_cpu();
