@@ -25,8 +25,7 @@ impl Sim {
         if busy {
             j = j.saturating_sub(1);
         }
-        let max_j = (hz * self.machine.nr_cpus() as u64 / 10).max(1);
-        j.clamp(1, max_j) * self.tick_ns
+        j.clamp(1, self.fair.max_load_balance_interval) * self.tick_ns
     }
 
     /// `sched_balance_domains(rq, idle)`: balance every domain of `cpu`

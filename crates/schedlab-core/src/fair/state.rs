@@ -57,6 +57,10 @@ pub struct FairState {
     pub(in crate::fair) sg_sums: SgSums,
     /// `sysctl_sched_base_slice` for this machine, ns: a new entity's slice.
     pub(in crate::fair) base_slice_ns: Ns,
+    /// `max_load_balance_interval`, jiffies: HZ * nr_cpus / 10 (at least
+    /// 1), which the kernel keeps in a global set by `update_max_interval`
+    /// when CPUs come or go; computed once here (no hotplug).
+    pub(in crate::fair) max_load_balance_interval: u64,
 }
 
 impl FairState {
@@ -84,6 +88,7 @@ impl FairState {
             sg_local,
             sg_sums,
             base_slice_ns,
+            max_load_balance_interval: (machine.hz.max(1) as u64 * nr as u64 / 10).max(1),
         }
     }
 }
