@@ -167,7 +167,7 @@ fn local_group_table_equals_the_span_tests() {
             let id = crate::topology::domains::SdId(sd as u32);
             for c in 0..s.rqs.len() {
                 let cpu = CpuId(c as u32);
-                let want = super::lb_stats::LocalGroup::scan(&s.fair.sg_refs[sd], cpu);
+                let want = super::local_group::LocalGroup::scan(&s.fair.sg_refs[sd], cpu);
                 assert_eq!(s.local_group(id, cpu), want, "{preset} sd {sd} cpu {c}");
                 overlapped += (want.found && !want.only) as u32;
             }

@@ -8,7 +8,8 @@
 
 use super::eas::EasState;
 use super::eevdf::SchedEntity;
-use super::lb_stats::{GroupRef, LocalGroup};
+use super::lb_stats::GroupRef;
+use super::local_group::LocalGroup;
 use super::nohz::NohzState;
 use super::sg_sums::SgSums;
 use crate::cpumask::CpuMask;
@@ -51,7 +52,7 @@ pub struct FairState {
     /// The CPUs of every group of `sg_refs`, each group's a run of this list.
     pub(in crate::fair) sg_cpus: Vec<CpuId>,
     /// Per CPU, per level of its chain: its own group's place in `sg_refs`
-    /// (`lb_stats::local_groups`).
+    /// (`local_group::local_groups`).
     pub(in crate::fair) sg_local: Vec<Vec<LocalGroup>>,
     /// Per-group sums of what `update_sg_lb_stats` reads (`sg_sums.rs`).
     pub(in crate::fair) sg_sums: SgSums,
@@ -77,7 +78,7 @@ impl FairState {
         let (sg_refs, sg_cpus) = super::lb_stats::group_refs(domains, machine);
         let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
         let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
-        let sg_local = super::lb_stats::local_groups(domains, &sg_refs);
+        let sg_local = super::local_group::local_groups(domains, &sg_refs);
         FairState {
             ses: nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
             llc,
