@@ -408,8 +408,10 @@ impl Sim {
         if sgs.sum_h_nr_running == 0 {
             return false;
         }
-        let dst_cap = self.capacity_of(env.dst_cpu);
-        if sd.has(SD_ASYM_CPUCAPACITY) && sgs.group_type == GroupType::MisfitTask {
+        // capacity_of(dst) is read only in asymmetric domains.
+        let asym = sd.has(SD_ASYM_CPUCAPACITY);
+        if asym && sgs.group_type == GroupType::MisfitTask {
+            let dst_cap = self.capacity_of(env.dst_cpu);
             let max_cap = sg.span.iter().map(|c| self.capacity_of(c)).max().unwrap_or(0);
             if !capacity_greater(dst_cap, max_cap) || sds.local_stat.group_type != GroupType::HasSpare {
                 return false;
@@ -449,9 +451,9 @@ impl Sim {
                 }
             }
         }
-        if sd.has(SD_ASYM_CPUCAPACITY)
+        if asym
             && sgs.group_type <= GroupType::FullyBusy
-            && capacity_greater(self.group_min_capacity(&sg.span), dst_cap)
+            && capacity_greater(self.group_min_capacity(&sg.span), self.capacity_of(env.dst_cpu))
         {
             return false;
         }
