@@ -103,8 +103,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="8,1024", help="CPU counts, comma-separated")
     ap.add_argument("--check", action="store_true", help="fail past the limits")
-    ap.add_argument("--max-std", type=float, default=2950.0)
-    ap.add_argument("--max-ratio", type=float, default=1.65)
+    # Limits a little above the measured figures (2,571 and 1.30 at cost10),
+    # so that a regression fails: lowered, never raised, as the cost falls.
+    ap.add_argument("--max-std", type=float, default=2700.0)
+    ap.add_argument("--max-ratio", type=float, default=1.5)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     doc = measure([int(s) for s in a.sizes.split(",")])

@@ -46,7 +46,10 @@ impl Sim {
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
         let nontask = sched_feat!(self.features, NONTASK_CAPACITY);
-        let rq = &mut self.rqs[cpu.idx()];
+        // The clocks and the IRQ average are not in the balance statistics'
+        // group sums (capacity_of is `cpu_capacity`, set by
+        // update_cpu_capacity): the CPU is not noted changed for them.
+        let rq = self.rqs.untracked_mut(cpu.idx());
         // update_rq_clock_task: IRQ time that ran since the last update is
         // not task time (at most the elapsed time is taken each update).
         let delta = now.saturating_sub(rq.clock);

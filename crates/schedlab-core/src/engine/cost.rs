@@ -89,7 +89,7 @@ impl Sim {
         }
         self.sync_segment(cpu);
         let now = self.now;
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         rq.ready_at = rq.ready_at.max(now) + cost_ns;
         if rq.seg_active {
             // Push the running task's completion back.

@@ -28,7 +28,7 @@ impl Sim {
     /// Account the work the running task of `cpu` did since its segment began.
     pub fn sync_segment(&mut self, cpu: CpuId) {
         let now = self.now;
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         if !rq.seg_active || now <= rq.seg_start {
             return;
         }
@@ -42,7 +42,7 @@ impl Sim {
     /// End the current segment and start a new one at the current speed.
     pub fn restart_segment(&mut self, cpu: CpuId) {
         self.sync_segment(cpu);
-        self.rqs[cpu.idx()].seg_active = false;
+        self.rqs.untracked_mut(cpu.idx()).seg_active = false;
         self.schedule_segment_end(cpu);
     }
 
@@ -60,7 +60,7 @@ impl Sim {
     fn schedule_segment_end(&mut self, cpu: CpuId) {
         let speed = self.cpu_speed(cpu);
         let now = self.now;
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         let Some(p) = rq.curr else { return };
         let start = rq.ready_at.max(now);
         let left = self.tasks[p.idx()].work_left_wu;
@@ -94,7 +94,7 @@ impl Sim {
     /// The `RunDone` event: the task's work (or the CPU's delay) is over.
     pub(super) fn run_done(&mut self, cpu: CpuId) -> crate::Result<()> {
         self.sync_segment(cpu);
-        self.rqs[cpu.idx()].seg_active = false;
+        self.rqs.untracked_mut(cpu.idx()).seg_active = false;
         let Some(p) = self.rqs[cpu.idx()].curr else { return Ok(()) };
         if self.tasks[p.idx()].work_left_wu == 0 {
             if let Some(b) = self.tasks[p.idx()].spinning_on {

@@ -9,7 +9,7 @@
 //! machine at build: no allocation on the hot path. A runqueue borrowed
 //! mutably for a reason the sums do not care about is only re-read once.
 
-use super::rq::Rq;
+use super::rq::{Rq, SdRuntime};
 use std::ops::{Deref, Index, IndexMut};
 
 /// The runqueues, indexed by CPU, with the set of CPUs changed since the
@@ -59,6 +59,35 @@ impl Rqs {
     pub fn give_back(&mut self, mut list: Vec<u32>) {
         list.clear();
         self.spare = list;
+    }
+}
+
+impl Rqs {
+    /// Runqueue `i` borrowed mutably *without* noting it changed: only for
+    /// fields no group sum reads: the engine's run-segment bookkeeping
+    /// (`seg_start`, `seg_speed`, `seg_active`, `run_gen`, `ready_at`),
+    /// `update_rq_clock`'s clocks and IRQ average, `update_curr`'s entity
+    /// and queue times, `next_balance` and `max_idle_balance_cost`. An SMT
+    /// sibling's speed change, a segment's end, a charged cost, a clock
+    /// update or a periodic balance that moved nothing then leaves the CPU
+    /// out of the next balance pass's sync. Misuse (a summed field written
+    /// through it) is what the invariant checker's "changed unnoticed" test
+    /// (`check_fair`) finds.
+    #[inline]
+    pub fn untracked_mut(&mut self, i: usize) -> &mut Rq {
+        &mut self.rqs[i]
+    }
+}
+
+impl Rqs {
+    /// CPU `i`'s balancing state for its domain at `level` (`rq.sd[level]`:
+    /// `nr_balance_failed`, `balance_interval`, `last_balance`, the newidle
+    /// costs), mutably, without noting the CPU changed: no group sum reads
+    /// it, and a balance pass that found nothing to pull otherwise left its
+    /// CPU to be re-read by the next pass.
+    #[inline]
+    pub fn sd_mut(&mut self, i: usize, level: usize) -> &mut SdRuntime {
+        &mut self.rqs[i].sd[level]
     }
 }
 
@@ -123,5 +152,17 @@ mod tests {
         r[2].nr_running += 1;
         r[0].need_resched = true;
         assert_eq!(drained(&mut r), vec![2, 0]);
+    }
+
+    #[test]
+    fn segment_bookkeeping_through_untracked_mut_is_not_noted() {
+        let mut r = rqs(4);
+        drained(&mut r);
+        r.untracked_mut(3).seg_active = true;
+        r.untracked_mut(3).ready_at = 5;
+        assert!(!r.any_changed());
+        assert!(r[3].seg_active);
+        r[3].nr_running += 1;
+        assert_eq!(drained(&mut r), vec![3]);
     }
 }

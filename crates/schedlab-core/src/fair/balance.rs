@@ -379,14 +379,14 @@ impl Sim {
         for p in cands {
             if self.can_migrate_task(p, &mut env) {
                 self.move_queued_task(p, busiest, target);
-                self.rqs[target.idx()].sd[level].nr_balance_failed = 0;
+                self.rqs.sd_mut(target.idx(), level).nr_balance_failed = 0;
                 return Ok(true);
             }
         }
         if let Some(c) = curr {
             let t = &self.tasks[c.idx()];
             if !t.kthread && t.allowed.test(target) && self.active_move_running_task(busiest, target)? {
-                self.rqs[target.idx()].sd[level].nr_balance_failed = 0;
+                self.rqs.sd_mut(target.idx(), level).nr_balance_failed = 0;
                 return Ok(true);
             }
         }
@@ -397,8 +397,13 @@ impl Sim {
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let id = self.domains.chain(this_cpu)[level];
         let sd = self.domains.sd(id);
-        let grp =
-            sd.groups.iter().copied().find(|g| g.test(this_cpu)).unwrap_or_else(|| CpuMask::from_cpus([this_cpu]));
+        // The first group holding this_cpu (its local group), else this_cpu alone.
+        let lg = self.local_group_at(id, level, this_cpu);
+        let grp = if lg.found {
+            self.fair.sg_refs[id.0 as usize][lg.index as usize].span
+        } else {
+            CpuMask::from_cpus([this_cpu])
+        };
         LbEnv {
             sd: id,
             level,
@@ -436,10 +441,12 @@ impl Sim {
                 break LbExit::Balanced;
             }
             self.sg_sums_sync();
-            let (group, sds) = self.sched_balance_find_src_group(&mut env);
-            self.apply_sd_lb_side_effects(&env, parent.is_none(), sds.sg_overloaded, sds.sum_util);
+            let (group, sg_overloaded, sum_util) = self.sched_balance_find_src_group(&mut env);
+            let group = group.map(|g| g.index);
+            self.apply_sd_lb_side_effects(&env, parent.is_none(), sg_overloaded, sum_util);
             let Some(group) = group else { break LbExit::Balanced };
-            let Some(busiest) = self.sched_balance_find_src_rq(&env, &group) else { break LbExit::Balanced };
+            let group = &self.fair.sg_refs[env.sd.0 as usize][group];
+            let Some(busiest) = self.sched_balance_find_src_rq(&env, group) else { break LbExit::Balanced };
             env.src_cpu = busiest;
             env.flags |= LBF_ALL_PINNED;
             if self.rqs[busiest.idx()].nr_running > 1 {
@@ -482,7 +489,7 @@ impl Sim {
             LbExit::Tried => self.after_tried(this_cpu, &mut env, ld_moved, min_interval),
             e => e,
         };
-        let rt = &mut self.rqs[this_cpu.idx()].sd[level];
+        let rt = self.rqs.sd_mut(this_cpu.idx(), level);
         match exit {
             LbExit::Tried => return ld_moved,
             LbExit::Balanced => {
@@ -498,7 +505,7 @@ impl Sim {
         if env.idle == CpuIdleType::NewlyIdle || env.migration_type == MigrationType::Misfit {
             return 0;
         }
-        let rt = &mut self.rqs[this_cpu.idx()].sd[level];
+        let rt = self.rqs.sd_mut(this_cpu.idx(), level);
         if (env.flags & LBF_ALL_PINNED != 0 && rt.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
             || rt.balance_interval_ms < max_interval
         {
@@ -516,7 +523,7 @@ impl Sim {
         let mut need = false;
         if ld_moved == 0 {
             if env.idle != CpuIdleType::NewlyIdle && env.migration_type != MigrationType::Misfit {
-                self.rqs[this_cpu.idx()].sd[level].nr_balance_failed += 1;
+                self.rqs.sd_mut(this_cpu.idx(), level).nr_balance_failed += 1;
             }
             need = self.need_active_balance(env);
             if need {
@@ -534,10 +541,10 @@ impl Sim {
                 }
             }
         } else {
-            self.rqs[this_cpu.idx()].sd[level].nr_balance_failed = 0;
+            self.rqs.sd_mut(this_cpu.idx(), level).nr_balance_failed = 0;
         }
         if !active || need {
-            self.rqs[this_cpu.idx()].sd[level].balance_interval_ms = min_interval;
+            self.rqs.sd_mut(this_cpu.idx(), level).balance_interval_ms = min_interval;
         }
         LbExit::Tried
     }

@@ -151,16 +151,19 @@ impl Sim {
     }
 
     /// `sched_balance_find_src_group` (`find_busiest_group`): the busiest
-    /// group if there is an imbalance worth fixing, with `env.imbalance` and
-    /// `env.migration_type` set. Also returns the domain statistics.
-    pub fn sched_balance_find_src_group(&self, env: &mut LbEnv) -> (Option<GroupRef>, SdLbStats<'_>) {
+    /// group if there is an imbalance worth fixing (borrowed from the
+    /// domain's group descriptions, not copied with its mask), with
+    /// `env.imbalance` and `env.migration_type` set. Also returns what the
+    /// caller applies of the domain statistics: `sg_overloaded` and
+    /// `sum_util` (the whole `SdLbStats` is not moved out).
+    pub fn sched_balance_find_src_group(&self, env: &mut LbEnv) -> (Option<&GroupRef>, bool, u64) {
         let mut sds = self.update_sd_lb_stats(env);
         let found = self.find_src_group_decide(env, &mut sds);
         if !found {
             env.imbalance = 0;
-            return (None, sds);
+            return (None, sds.sg_overloaded, sds.sum_util);
         }
-        (if env.imbalance != 0 { sds.busiest.copied() } else { None }, sds)
+        (if env.imbalance != 0 { sds.busiest } else { None }, sds.sg_overloaded, sds.sum_util)
     }
 
     /// The decision matrix of `sched_balance_find_src_group`: `false` =

@@ -303,7 +303,11 @@ impl Sim {
     /// `update_curr_fair`; returns whether the slice ran out.
     pub(crate) fn update_curr_fair(&mut self, cpu: CpuId) -> bool {
         let now = self.rq_clock_task(cpu);
-        self.rqs[cpu.idx()].cfs.update_curr(&mut self.fair.ses, now).resched
+        // update_curr moves the current entity's runtime, vruntime and
+        // deadline, the queue's zero_vruntime and its next buddy: nothing
+        // the balance statistics' group sums read (`h_nr_runnable`, the
+        // PELT averages), so the CPU is not noted changed for it.
+        self.rqs.untracked_mut(cpu.idx()).cfs.update_curr(&mut self.fair.ses, now).resched
     }
 
     /// `yield_task_fair`: nothing when `p` is alone on the CPU; else clear

@@ -17,6 +17,7 @@ pub mod eevdf_lag;
 pub mod hrtick;
 pub mod idle_core;
 pub mod lb_stats;
+pub mod local_group;
 pub mod newidle;
 pub mod nohz;
 pub mod overutilized;

@@ -34,7 +34,7 @@ impl Sim {
     pub fn update_newidle_stats(&mut self, cpu: CpuId, level: usize, success: u32) {
         let now = self.now;
         let rate = sched_feat!(self.features, NI_RATE);
-        let rt = &mut self.rqs[cpu.idx()].sd[level];
+        let rt = self.rqs.sd_mut(cpu.idx(), level);
         rt.newidle_call += 1;
         rt.newidle_success += success;
         if rt.newidle_call >= NI_SIDES {
@@ -59,7 +59,7 @@ impl Sim {
             self.update_newidle_stats(cpu, level, success);
         }
         let now = self.now;
-        let rt = &mut self.rqs[cpu.idx()].sd[level];
+        let rt = self.rqs.sd_mut(cpu.idx(), level);
         if cost > rt.max_newidle_lb_cost {
             rt.max_newidle_lb_cost = cost;
             rt.last_decay_max_lb_cost = now;

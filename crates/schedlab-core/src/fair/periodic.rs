@@ -25,8 +25,7 @@ impl Sim {
         if busy {
             j = j.saturating_sub(1);
         }
-        let max_j = (hz * self.machine.nr_cpus() as u64 / 10).max(1);
-        j.clamp(1, max_j) * self.tick_ns
+        j.clamp(1, self.fair.max_load_balance_interval) * self.tick_ns
     }
 
     /// `sched_balance_domains(rq, idle)`: balance every domain of `cpu`
@@ -69,7 +68,7 @@ impl Sim {
                     idle = if self.rqs[cpu.idx()].idle_cpu() { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
                     busy = idle != CpuIdleType::Idle && !self.sched_idle_cpu(cpu);
                 }
-                self.rqs[cpu.idx()].sd[level].last_balance = self.now;
+                self.rqs.sd_mut(cpu.idx(), level).last_balance = self.now;
                 interval = self.get_sd_balance_interval(cpu, level, busy);
             }
             let due = self.rqs[cpu.idx()].sd[level].last_balance + interval;
@@ -78,11 +77,12 @@ impl Sim {
                 update_next = true;
             }
         }
+        // Neither is in the balance statistics' group sums: not noted changed.
         if need_decay {
-            self.rqs[cpu.idx()].max_idle_balance_cost = SYSCTL_SCHED_MIGRATION_COST_NS.max(max_cost);
+            self.rqs.untracked_mut(cpu.idx()).max_idle_balance_cost = SYSCTL_SCHED_MIGRATION_COST_NS.max(max_cost);
         }
         if update_next {
-            self.rqs[cpu.idx()].next_balance = next_balance;
+            self.rqs.untracked_mut(cpu.idx()).next_balance = next_balance;
         }
         cost
     }

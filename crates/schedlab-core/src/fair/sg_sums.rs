@@ -146,10 +146,10 @@ impl TermsDelta {
 /// The sums of every group slot, and what each CPU last contributed.
 #[derive(Clone, Debug)]
 pub struct SgSums {
-    /// By slot (`GroupRef::slot`).
-    groups: Vec<GroupSums>,
-    /// By slot: its domain's `imbalance_pct`.
-    imbalance_pct: Vec<u32>,
+    /// By slot (`GroupRef::slot`): its sums and its domain's
+    /// `imbalance_pct`, side by side so that moving a slot's sums costs one
+    /// bounds check.
+    groups: Vec<(GroupSums, u32)>,
     /// By CPU: where its slots start in `cpu_slots` (one more entry than CPUs).
     cpu_slots_at: Vec<u32>,
     /// The slots of every CPU, CPU after CPU.
@@ -186,8 +186,7 @@ impl SgSums {
         }
         cpu_slots_at.push(cpu_slots.len() as u32);
         SgSums {
-            groups: vec![GroupSums::default(); imbalance_pct.len()],
-            imbalance_pct,
+            groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(),
             cpu_slots_at,
             cpu_slots,
             terms: vec![CpuTerms::default(); nr_cpus],
@@ -197,7 +196,7 @@ impl SgSums {
     /// The sums of the group in `slot`.
     #[inline]
     pub fn group(&self, slot: u32) -> &GroupSums {
-        &self.groups[slot as usize]
+        &self.groups[slot as usize].0
     }
 
     /// The terms `cpu` last gave.
@@ -210,7 +209,7 @@ impl SgSums {
     pub fn check_sums(&self, refs: &[Vec<GroupRef>], sg_cpus: &[CpuId]) -> Result<(), String> {
         for (sd, groups) in refs.iter().enumerate() {
             for g in groups {
-                let pct = self.imbalance_pct[g.slot as usize];
+                let pct = self.groups[g.slot as usize].1;
                 let mut want = GroupSums::default();
                 for c in g.cpus(sg_cpus) {
                     let t = &self.terms[c.idx()];
@@ -229,6 +228,7 @@ impl SgSums {
     }
 
     /// `cpu`'s terms are now `t`: move its groups' sums by the difference.
+    #[inline]
     pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
         let old = self.terms[cpu];
         if old == t {
@@ -237,7 +237,8 @@ impl SgSums {
         let d = TermsDelta::new(&old, &t);
         let (a, b) = (self.cpu_slots_at[cpu] as usize, self.cpu_slots_at[cpu + 1] as usize);
         for &s in &self.cpu_slots[a..b] {
-            self.groups[s as usize].apply(&d, &old, &t, self.imbalance_pct[s as usize]);
+            let (sums, pct) = &mut self.groups[s as usize];
+            sums.apply(&d, &old, &t, *pct);
         }
         self.terms[cpu] = t;
     }
@@ -245,6 +246,7 @@ impl SgSums {
 
 impl Sim {
     /// CPU `i`'s terms, read as `update_sg_lb_stats` reads them.
+    #[inline]
     pub fn sg_cpu_terms(&self, i: CpuId) -> CpuTerms {
         let rq = &self.rqs[i.idx()];
         let idle = rq.nr_running == 0 && rq.idle_cpu();

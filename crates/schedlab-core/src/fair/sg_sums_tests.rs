@@ -154,3 +154,24 @@ fn groups_repeated_by_overlapping_numa_domains_share_one_sum() {
     let (summed, _) = compare_along(&mut s, 20);
     assert!(summed > 1000, "the sums answered only {summed} groups");
 }
+
+#[test]
+fn local_group_table_equals_the_span_tests() {
+    // lb_env and update_sd_lb_stats take the local group from a table built
+    // with the groups; it must be what testing every span gives, for every
+    // domain and CPU (kunpeng920's overlapping NUMA groups included).
+    let mut overlapped = 0;
+    for preset in ["kunpeng920", "intel-4n-192", "pixel2", "xeon-2s-20c"] {
+        let s = sim_of(preset, &["hackbench:groups=1,loops=1"], "eevdf");
+        for sd in 0..s.domains.sds.len() {
+            let id = crate::topology::domains::SdId(sd as u32);
+            for c in 0..s.rqs.len() {
+                let cpu = CpuId(c as u32);
+                let want = super::local_group::LocalGroup::scan(&s.fair.sg_refs[sd], cpu);
+                assert_eq!(s.local_group(id, cpu), want, "{preset} sd {sd} cpu {c}");
+                overlapped += (want.found && !want.only) as u32;
+            }
+        }
+    }
+    assert!(overlapped > 0, "no CPU in two groups of a domain: the overlapping case is untested");
+}

@@ -9,6 +9,7 @@
 use super::eas::EasState;
 use super::eevdf::SchedEntity;
 use super::lb_stats::GroupRef;
+use super::local_group::LocalGroup;
 use super::nohz::NohzState;
 use super::sg_sums::SgSums;
 use crate::cpumask::CpuMask;
@@ -50,10 +51,17 @@ pub struct FairState {
     pub(in crate::fair) sg_refs: Vec<Vec<GroupRef>>,
     /// The CPUs of every group of `sg_refs`, each group's a run of this list.
     pub(in crate::fair) sg_cpus: Vec<CpuId>,
+    /// Per CPU, per level of its chain: its own group's place in `sg_refs`
+    /// (`local_group::local_groups`).
+    pub(in crate::fair) sg_local: Vec<Vec<LocalGroup>>,
     /// Per-group sums of what `update_sg_lb_stats` reads (`sg_sums.rs`).
     pub(in crate::fair) sg_sums: SgSums,
     /// `sysctl_sched_base_slice` for this machine, ns: a new entity's slice.
     pub(in crate::fair) base_slice_ns: Ns,
+    /// `max_load_balance_interval`, jiffies: HZ * nr_cpus / 10 (at least
+    /// 1), which the kernel keeps in a global set by `update_max_interval`
+    /// when CPUs come or go; computed once here (no hotplug).
+    pub(in crate::fair) max_load_balance_interval: u64,
 }
 
 impl FairState {
@@ -70,6 +78,7 @@ impl FairState {
         let (sg_refs, sg_cpus) = super::lb_stats::group_refs(domains, machine);
         let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
         let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
+        let sg_local = super::local_group::local_groups(domains, &sg_refs);
         FairState {
             ses: nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
             llc,
@@ -77,8 +86,10 @@ impl FairState {
             eas: EasState::new(machine, domains),
             sg_refs,
             sg_cpus,
+            sg_local,
             sg_sums,
             base_slice_ns,
+            max_load_balance_interval: (machine.hz.max(1) as u64 * nr as u64 / 10).max(1),
         }
     }
 }

@@ -290,8 +290,10 @@ impl Collector {
         }
     }
 
-    /// Integrate occupancy up to `t`, counting only time after the window start.
-    #[inline]
+    /// Integrate occupancy up to `t`, counting only time after the window
+    /// start. `on_event` calls it only when time moved (or at the first
+    /// event): a handled event often emits several at one instant.
+    #[inline(never)]
     fn advance_to(&mut self, t: Ns) {
         if !self.started {
             self.started = true;
@@ -314,7 +316,9 @@ impl Collector {
     /// applied at the latest time seen).
     pub fn on_event(&mut self, te: &TimedEvent) {
         let t = te.time;
-        self.advance_to(t);
+        if t > self.last_t || !self.started {
+            self.advance_to(t);
+        }
         let counted = t >= self.ctx.warmup_ns;
         match te.ev {
             Event::Switch { cpu, prev, prev_state, next } => {
