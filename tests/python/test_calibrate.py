@@ -11,8 +11,14 @@ import pytest
 import schedlab
 from schedlab import _calibrate, _native
 
-SW = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_switch: prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state=S ==> next_comm={nc} next_pid={np} next_prio=120"
-WK = "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_waking: comm={wc} pid={wp} prio=120 target_cpu={tc:03d}"
+SW = (
+    "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_switch: prev_comm={pc} prev_pid={pp} "
+    "prev_prio=120 prev_state=S ==> next_comm={nc} next_pid={np} next_prio=120"
+)
+WK = (
+    "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_waking: comm={wc} pid={wp} prio=120 "
+    "target_cpu={tc:03d}"
+)
 
 
 def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
@@ -59,8 +65,8 @@ def test_same_cpu_hand_over() -> None:
 
 def test_costs_are_written_with_how_they_were_measured() -> None:
     toml = (
-        '[machine]\nname = "m"\n[topology]\npackages = 1\nnodes_per_package = 1\nllcs_per_node = 1\n'
-        "clusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
+        '[machine]\nname = "m"\n[topology]\npackages = 1\nnodes_per_package = 1\n'
+        "llcs_per_node = 1\nclusters_per_llc = 1\ncores_per_cluster = 2\nthreads_per_core = 1\n"
         '[[core_type]]\nname = "c"\ncores = "all"\ncapacity = 1024\nnominal_freq_mhz = 2000\n'
         "idle_states = [\n"
         '  { name = "POLL", exit_latency_us = 0, target_residency_us = 0 },\n'
