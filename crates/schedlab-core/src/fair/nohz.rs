@@ -42,6 +42,10 @@ pub struct NohzState {
     /// `sgc->imbalance`, indexed by `depth * nr_cpus + first CPU of the group`:
     /// the level below failed to balance because of affinity.
     sgc_imbalance: Vec<bool>,
+    /// Scratch for `nohz_idle_balance_run`'s snapshot of the mask (the
+    /// balance passes it runs borrow the whole simulator), kept between
+    /// runs so the walk allocates nothing once it has grown.
+    walk: Vec<CpuId>,
     nr_cpus: usize,
 }
 
@@ -57,6 +61,7 @@ impl NohzState {
             kicks: 0,
             ilb_cpu: None,
             sgc_imbalance: vec![false; nr_cpus * (nr_levels + 1)],
+            walk: Vec::with_capacity(nr_cpus),
             nr_cpus,
         }
     }
@@ -204,13 +209,16 @@ impl Sim {
         let mut cost: Ns = 0;
         let nr = self.machine.nr_cpus() as u32;
         let start = CpuId((ilb.0 + 1) % nr);
-        let cpus: Vec<CpuId> = self.fair.nohz.idle_cpus_mask.iter_wrap(start).collect();
-        for balance_cpu in cpus {
+        let mut cpus = std::mem::take(&mut self.fair.nohz.walk);
+        cpus.clear();
+        cpus.extend(self.fair.nohz.idle_cpus_mask.iter_wrap(start));
+        for &balance_cpu in &cpus {
             if !self.rqs[balance_cpu.idx()].idle_cpu() {
                 continue;
             }
             // The ILB got work of its own: leave the rest to the next one.
             if !self.rqs[ilb.idx()].idle_cpu() && self.rqs[ilb.idx()].need_resched {
+                self.fair.nohz.walk = cpus;
                 self.charge(ilb, cost);
                 return;
             }
@@ -228,6 +236,7 @@ impl Sim {
                 update_next = true;
             }
         }
+        self.fair.nohz.walk = cpus;
         self.charge(ilb, cost);
         if update_next {
             self.fair.nohz.next_balance = next_balance;
