@@ -127,17 +127,26 @@ impl Sim {
     // Read from the CPU's fair runqueue (its queued entities and curr), so
     // the cost is the queue's length, not the number of tasks.
     pub fn cfs_tasks_tail_first(&self, cpu: CpuId) -> Vec<TaskId> {
+        let mut v = Vec::new();
+        self.cfs_tasks_tail_first_into(cpu, &mut v);
+        v
+    }
+
+    /// [`Self::cfs_tasks_tail_first`] into `v` (cleared first), which the
+    /// balance path keeps between passes.
+    pub fn cfs_tasks_tail_first_into(&self, cpu: CpuId, v: &mut Vec<TaskId>) {
         let cfs = &self.rqs[cpu.idx()].cfs;
-        let mut v: Vec<TaskId> = cfs
-            .curr
-            .iter()
-            .chain(cfs.queue.iter())
-            .copied()
-            .filter(|p| self.tasks[p.idx()].state == TaskState::Runnable)
-            .collect();
+        v.clear();
+        v.extend(
+            cfs.curr
+                .iter()
+                .chain(cfs.queue.iter())
+                .copied()
+                .filter(|p| self.tasks[p.idx()].state == TaskState::Runnable),
+        );
         v.sort_by_key(|p| (self.tasks[p.idx()].runnable_since, p.0));
         debug_assert_eq!(
-            v,
+            *v,
             {
                 let mut all: Vec<TaskId> = self
                     .tasks
@@ -150,7 +159,6 @@ impl Sim {
             },
             "cpu {cpu}: the fair runqueue and the tasks disagree on what is queued"
         );
-        v
     }
 
     /// The cost of one balance pass over a domain of `span_weight` CPUs.
@@ -236,8 +244,10 @@ impl Sim {
         let nr_balance_failed = self.rqs[env.dst_cpu.idx()].sd[env.level].nr_balance_failed;
         let mut detached = 0;
         // env->tasks: detached tasks, attached as one batch after the loop.
-        let mut batch: Vec<TaskId> = Vec::new();
-        for p in self.cfs_tasks_tail_first(env.src_cpu) {
+        let (mut cands, mut batch) = std::mem::take(&mut self.fair.lb_scratch);
+        batch.clear();
+        self.cfs_tasks_tail_first_into(env.src_cpu, &mut cands);
+        for &p in &cands {
             if env.idle != CpuIdleType::NotIdle && self.rqs[env.src_cpu.idx()].nr_running <= 1 {
                 break; // never steal the last task
             }
@@ -289,6 +299,7 @@ impl Sim {
             }
         }
         self.attach_tasks(env.dst_cpu, &batch);
+        self.fair.lb_scratch = (cands, batch);
         detached
     }
 

@@ -14,7 +14,7 @@ use super::nohz::NohzState;
 use super::sg_sums::SgSums;
 use crate::cpumask::CpuMask;
 use crate::engine::Sim;
-use crate::ids::{CpuId, Ns};
+use crate::ids::{CpuId, Ns, TaskId};
 use crate::topology::{Domains, Machine};
 
 /// `struct sched_domain_shared` of one LLC (`sd_llc_shared`): allocated by
@@ -62,6 +62,10 @@ pub struct FairState {
     /// 1), which the kernel keeps in a global set by `update_max_interval`
     /// when CPUs come or go; computed once here (no hotplug).
     pub(in crate::fair) max_load_balance_interval: u64,
+    /// Scratch of `detach_tasks`: the source's tasks in the order it
+    /// examines them, and the detached batch (`env->tasks`); kept between
+    /// passes so a balance allocates nothing once they have grown.
+    pub(in crate::fair) lb_scratch: (Vec<TaskId>, Vec<TaskId>),
 }
 
 impl FairState {
@@ -90,6 +94,7 @@ impl FairState {
             sg_sums,
             base_slice_ns,
             max_load_balance_interval: (machine.hz.max(1) as u64 * nr as u64 / 10).max(1),
+            lb_scratch: (Vec::new(), Vec::new()),
         }
     }
 }
