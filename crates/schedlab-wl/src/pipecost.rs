@@ -17,8 +17,8 @@ use crate::clock::mono_ns;
 pub(crate) const SUMMARY: &str =
     "probe: ns per small pipe write and per read on one thread, nobody woken (schedlab calibrate)";
 
-/// Quantile `q` (0..=1) of sorted `v`, nearest rank.
-fn quantile(v: &[f64], q: f64) -> f64 {
+/// Quantile `q` (0..=1) of sorted `v`, nearest rank (the probes' figures).
+pub(crate) fn quantile<T: Copy>(v: &[T], q: f64) -> T {
     let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
     v[rank - 1]
 }

@@ -23,15 +23,10 @@ use serde_json::json;
 
 use crate::args::{channel, close, read_exact, sys, write_all, Spec, WlError};
 use crate::clock::{mono_ns, sleep_until_ns};
+use crate::pipecost::quantile;
 
 pub(crate) const SUMMARY: &str =
     "probe: ns of a pipe write that wakes a SCHED_IDLE reader on the same CPU (schedlab calibrate)";
-
-/// Quantile `q` (0..=1) of sorted `v`, nearest rank.
-fn quantile(v: &[u64], q: f64) -> u64 {
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
-}
 
 /// The scheduler state letter of thread `tid` of this process
 /// (`/proc/self/task/TID/stat`, the field after the parenthesised name).

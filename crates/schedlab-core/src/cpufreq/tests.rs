@@ -7,7 +7,7 @@ use crate::topology::{parse_machine, Governor};
 use crate::trace::{read_ftrace, Event};
 
 /// Two CPUs in one frequency domain, OPPs 1000 and 2000 MHz.
-fn two_opp(governor: &str, extra: &str) -> String {
+pub(super) fn two_opp(governor: &str, extra: &str) -> String {
     format!(
         r#"
 [machine]

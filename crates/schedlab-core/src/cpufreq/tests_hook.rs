@@ -17,26 +17,14 @@ use crate::ids::{CpuId, Ns, TaskId, NSEC_PER_MSEC};
 use crate::testkit::sim_from_toml;
 use crate::trace::MigrateReason;
 
-/// Two CPUs, one frequency domain (1000 and 2000 MHz), schedutil, HZ 1000.
-const SU: &str = r#"
-[machine]
-name = "two-opp-su"
-hz = 1000
-[topology]
-cores_per_cluster = 2
-[[core_type]]
-name = "t"
-cores = "all"
-capacity = 1024
-nominal_freq_mhz = 2000
-opps = [ { freq_mhz = 1000, power_mw = 100 }, { freq_mhz = 2000, power_mw = 400 } ]
-[freq_domain]
-per = "package"
-governor = "schedutil"
-"#;
+/// Two CPUs, one frequency domain (1000 and 2000 MHz), schedutil, HZ 1000
+/// (the frequency tests' machine).
+fn su() -> String {
+    super::tests::two_opp("governor = \"schedutil\"", "")
+}
 
 fn sim() -> Sim {
-    sim_from_toml(SU, 2, Default::default())
+    sim_from_toml(&su(), 2, Default::default())
 }
 
 /// Forget `cpu`'s last hook call.
@@ -188,7 +176,7 @@ fn an_rt_enqueue_kicks_schedutil_at_once() {
     ts[1].start_ns = 5_300_000;
     ts[1].start = StartKind::Wake { prev_cpu: 0 };
     let w = crate::testkit::script_workload(ts);
-    let mut s = crate::testkit::sim_with(SU, &w, crate::testkit::sim_config(Default::default()));
+    let mut s = crate::testkit::sim_with(&su(), &w, crate::testkit::sim_config(Default::default()));
     let cpu = CpuId(0);
     s.run(5_299_999).unwrap();
     clear(&mut s, cpu);
