@@ -6,7 +6,9 @@ release picks the nearest kernel profile, its version-dependent behaviours
 sched feature the kernel printed in ``/sys/kernel/debug/sched/features``
 (``NAME`` on, ``NO_NAME`` off) overrides the profile's default. Distribution
 kernels backport: Debian's 6.12.95 prints ``NI_RANDOM``, which v6.12 as
-released did not have, so its policy is ``v6.12+NI_RANDOM``.
+released did not have, so its policy is ``v6.12+NI_RANDOM``. Where a kernel
+hides its features, the stable sublevel decides what stable lines took
+(``_STABLE_BACKPORTS``: 6.18.44 has NI_RANDOM, 6.18.4 does not).
 """
 
 from __future__ import annotations
@@ -39,7 +41,23 @@ _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
     ("pipe_release_wakes_writer", (6, 14), None),
     # c6dcd97c8be7 went to sched/urgent in Sept 2026, after v7.2 was out.
     ("avg_idle_stamp_guard", (7, 3), None),
+    # 33cf66d88306 "sched/fair: Proportional newidle balance" (Nov 2025, the
+    # v6.19 merge window), a fix for v6.18-rc's newidle regression; stable
+    # lines took it too (_STABLE_BACKPORTS).
+    ("NI_RANDOM", (6, 19), None),
 )
+
+# Stable kernels that took a versioned behaviour before its mainline release:
+# feature -> {(major, minor): first sublevel with it}. A kernel whose sched
+# features are readable (debugfs) prints them and they win; this is for
+# kernels that hide them, such as this development VM's 6.18.44.
+#   NI_RANDOM: v6.18.5 (its shortlog, v6.18.4..v6.18.5, carries "sched/fair:
+#   Proportional newidle balance"); v6.12.65 (Debian's 6.12.95 prints
+#   NI_RANDOM). v6.6.y took it as well, at a sublevel not checked here, so a
+#   6.6 kernel that hides its features keeps the profile's default (off).
+_STABLE_BACKPORTS: dict[str, dict[tuple[int, int], int]] = {
+    "NI_RANDOM": {(6, 18): 5, (6, 12): 65},
+}
 
 
 # Behaviours that act only under another one: left as the profile has them
@@ -54,6 +72,23 @@ def _release(text: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"kernel release: expected MAJOR.MINOR..., got '{text}'")
     return int(m.group(1)), int(m.group(2))
+
+
+def _sublevel(text: str) -> int:
+    """The stable sublevel of a release (44 in ``6.18.44-fc``), 0 if none."""
+    m = re.match(r"\s*\d+\.\d+\.(\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def _has(name: str, first: tuple[int, int], last: tuple[int, int] | None,
+         rel: tuple[int, int], sub: int) -> bool:  # fmt: skip
+    """Whether a kernel release (`rel`, stable sublevel `sub`) has the
+    versioned behaviour `name`: in mainline from `first` to `last`, or in a
+    stable line from the sublevel that took it."""
+    if rel >= first and (last is None or rel <= last):
+        return True
+    since = _STABLE_BACKPORTS.get(name, {}).get(rel)
+    return since is not None and sub >= since
 
 
 def _base_profile(rel: tuple[int, int]) -> str:
@@ -73,12 +108,13 @@ def policy_for_kernel(release: str, sched_features: Sequence[str]) -> tuple[str,
     `sched_features`, and notes on what the kernel had that schedlab does
     not model (its features unknown to schedlab)."""
     rel = _release(release)
+    sub = _sublevel(release)
     base = _base_profile(rel)
     shown = _native.policy_show(base)
     state = {f["name"]: bool(f["on"]) for f in shown["features"]}
     want = dict(state)
     for name, first, last in _VERSIONED:
-        want[name] = rel >= first and (last is None or rel <= last)
+        want[name] = _has(name, first, last, rel, sub)
     for name, needs in _ONLY_WITH.items():
         if not want[needs]:
             want[name] = state[name]

@@ -57,8 +57,16 @@ def test_a_backported_feature_joins_the_release_profile():
             ["NO_SIS_PROP", "SIS_UTIL"],
             "v5.9+SIS_UTIL-SIS_PROP+migrate_se_pelt_lag+wa_idle_prev",
         ),
-        # 6.18 has v6.14's pipe_read writer wakeup (only on a freed page).
-        ("6.18.44-fc", [], "v6.12+pipe_release_wakes_writer"),
+        # 6.18 has v6.14's pipe_read writer wakeup (only on a freed page), and
+        # from 6.18.5 on the stable backport of NI_RANDOM (v6.19's).
+        ("6.18.44-fc", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer"),
+        ("6.18.4", [], "v6.12+pipe_release_wakes_writer"),
+        ("6.18.5", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer"),
+        ("6.19.0", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer"),
+        ("6.12.64", [], "v6.12"),
+        ("6.12.65-amd64", [], "v6.12+NI_RANDOM"),
+        # Printed features win over the sublevel's default.
+        ("6.18.44", ["NO_NI_RANDOM"], "v6.12+pipe_release_wakes_writer"),
         ("7.1.0", [], "v7.1"),
         ("7.3.0-rc1", [], "eevdf"),
         ("4.14.0", [], "v4.14"),
