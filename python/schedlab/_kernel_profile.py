@@ -45,6 +45,15 @@ _VERSIONED: tuple[tuple[str, tuple[int, int], tuple[int, int] | None], ...] = (
     # v6.19 merge window), a fix for v6.18-rc's newidle regression; stable
     # lines took it too (_STABLE_BACKPORTS).
     ("NI_RANDOM", (6, 19), None),
+    # 90ca9410dab2 "sched/uclamp: Align uclamp and util_est and call before
+    # freq update" (tip sched/core for v6.16, May 2025).
+    ("uclamp_inc_before_enqueue", (6, 16), None),
+    # "sched/fair: Reimplement NEXT_BUDDY to align with EEVDF goals" (v6.19).
+    ("wakeup_preempt_no_fork", (6, 19), None),
+    # 82d6e01a0699 "sched/fair: Only update stats for allowed CPUs when
+    # looking for dst group" (tip sched/core, Oct 2025: v6.19); stable lines
+    # took it in July 2026 at sublevels not checked here.
+    ("wakeup_stats_allowed", (6, 19), None),
 )
 
 # Stable kernels that took a versioned behaviour before its mainline release:

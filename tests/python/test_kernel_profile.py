@@ -59,14 +59,22 @@ def test_a_backported_feature_joins_the_release_profile():
         ),
         # 6.18 has v6.14's pipe_read writer wakeup (only on a freed page), and
         # from 6.18.5 on the stable backport of NI_RANDOM (v6.19's).
-        ("6.18.44-fc", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer"),
-        ("6.18.4", [], "v6.12+pipe_release_wakes_writer"),
-        ("6.18.5", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer"),
-        ("6.19.0", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer"),
+        # v6.16's uclamp order as well.
+        ("6.18.44-fc", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer+uclamp_inc_before_enqueue"),
+        ("6.18.4", [], "v6.12+pipe_release_wakes_writer+uclamp_inc_before_enqueue"),
+        ("6.18.5", [], "v6.12+NI_RANDOM+pipe_release_wakes_writer+uclamp_inc_before_enqueue"),
+        # v6.19: NI_RANDOM in mainline, a forked task's preemption and the
+        # slow path's allowed-CPU statistics.
+        (
+            "6.19.0",
+            [],
+            "v6.12+NI_RANDOM+wakeup_preempt_no_fork+pipe_release_wakes_writer"
+            "+wakeup_stats_allowed+uclamp_inc_before_enqueue",
+        ),
         ("6.12.64", [], "v6.12"),
         ("6.12.65-amd64", [], "v6.12+NI_RANDOM"),
         # Printed features win over the sublevel's default.
-        ("6.18.44", ["NO_NI_RANDOM"], "v6.12+pipe_release_wakes_writer"),
+        ("6.18.44", ["NO_NI_RANDOM"], "v6.12+pipe_release_wakes_writer+uclamp_inc_before_enqueue"),
         ("7.1.0", [], "v7.1"),
         ("7.3.0-rc1", [], "eevdf"),
         ("4.14.0", [], "v4.14"),
