@@ -620,26 +620,44 @@ GUEST_PIPE_OPS = 100_000
 # Wakeups per wakeup probe in a guest: the host's default (`schedlab
 # calibrate --chunks`); under TCG each probe runs 2-3 s.
 GUEST_PROBE_CHUNKS = 400
-# Timed waking writes of the wake probe in a guest: the host's default; each
-# round sleeps 200 us, so about 0.5 s of guest time.
-GUEST_WAKE_OPS = 2_000
+# Timed waking writes of the wake probe in a guest, and the sleep between
+# them. The host's 200 us gap is too short under TCG, where the guest runs
+# ~50 times slower (a pipe write ~12 us against ~0.23 us on this host): the
+# SCHED_IDLE reader had not blocked again by the next round, every round was
+# skipped and the probe gave up (seen in both guests, which kept the 700 ns
+# default). With 5 ms no round was skipped (200 of 200 in a 1s x 2c x 2t
+# guest); 400 rounds take 2 s of guest time.
+GUEST_WAKE_OPS = 400
+GUEST_WAKE_GAP = "5ms"
+
+
+def guest_wake_probe() -> str:
+    """The wake probe's spec as a guest runs it (`GUEST_WAKE_OPS`,
+    `GUEST_WAKE_GAP`)."""
+    from ._calibrate import WAKE_PROBE
+
+    return WAKE_PROBE.format(count=GUEST_WAKE_OPS) + f",gap={GUEST_WAKE_GAP}"
 
 
 def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
     """The guest's job for `calibrate_in_guest`: the pipe probe untraced,
     then each wakeup probe under the sched tracepoints, its trace kept apart
     (``/out/<pin>.trace``), as `schedlab calibrate` runs them on a host."""
-    from ._calibrate import PIPE_PROBE, PROBE, WAKE_PROBE, WAKEUP_PROBES
+    from ._calibrate import PIPE_PROBE, PROBE, WAKEUP_PROBES
 
     enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
     lines = [
         "T=/sys/kernel/tracing",
+        # A booted kernel traces as soon as events are enabled (tracing_on
+        # is 1): off until the traced probes, so that the untraced ones do
+        # not pay for the tracepoints.
+        "echo 0 > $T/tracing_on",
         f"echo {buffer_kb} > $T/buffer_size_kb",
         enable,
         f"/wl '{PIPE_PROBE.format(count=pipe_ops)}' > /out/pipe.stdout 2> /out/pipe.stderr",
         "echo $? > /out/pipe.rc",
         # A static schedlab-wl older than the wake probe exits 2: no wakeup_ns.
-        f"/wl '{WAKE_PROBE.format(count=GUEST_WAKE_OPS)}' > /out/wake.stdout 2> /out/wake.stderr",
+        f"/wl '{guest_wake_probe()}' > /out/wake.stdout 2> /out/wake.stderr",
         "echo $? > /out/wake.rc",
     ]
     for pin, _ in WAKEUP_PROBES:
