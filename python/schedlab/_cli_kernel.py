@@ -100,9 +100,11 @@ def calibrate_cmd(
     cost.context_switch_ns, cost.ipi_ns, cost.pipe_write_ns, cost.pipe_read_ns,
     cost.wakeup_ns (the local wakeup's work on the waker's CPU, beyond the write) and
     cost.ipi_send_ns (the waker's side: a timed pipe write that wakes a worker on another,
-    idle CPU) set from the measurements, and the idle state's actual_exit_latency_us when a
-    third probe (a wakeup of a busy CPU) separates the IPI's flight from the idle exit, each
-    with a comment saying how it was measured. Needs a quiet machine."""
+    idle CPU, less the bare write and wakeup_ns) and cost.ttwu_queue_ns (that write less the
+    bare write: the waker's whole cost of a queued remote wakeup) set from the measurements,
+    and the idle state's actual_exit_latency_us when a third probe (a wakeup of a busy CPU)
+    separates the IPI's flight from the idle exit, each with a comment saying how it was
+    measured. Needs a quiet machine."""
     from . import _calibrate
 
     figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
@@ -125,6 +127,11 @@ def calibrate_cmd(
             f", ipi_send_ns {figures['ipi_send_ns']} (waking write p50 "
             f"{round(figures['reply_write']['p50_ns'])} ns)"
             if figures.get("ipi_send_ns") is not None
+            else ""
+        )
+        + (
+            f", ttwu_queue_ns {figures['ttwu_queue_ns']}"
+            if figures.get("ttwu_queue_ns") is not None
             else ""
         )
         + f"; wrote {out / 'machine.toml'}"

@@ -234,9 +234,17 @@ impl Sim {
         }
         self.timers.del(p);
         // The wakeup runs on the waker's CPU (in a task or an interrupt).
-        self.charge(waker_cpu, self.machine.cost.wakeup_ns);
+        // Where the machine prices a queued remote wakeup apart, the waker
+        // pays wakeup_ns only when it does the enqueue itself (below).
+        let queue_cost = self.machine.cost.ttwu_queue_ns;
+        if queue_cost.is_none() {
+            self.charge(waker_cpu, self.machine.cost.wakeup_ns);
+        }
         // ttwu_runnable: still queued (a delayed entity) on its old CPU.
         if self.tasks[p.idx()].on_rq {
+            if queue_cost.is_some() {
+                self.charge(waker_cpu, self.machine.cost.wakeup_ns);
+            }
             let cpu = self.tasks[p.idx()].cpu;
             // `enqueue_task(rq, p, ENQUEUE_DELAYED)`: the task rejoins its
             // runqueue's clamps, before or after the class requeues it.
@@ -268,10 +276,13 @@ impl Sim {
         if sched_feat!(self.features, TTWU_QUEUE) && self.ttwu_queue_cond(waker_cpu, cpu) {
             self.rqs[cpu.idx()].ttwu_pending += 1;
             // __smp_call_single_queue: the waker sends the IPI.
-            self.charge(waker_cpu, self.machine.cost.ipi_send_ns);
+            self.charge(waker_cpu, queue_cost.unwrap_or(self.machine.cost.ipi_send_ns));
             let t = self.now + self.machine.cost.ipi_ns;
             self.at_in(super::LANE_IPI, t, Ev::TtwuArrive { task: p, cpu, migrated: cpu != prev });
         } else {
+            if queue_cost.is_some() {
+                self.charge(waker_cpu, self.machine.cost.wakeup_ns);
+            }
             self.ttwu_do_activate(p, cpu, waker_cpu, cpu != prev);
         }
         Ok(())

@@ -287,6 +287,14 @@ pub struct CostParams {
     /// cycles, inside `wakeup_ns` (default 0); in a VM the send is a VM exit
     /// (`schedlab calibrate` measures it).
     pub ipi_send_ns: Ns,
+    /// The waker's whole cost of a wakeup it queues on another CPU's wake
+    /// list (TTWU_QUEUE: `select_task_rq`, the list add and the IPI; the
+    /// enqueue runs on the target, inside the IPI's latency), ns, in place of
+    /// `wakeup_ns + ipi_send_ns`. `None` (the default): those two, the waker
+    /// paying for the enqueue as in a local wakeup. `schedlab calibrate` sets
+    /// it where it can time such a wakeup's write; under TCG a local wakeup
+    /// costs the waker 3-4 times a queued one.
+    pub ttwu_queue_ns: Option<Ns>,
     /// CPU work of one small pipe `write()` that wakes nobody (syscall entry
     /// and exit, the pipe mutex, the copy into the page), ns: what the
     /// pipe-based workload families (pipe, workqueue, hackbench with pipes,

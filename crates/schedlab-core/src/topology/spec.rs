@@ -506,6 +506,9 @@ pub fn default_cost() -> CostParams {
         // metal, counted inside wakeup_ns; 0 here. A VM's send traps to the
         // hypervisor (several us): calibrate measures it there.
         ipi_send_ns: 0,
+        // A queued remote wakeup costs the waker wakeup_ns + ipi_send_ns
+        // unless a machine measured it (see CostParams::ttwu_queue_ns).
+        ttwu_queue_ns: None,
         // A small pipe write: syscall entry and exit (~100-200 ns with the
         // speculation mitigations), pipe mutex, copy into the page and the
         // wait-queue check ~1.5 us; a read that finds its data, a little less
@@ -536,6 +539,7 @@ fn parse_cost(p: &P, top: &Map<String, Value>) -> Result<CostParams> {
         "context_switch_ns",
         "wakeup_ns",
         "ipi_send_ns",
+        "ttwu_queue_ns",
         "pipe_write_ns",
         "pipe_read_ns",
         "l2_kib",
@@ -559,6 +563,7 @@ fn parse_cost(p: &P, top: &Map<String, Value>) -> Result<CostParams> {
     c.context_switch_ns = ns("context_switch_ns", c.context_switch_ns)?;
     c.wakeup_ns = ns("wakeup_ns", c.wakeup_ns)?;
     c.ipi_send_ns = ns("ipi_send_ns", c.ipi_send_ns)?;
+    c.ttwu_queue_ns = p.opt_u64(ct, "cost", "ttwu_queue_ns", 0, 1_000_000_000)?;
     c.pipe_write_ns = ns("pipe_write_ns", c.pipe_write_ns)?;
     c.pipe_read_ns = ns("pipe_read_ns", c.pipe_read_ns)?;
     c.l2_kib = p.u64_or(ct, "cost", "l2_kib", 1, 1 << 30, c.l2_kib as u64)? as u32;

@@ -49,6 +49,7 @@ pub(crate) fn test_machine(n: usize) -> Machine {
             context_switch_ns: 0,
             wakeup_ns: 0,
             ipi_send_ns: 0,
+            ttwu_queue_ns: None,
             // The families' former fixed defaults, so their tests see the same work.
             pipe_write_ns: 1500,
             pipe_read_ns: 1000,
