@@ -476,6 +476,9 @@ def validate(
 
 #: The figures of a calibration a validate result carries.
 CALIBRATION_KEYS = ("context_switch_ns", "ipi_ns", "pipe_write_ns", "pipe_read_ns", "where")
+# Costs a calibration measures only where its probes could (the wake probe,
+# the split probe's timed replies): shown when measured.
+CALIBRATION_OPTIONAL = ("wakeup_ns", "ipi_send_ns", "ttwu_queue_ns")
 
 
 def calibrated_machine(
@@ -507,7 +510,10 @@ def calibrated_machine(
         figures = _calibrate.costs_from_probes(d)
     else:
         figures = _calibrate.calibrate(d, reuse=stored)
-    return d / "machine.toml", {k: figures[k] for k in CALIBRATION_KEYS}
+    got = {k: figures[k] for k in CALIBRATION_KEYS}
+    return d / "machine.toml", got | {
+        k: figures[k] for k in CALIBRATION_OPTIONAL if figures.get(k) is not None
+    }
 
 
 def _fmt(v: float) -> str:
@@ -562,6 +568,7 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
                 f"costs measured by schedlab calibrate's probes {where}: context_switch_ns "
                 f"{cal['context_switch_ns']}, ipi_ns {cal['ipi_ns']}, pipe_write_ns "
                 f"{cal['pipe_write_ns']}, pipe_read_ns {cal['pipe_read_ns']}"
+                + "".join(f", {k} {cal[k]}" for k in CALIBRATION_OPTIONAL if k in cal)
             )
         lines += ["", *[f"- {n}" for n in notes], ""]
     return "\n".join(lines) + "\n"

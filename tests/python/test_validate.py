@@ -349,6 +349,11 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
     md = _validate.markdown([res], "Guest")
     assert "on the calibrated" in md
     assert f"pipe_read_ns {cal['pipe_read_ns']}" in md
+    # The stored probes predate the wake probe: no wakeup_ns shown; a
+    # calibration that measured it shows it with the queued wakeup's cost.
+    assert "wakeup_ns" not in cal
+    measured = dict(res, calibration=dict(cal, wakeup_ns=56921, ttwu_queue_ns=31703))
+    assert "wakeup_ns 56921, ttwu_queue_ns 31703" in _validate.markdown([measured], "Guest")
     # --no-calibrate: the recording's own import, completion times not compared.
     (plain,) = _validate.validate(
         tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
