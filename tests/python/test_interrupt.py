@@ -25,6 +25,13 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+def _import_seconds() -> float:
+    """Wall seconds a fresh interpreter takes to import the CLI now."""
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import schedlab.cli"], check=True)
+    return time.monotonic() - t0
+
+
 def _stop_and_wait(
     proc: subprocess.Popen[str], sig: int, started: Path | None = None
 ) -> tuple[int, str, str, float]:
@@ -110,7 +117,8 @@ def test_sigint_keeps_finished_compare_runs(tmp_path: Path, jobs: str) -> None:
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 130, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "compare stopped after" in lines[0], err
+    assert len(lines) == 1, err
+    assert "compare stopped after" in lines[0], err
     rows = csv.read_text().splitlines()
     assert 2 <= len(rows) < 41  # header + the finished runs, not all 40
 
@@ -138,8 +146,9 @@ def test_run_case_stop_keeps_finished_rows() -> None:
 
 @pytest.mark.slow
 def test_sigint_keeps_finished_reproduce_rows(tmp_path: Path) -> None:
-    # At scale 0.5 the case's 8 rows take tens of seconds; the first (the
-    # fewest threads) a small part of that.
+    # At scale 2 the case's 8 rows take about 15 s on an idle development
+    # machine (5 s at scale 0.5, too close to the wait below once the engine
+    # got faster); the first row (the fewest threads) a small part of that.
     proc = _start(
         [
             "reproduce",
@@ -148,14 +157,18 @@ def test_sigint_keeps_finished_reproduce_rows(tmp_path: Path) -> None:
             "1",
             "--no-verdict",
             "--scale",
-            "0.5",
+            "2",
             "-j",
             "1",
             "--json",
         ],
         tmp_path,
     )
-    time.sleep(6)
+    # No file marks the start here: wait past the CLI's import, timed now on
+    # this (possibly loaded) machine, so that the signal reaches the run and
+    # not Python's import (at 6 s flat it came during the import once, with
+    # two builds running beside the suite).
+    time.sleep(max(6.0, 2 * _import_seconds() + 2))
     assert proc.poll() is None, "the case finished before the signal"
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
