@@ -27,13 +27,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import shutil
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _native, _tracefs
+from . import _native, _stalls, _tracefs
 from ._kernel_profile import kernel_notes, policy_for_kernel
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
@@ -275,6 +276,7 @@ def run_case(
     real_runs: list[dict[str, float]] = []
     rep_flips: list[list[int]] = []
     recovered: list[int] = []
+    stalls: list[_stalls.LongRuns] = []
     info: dict[str, Any] = {}
     for i in range(reps):
         out = work / case.name / f"real-{i}"
@@ -290,6 +292,7 @@ def run_case(
             [],
         )
         recovered.append(int(doc.get("inferred_switches") or 0))
+        stalls.append(_stalls.long_runs(text, case.comm, _nr_cpus(text, info), _hz(machine_text)))
         if not doc.get("selected_tasks"):
             raise _native.SimulationError(
                 f"validate {case.name}: no task named '{case.comm}' in {out}/trace.txt"
@@ -378,7 +381,8 @@ def run_case(
         "kernel": info.get("kernel_release", ""),
         "machine": str(machine_path),
         "calibrated": calibrated,
-        "notes": [case.note, *notes, *_recovered_note(recovered)],
+        "notes": [case.note, *notes, *_recovered_note(recovered), *_opt(_stalls.note(stalls))],
+        "stalled_pct": [round(100 * f.share, 1) for f in stalls],
         "inferred_switches": recovered,
         "reps": reps,
         "seeds": seeds,
@@ -514,6 +518,25 @@ def calibrated_machine(
     return d / "machine.toml", got | {
         k: figures[k] for k in CALIBRATION_OPTIONAL if figures.get(k) is not None
     }
+
+
+def _nr_cpus(trace_text: str, info: dict[str, Any]) -> int:
+    """The recorded machine's CPUs: kernel.json's count, else the trace
+    header's ``#P:N``."""
+    if info.get("nr_cpus"):
+        return int(info["nr_cpus"])
+    m = re.search(r"#P:(\d+)", trace_text[:2000])
+    return int(m.group(1)) if m else 1
+
+
+def _hz(machine_text: str) -> int:
+    """The machine file's ``hz`` (250, the spec's default, when absent)."""
+    m = re.search(r"^\s*hz\s*=\s*(\d+)", machine_text, re.MULTILINE)
+    return int(m.group(1)) if m else 250
+
+
+def _opt(line: str | None) -> list[str]:
+    return [line] if line else []
 
 
 def _fmt(v: float) -> str:

@@ -209,6 +209,9 @@ def test_the_schbench_case_on_its_guest_recording(tmp_path: Path) -> None:
 
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
     assert res["policy"] == "v6.12+NI_RANDOM"
+    # Each recording's share of runs past slice and tick (`_stalls`), in %.
+    assert len(res["stalled_pct"]) == 1
+    assert 0 <= res["stalled_pct"][0] <= 100
     # The program's three threads inherited 2 each (the fork probe's lines):
     # one count for all.
     assert res["flips"] == [[2]]
