@@ -126,7 +126,7 @@ WorkloadOpt = Annotated[
         help="Workload spec 'family:key=value,...' (see 'schedlab workload list') or a TOML file. "
         "Repeat it to run several at once (-w hackbench:groups=1 -w kworkers): the first "
         "benchmark keeps its metric names, a further one's come as wN.<metric>, noise "
-        "(rt-periodic, kworkers, irq) adds none.",
+        "(rt-periodic, kworkers, irq, stall) adds none.",
     ),
 ]
 

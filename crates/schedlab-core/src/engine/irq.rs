@@ -34,6 +34,12 @@
 //!
 //! Durations in an `IrqSpec` are times on a capacity-1024 CPU at its highest
 //! frequency, like task work: a slower CPU takes longer.
+//!
+//! A `stall` source (`accounted: false`, workload/stall.rs) takes the same
+//! path with two differences: its time stays in `clock_task`, so the task
+//! it interrupted is charged it, and until it ends the CPU's tick, slice
+//! timer and IPIs wait (`stall_until`, checked in `Sim::handle`): a
+//! descheduled vCPU runs nothing, not even its interrupts.
 
 use super::{Ev, Sim};
 use crate::ids::{CpuId, Ns, TaskId};
@@ -70,6 +76,10 @@ pub struct CpuIrq {
     pub softirq_end_jiffy: u64,
     /// Rounds the loop may still start (`max_restart`).
     pub softirq_restarts_left: u32,
+    /// A `stall` (an unaccounted source) holds the CPU until this time: its
+    /// ticks and IPIs wait for the end, as a descheduled vCPU takes them
+    /// only when it runs again.
+    pub stall_until: Ns,
 }
 
 /// One stream of interrupts: a source on one CPU.
@@ -164,10 +174,14 @@ impl Sim {
             return Ok(());
         }
         let spec: &IrqSpec = &self.irq_specs[source as usize];
+        let accounted = spec.accounted;
         let rng = &mut self.irq_streams[i as usize].rng;
         let (hard, soft, next) = (spec.hardirq.sample(rng), spec.softirq.sample(rng), spec.interval.sample(rng));
         self.at(self.now + next.max(1), Ev::Irq { stream: i });
         let hard = self.irq_wall_ns(cpu, hard);
+        if !accounted {
+            self.irq[cpu.idx()].stall_until = self.now + hard;
+        }
         self.emit(Event::Irq { cpu, irq: source, entry: true });
         self.irq_steal(cpu, hard);
         self.at(self.now + hard, Ev::IrqExit { cpu, irq: source, hardirq_ns: hard, softirq_ns: soft });
@@ -187,7 +201,12 @@ impl Sim {
     /// the rest goes to ksoftirqd.
     pub(super) fn irq_exit(&mut self, cpu: CpuId, irq: u16, hardirq_ns: Ns, softirq_ns: Ns) -> crate::Result<()> {
         self.emit(Event::Irq { cpu, irq, entry: false });
-        self.rqs[cpu.idx()].irq_time += hardirq_ns;
+        // A stall's time is not IRQ time: the task clock keeps it and the
+        // running task is charged (update_rq_clock_task subtracts only
+        // IRQ and paravirt steal time).
+        if self.irq_specs[irq as usize].accounted {
+            self.rqs[cpu.idx()].irq_time += hardirq_ns;
+        }
         if softirq_ns == 0 {
             return Ok(());
         }
@@ -253,6 +272,13 @@ impl Sim {
 
     /// A handler occupies `cpu` for `ns` from now: the running task's work
     /// (and anything else waiting for the CPU) is pushed back.
+    /// When `cpu`'s stall ends, if it is stalled now (a `stall` source).
+    #[inline]
+    pub(super) fn stalled(&self, cpu: CpuId) -> Option<Ns> {
+        let until = self.irq[cpu.idx()].stall_until;
+        (until > self.now).then_some(until)
+    }
+
     fn irq_steal(&mut self, cpu: CpuId, ns: Ns) {
         let now = self.now;
         self.irq[cpu.idx()].busy_until = now + ns;

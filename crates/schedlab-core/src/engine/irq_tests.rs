@@ -21,6 +21,7 @@ fn with_irq(tasks: usize, work_ns: u64, interval_ns: u64, hard_ns: u64, soft_ns:
         interval: Dist::Fixed(interval_ns),
         hardirq: Dist::Fixed(hard_ns),
         softirq: Dist::Fixed(soft_ns),
+        accounted: true,
     });
     w
 }
@@ -83,6 +84,50 @@ fn clock_task_excludes_irq_time() {
     assert!(irq >= 9 * 200_000, "irq time {irq}");
     assert!(task_clock + irq <= sim.now + 200_000, "clock_task {task_clock} + irq {irq} vs {}", sim.now);
     assert!(task_clock + irq + 200_000 >= sim.now);
+}
+
+#[test]
+fn a_stall_is_charged_to_the_running_task_not_kept_as_irq_time() {
+    // The same 20% of CPU 0, as stalls: the task is delayed alike, but
+    // clock_task keeps the time (no IRQ time), so update_curr charges the
+    // task for it: its runtime is the wall time it held the CPU.
+    let mut w = with_irq(1, 100 * NSEC_PER_MSEC, 1_000_000, 200_000, 0);
+    w.irqs[0].accounted = false;
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    sim.run(50 * NSEC_PER_MSEC).unwrap();
+    assert_eq!(sim.rqs[0].irq_time, 0);
+    let task_clock = sim.rq_clock_task(CpuId(0));
+    assert!(task_clock + 200_000 >= sim.now, "clock_task {task_clock} vs {}", sim.now);
+    sim.run(u64::MAX).unwrap();
+    let end = sim.now;
+    assert!((124 * NSEC_PER_MSEC..127 * NSEC_PER_MSEC).contains(&end), "ended at {end}");
+}
+
+#[test]
+fn a_stalled_cpu_takes_its_ticks_when_the_stall_ends() {
+    // Two CPU-bound tasks on CPU 0 and one 20 ms stall from 30 ms on: the
+    // ticks due meanwhile (which would rotate the two every slice) wait for
+    // the stall's end, so the task running at its start still runs at its
+    // last moment, and the first tick after it, its slice long used up,
+    // switches to the other.
+    let mut w = with_irq(2, 200 * NSEC_PER_MSEC, 30 * NSEC_PER_MSEC, 20 * NSEC_PER_MSEC, 0);
+    w.irqs[0].accounted = false;
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    sim.run(30 * NSEC_PER_MSEC + 1).unwrap();
+    assert_eq!(sim.stalled(CpuId(0)), Some(50 * NSEC_PER_MSEC));
+    let during = sim.rqs[0].curr;
+    assert!(during.is_some());
+    sim.run(50 * NSEC_PER_MSEC - 1).unwrap();
+    assert_eq!(sim.rqs[0].curr, during, "switched during the stall");
+    sim.run(50 * NSEC_PER_MSEC + 1).unwrap();
+    assert_ne!(sim.rqs[0].curr, during, "the deferred tick preempts at the stall's end");
+    // An accounted interrupt of the same length does not hold the ticks.
+    let w = with_irq(2, 200 * NSEC_PER_MSEC, 30 * NSEC_PER_MSEC, 20 * NSEC_PER_MSEC, 0);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(30 * NSEC_PER_MSEC + 1).unwrap();
+    assert_eq!(sim.stalled(CpuId(0)), None);
 }
 
 #[test]

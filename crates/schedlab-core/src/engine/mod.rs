@@ -412,10 +412,19 @@ impl Sim {
                 if self.rqs[cpu.idx()].tick_gen != gen {
                     return Ok(());
                 }
+                // A stalled vCPU takes its tick when it runs again.
+                if let Some(t) = self.stalled(cpu) {
+                    self.queue.push_key_in(LANE_TICK, self.key_tick(cpu), t, Ev::Tick { cpu, gen });
+                    return Ok(());
+                }
                 self.stats.handled += 1;
                 self.sched_tick(cpu)
             }
             Ev::HrTick(cpu) => {
+                if let Some(t) = self.stalled(cpu) {
+                    self.queue.push_key(self.key_hrtick(cpu), t, Ev::HrTick(cpu));
+                    return Ok(());
+                }
                 self.stats.handled += 1;
                 self.hrtick(cpu)
             }
@@ -427,15 +436,28 @@ impl Sim {
                 let cpu = self.tasks[task.idx()].cpu;
                 self.try_to_wake_up(task, 0, cpu, None)
             }
+            // IPIs to a stalled vCPU are taken when it runs again.
             Ev::TtwuArrive { task, cpu, migrated } => {
+                if let Some(t) = self.stalled(cpu) {
+                    self.at_in(LANE_IPI, t, Ev::TtwuArrive { task, cpu, migrated });
+                    return Ok(());
+                }
                 self.stats.handled += 1;
                 self.sched_ttwu_pending(task, cpu, migrated)
             }
             Ev::Resched(cpu) => {
+                if let Some(t) = self.stalled(cpu) {
+                    self.at_in(LANE_IPI, t, Ev::Resched(cpu));
+                    return Ok(());
+                }
                 self.stats.handled += 1;
                 self.scheduler_ipi(cpu)
             }
             Ev::RtPushIpi(cpu) => {
+                if let Some(t) = self.stalled(cpu) {
+                    self.at_in(LANE_IPI, t, Ev::RtPushIpi(cpu));
+                    return Ok(());
+                }
                 self.stats.handled += 1;
                 self.rt_push_ipi(cpu)
             }

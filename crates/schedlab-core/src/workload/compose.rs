@@ -151,7 +151,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
             "workload",
             "workload",
             "expected at least one workload whose tasks end (a benchmark), got only noise \
-             (rt-periodic, kworkers, irq)",
+             (rt-periodic, kworkers, irq, stall)",
         ));
     };
     let mut out = Workload { warmup_ns: parts[main].warmup_ns, ..Workload::of(Vec::new(), parts[main].primary) };

@@ -144,7 +144,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let softirq = p.dist_or("softirq", Some(preset.softirq))?;
     let cpus = p.cpus.unwrap_or_else(|| CpuMask::from_cpus([CpuId(0)]));
     Ok(Workload {
-        irqs: vec![IrqSpec { name: preset.name.to_string(), cpus, interval, hardirq, softirq }],
+        irqs: vec![IrqSpec { name: preset.name.to_string(), cpus, interval, hardirq, softirq, accounted: true }],
         ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     })
 }

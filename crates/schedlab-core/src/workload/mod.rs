@@ -27,6 +27,7 @@ pub mod schbench;
 pub(crate) mod sched_keys;
 pub mod sieve;
 pub mod spec;
+pub mod stall;
 #[cfg(test)]
 pub(crate) mod testdrv;
 pub mod usertoml;
@@ -264,6 +265,10 @@ pub struct IrqSpec {
     pub hardirq: Dist,
     /// Softirq (bottom-half) time raised by each interrupt.
     pub softirq: Dist,
+    /// Whether its time is IRQ time, kept out of the task clock
+    /// (CONFIG_IRQ_TIME_ACCOUNTING), or charged to the interrupted task (a
+    /// `stall`: a vCPU the host descheduled, with no steal time).
+    pub accounted: bool,
 }
 
 /// A benchmark task forked at t=0 by a parent on CPU 0 (the benchmark's main

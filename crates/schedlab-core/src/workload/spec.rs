@@ -11,7 +11,7 @@ use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::wakee_flips::{apply_parent_wakee_flips, build_order, take_parent_wakee_flips, ForkOrder};
 use super::{
     android, chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve,
-    video, workqueue, Dist, Workload,
+    stall, video, workqueue, Dist, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -126,7 +126,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 17] = [
+const FAMILIES: [Family; 18] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR, fork_order: build_order },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -163,13 +163,16 @@ const FAMILIES: [Family; 17] = [
              params: noise::KW_PARAMS, build: noise::build_kworkers, policy: FAIR, fork_order: build_order },
     Family { name: "irq", summary: irq::SUMMARY, structure: irq::STRUCTURE, source: irq::SOURCE,
              params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks, fork_order: build_order },
+    Family { name: "stall", summary: stall::SUMMARY, structure: stall::STRUCTURE, source: stall::SOURCE,
+             params: stall::PARAMS, build: stall::build, policy: PolicyDefault::NoTasks, fork_order: build_order },
 ];
 
 /// The `cpus`/`preferred` and policy keys every family takes, as documented
 /// for `f` (its own defaults; none for a family without tasks).
 fn common_param_docs(f: &Family) -> Vec<ParamDoc> {
-    // The one family without tasks (irq) fires on CPU 0 unless told otherwise.
-    let cpus_default = if f.policy == PolicyDefault::NoTasks { "0" } else { "all" };
+    // irq fires on CPU 0 unless told otherwise (one device queue); stall and
+    // the families with tasks act on every CPU.
+    let cpus_default = if f.name == "irq" { "0" } else { "all" };
     let mut v = vec![
         ParamDoc {
             name: "cpus".into(),
