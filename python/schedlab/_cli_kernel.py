@@ -222,6 +222,15 @@ def validate_cmd(
             "--reuse reuses the stored probe outputs too.",
         ),
     ] = None,
+    noise: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--noise",
+            help="A noise workload simulated beside every case (repeatable), e.g. the guest's vCPU "
+            "stalls: --noise stall:interval=exp:10ms,duration=exp:6ms (each table's notes give "
+            "the recordings' share of runs past slice and tick, which stalls leave).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -246,6 +255,7 @@ def validate_cmd(
         machine_file=machine,
         reuse=reuse,
         calibrate=calibrate,
+        noise=noise or (),
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))

@@ -262,6 +262,7 @@ def run_case(
     parent_wakee_flips: int | None = None,
     machine_file: Path | None = None,
     reuse: bool = False,
+    noise: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
     compares the means. `parent_wakee_flips` is the count the simulated tasks
@@ -272,7 +273,8 @@ def run_case(
     (0). The result's ``flips`` holds what each recording was simulated with
     (``[N]``: one count for all) and ``simulated`` the specs. With
     `reuse`, a recording already in `work` (trace, machine and kernel.json)
-    is analyzed again instead of recorded."""
+    is analyzed again instead of recorded. `noise` are noise workload specs
+    run beside each simulation (e.g. a guest's `stall`s)."""
     real_runs: list[dict[str, float]] = []
     rep_flips: list[list[int]] = []
     recovered: list[int] = []
@@ -323,7 +325,7 @@ def run_case(
 
     def simulate(flips: Sequence[int]) -> list[dict[str, float]]:
         return [
-            run_sources(machine, resolve_workloads([spec(flips)]), policy, seed).metrics
+            run_sources(machine, resolve_workloads([spec(flips), *noise]), policy, seed).metrics
             for seed in range(seeds)
         ]
 
@@ -381,7 +383,13 @@ def run_case(
         "kernel": info.get("kernel_release", ""),
         "machine": str(machine_path),
         "calibrated": calibrated,
-        "notes": [case.note, *notes, *_recovered_note(recovered), *_opt(_stalls.note(stalls))],
+        "notes": [
+            case.note,
+            *notes,
+            *_recovered_note(recovered),
+            *_opt(_stalls.note(stalls)),
+            *[f"simulated beside the noise `{n}`" for n in noise],
+        ],
         "stalled_pct": [round(100 * f.share, 1) for f in stalls],
         "inferred_switches": recovered,
         "reps": reps,
@@ -415,6 +423,7 @@ def validate(
     machine_file: Path | None = None,
     reuse: bool = False,
     calibrate: bool | None = None,
+    noise: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Every case, natively on this host (under `schedlab record`) or, with
     `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
@@ -471,7 +480,7 @@ def validate(
             results.append({"case": case.name, "skipped": f"'{case.argv[0]}' not found"})
             continue
         results.append(
-            run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file, reuse)
+            run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file, reuse, noise)
         )
         if calibration is not None:
             results[-1]["calibration"] = calibration

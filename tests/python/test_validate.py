@@ -208,6 +208,17 @@ def test_the_schbench_case_on_its_guest_recording(tmp_path: Path) -> None:
         return info
 
     res = _validate.run_case(case, tmp_path, reps=1, seeds=1, record=replay)
+    # A noise simulated beside the case (a guest's vCPU stalls) acts on the
+    # simulated side only, and the notes say so.
+    stalls = "stall:interval=exp:10ms,duration=exp:6ms"
+    noisy = _validate.run_case(
+        case, tmp_path, reps=1, seeds=1, record=replay, reuse=True, noise=[stalls]
+    )
+    assert f"simulated beside the noise `{stalls}`" in noisy["notes"]
+    sim = {r["metric"]: r["sim"] for r in res["rows"]}
+    noisy_sim = {r["metric"]: r["sim"] for r in noisy["rows"]}
+    assert noisy_sim["context_switches"] != sim["context_switches"]
+    assert [r["real"] for r in noisy["rows"]] == [r["real"] for r in res["rows"]]
     assert res["policy"] == "v6.12+NI_RANDOM"
     # Each recording's share of runs past slice and tick (`_stalls`), in %.
     assert len(res["stalled_pct"]) == 1
