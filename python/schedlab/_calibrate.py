@@ -266,6 +266,33 @@ def read_wake_probe(d: Path) -> dict[str, Any] | None:
     return doc
 
 
+def stall_noise(d: Path) -> tuple[str, str] | None:
+    """The `stall` noise spec the stall probe stored in `d`
+    (``probe-stalls.json``: a spinning thread per CPU, its clock's gaps) and
+    how it was measured, or None without the probe or with no gap: stalls
+    start every 1/rate (exponential, as independent preemptions by the host
+    are) and last the gaps' mean (exponential)."""
+    f = d / "probe-stalls.json"
+    if not f.is_file():
+        return None
+    try:
+        doc: dict[str, Any] = json.loads(f.read_text())
+        gaps, per_s, mean_ns = int(doc["gaps"]), float(doc["per_s"]), int(doc["mean_ns"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise _native.SpecError(f"{f}: not the stall probe's JSON ({e})") from e
+    if gaps == 0 or per_s <= 0:
+        return None
+    interval_us = max(1, round(1e6 / per_s))
+    mean_us = max(1, round(mean_ns / 1e3))
+    spec = f"stall:interval=exp:{interval_us}us,duration=exp:{mean_us}us"
+    how = (
+        f"{gaps} gaps over {doc.get('threshold_ns', 0) / 1e3:.0f} us in {doc.get('cpus', '?')} "
+        f"spinning threads' clocks ({per_s:.0f} per CPU-second, mean {mean_us / 1e3:.1f} ms, "
+        f"{100 * float(doc.get('stalled_fraction', 0)):.0f}% of the time)"
+    )
+    return spec, how
+
+
 def read_reply_writes(d: Path) -> dict[str, Any] | None:
     """The split probe's timed reply writes (``reply_write_ns``: p10, p50,
     p90, n) stored in calibration directory `d`, or None when its program

@@ -231,6 +231,15 @@ def validate_cmd(
             "the recordings' share of runs past slice and tick, which stalls leave).",
         ),
     ] = None,
+    stalls: Annotated[
+        bool,
+        typer.Option(
+            "--stalls/--no-stalls",
+            help="With --qemu and its calibration: simulate every case beside the vCPU stalls the "
+            "guest's stall probe measured (the stall noise family; its spec is in the notes). "
+            "--no-stalls simulates a machine that never stalls.",
+        ),
+    ] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -256,6 +265,7 @@ def validate_cmd(
         reuse=reuse,
         calibrate=calibrate,
         noise=noise or (),
+        stalls=stalls,
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))

@@ -629,6 +629,11 @@ GUEST_PROBE_CHUNKS = 400
 # guest); 400 rounds take 2 s of guest time.
 GUEST_WAKE_OPS = 400
 GUEST_WAKE_GAP = "5ms"
+# The stall probe in a guest: a spinning thread per vCPU for 3 s, gaps over
+# 0.5 ms counted (a guest's own interrupts take tens of us even under TCG;
+# the host's descheduling of a vCPU, milliseconds). In a 1s x 2c x 1t guest
+# on this 2-CPU host: 107-111 gaps per vCPU-second of 5.3 ms on average.
+GUEST_STALL_PROBE = "stalls:duration=3s,threshold=500us"
 
 
 def guest_wake_probe() -> str:
@@ -659,6 +664,10 @@ def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
         # A static schedlab-wl older than the wake probe exits 2: no wakeup_ns.
         f"/wl '{guest_wake_probe()}' > /out/wake.stdout 2> /out/wake.stderr",
         "echo $? > /out/wake.rc",
+        # Every vCPU busy, as in a saturated case: the host's stalls of them.
+        # An older static schedlab-wl exits 2: no stall figures.
+        f"/wl '{GUEST_STALL_PROBE}' > /out/stalls.stdout 2> /out/stalls.stderr",
+        "echo $? > /out/stalls.rc",
     ]
     for pin, _ in WAKEUP_PROBES:
         lines += [
@@ -687,7 +696,7 @@ def calibrate_in_guest(
     """Runs `schedlab calibrate`'s three probes inside one boot of a guest of
     `shape` (`wl_bin`: the static schedlab-wl) and stores their outputs in
     `out` as the host's calibration does (``probe-pipe.json``, ``probe-wake.json``
-    when the binary has the wake probe,
+    and ``probe-stalls.json`` when the binary has those probes,
     ``probe-split/`` and ``probe-same/`` with ``trace.txt``,
     ``workload.stdout``, the guest's imported ``machine.toml`` and
     ``kernel.json``), for `_calibrate.costs_from_probes`."""
@@ -714,10 +723,12 @@ def calibrate_in_guest(
     if pipe_doc is None:
         raise GuestError(f"the pipe probe printed no JSON in the guest (see {result}/pipe.stdout)")
     (out / "probe-pipe.json").write_text(json.dumps(pipe_doc, indent=2) + "\n")
-    if text("wake.rc").strip() == "0":
-        for line in reversed(text("wake.stdout").splitlines()):
+    for probe in ("wake", "stalls"):
+        if text(f"{probe}.rc").strip() != "0":
+            continue
+        for line in reversed(text(f"{probe}.stdout").splitlines()):
             if line.startswith("{"):
-                (out / "probe-wake.json").write_text(line + "\n")
+                (out / f"probe-{probe}.json").write_text(line + "\n")
                 break
     machine = _native.topo_import(str(result / "sys"))
     for pin, _ in WAKEUP_PROBES:

@@ -424,6 +424,7 @@ def validate(
     reuse: bool = False,
     calibrate: bool | None = None,
     noise: Sequence[str] = (),
+    stalls: bool = True,
 ) -> list[dict[str, Any]]:
     """Every case, natively on this host (under `schedlab record`) or, with
     `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
@@ -435,7 +436,9 @@ def validate(
     run (in the guest: one extra boot; with `reuse`, their outputs already in
     ``out/calibrate`` are used instead) and the cases are simulated on
     ``out/calibrate/machine.toml``, the imported machine with the measured
-    costs (`calibrated_machine`)."""
+    costs (`calibrated_machine`). There, with `stalls`, the stalls the
+    guest's stall probe measured (`_calibrate.stall_noise`) are simulated
+    beside every case as the `stall` noise family, after `noise`."""
     results: list[dict[str, Any]] = []
     record: Callable[[list[str], Path], dict[str, Any]]
     if calibrate is None:
@@ -474,6 +477,12 @@ def validate(
         machine_file, calibration = calibrated_machine(
             out / "calibrate", reuse, (shape, binary) if qemu is not None else None
         )
+        from . import _calibrate
+
+        measured = _calibrate.stall_noise(out / "calibrate") if qemu is not None else None
+        if stalls and measured is not None:
+            noise = [*noise, measured[0]]
+            calibration["stalls"] = measured
     for case in cases if cases is not None else default_cases(scale):
         kept = reuse and all(_recorded(out / case.name / f"real-{i}") for i in range(reps))
         if qemu is None and not kept and shutil.which(case.argv[0]) is None:
@@ -602,5 +611,8 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
                 f"{cal['pipe_write_ns']}, pipe_read_ns {cal['pipe_read_ns']}"
                 + "".join(f", {k} {cal[k]}" for k in CALIBRATION_OPTIONAL if k in cal)
             )
+            if cal.get("stalls"):
+                spec, how = cal["stalls"]
+                notes.append(f"the stalls `{spec}`: measured {where}, {how}")
         lines += ["", *[f"- {n}" for n in notes], ""]
     return "\n".join(lines) + "\n"

@@ -430,3 +430,23 @@ def test_a_queued_remote_wakeup_costs_its_waker_ttwu_queue_ns(tmp_path: Path) ->
     # above, about half of it was on the round trip's path (0.105 -> 0.026 s).
     saved = old["completion_time_s"] - new["completion_time_s"]
     assert saved > 0.3 * 4000 * 45e-6, (old["completion_time_s"], new["completion_time_s"])
+
+
+def test_the_stall_probe_gives_the_stall_noise(tmp_path: Path) -> None:
+    # 111 gaps per CPU-second of 5.34 ms on average (a 2-vCPU TCG guest on
+    # the 2-CPU development VM): stalls every 1/111 s, 5.3 ms long.
+    d = tmp_path / "cal"
+    d.mkdir()
+    assert _calibrate.stall_noise(d) is None  # no probe run
+    doc = {"family": "stalls", "gaps": 666, "per_s": 111.0, "mean_ns": 5343041,
+           "threshold_ns": 500000, "cpus": 2, "stalled_fraction": 0.593}  # fmt: skip
+    (d / "probe-stalls.json").write_text(json.dumps(doc))
+    spec, how = _calibrate.stall_noise(d) or ("", "")
+    assert spec == "stall:interval=exp:9009us,duration=exp:5343us"
+    assert "111 per CPU-second, mean 5.3 ms, 59% of the time" in how
+    schedlab.run("laptop-4c8t", ["sieve:threads=2,work=5ms", spec], seed=0)  # a valid spec
+    (d / "probe-stalls.json").write_text(json.dumps(dict(doc, gaps=0)))
+    assert _calibrate.stall_noise(d) is None
+    (d / "probe-stalls.json").write_text("{")
+    with pytest.raises(_native.SpecError, match=r"probe-stalls.json: not the stall probe's JSON"):
+        _calibrate.stall_noise(d)

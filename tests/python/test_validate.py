@@ -368,6 +368,24 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
     assert "wakeup_ns" not in cal
     measured = dict(res, calibration=dict(cal, wakeup_ns=56921, ttwu_queue_ns=31703))
     assert "wakeup_ns 56921, ttwu_queue_ns 31703" in _validate.markdown([measured], "Guest")
+    assert not any("stall" in n for n in res["notes"])  # no stall probe stored
+    # With the guest's stall probe stored: every case is simulated beside
+    # the stalls it measured (unless --no-stalls), and the notes say how.
+    probe = {"family": "stalls", "gaps": 666, "per_s": 111.0, "mean_ns": 5343041,
+             "threshold_ns": 500000, "cpus": 4, "stalled_fraction": 0.593}  # fmt: skip
+    (tmp_path / "calibrate" / "probe-stalls.json").write_text(json.dumps(probe))
+    runs = {}
+    for stalls in (True, False):
+        (runs[stalls],) = _validate.validate(
+            tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
+            wl_bin=wl, reuse=True, stalls=stalls,
+        )  # fmt: skip
+    spec = "stall:interval=exp:9009us,duration=exp:5343us"
+    assert f"simulated beside the noise `{spec}`" in runs[True]["notes"]
+    assert "666 gaps over 500 us" in _validate.markdown([runs[True]], "Guest")
+    assert not any("stall" in n for n in runs[False]["notes"])
+    sims = [{r["metric"]: r["sim"] for r in runs[s]["rows"]} for s in (True, False)]
+    assert sims[0]["context_switches"] != sims[1]["context_switches"]
     # --no-calibrate: the recording's own import, completion times not compared.
     (plain,) = _validate.validate(
         tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
@@ -430,3 +448,6 @@ def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
     assert ",gap=5ms" in wake  # TCG: the host's 200 us is too short (see _guest)
     assert f"/wl '{wake}' > /out/wake.stdout" in job
     assert job.index("wakecost") < job.index("echo 1 > $T/tracing_on")
+    # The stall probe too, untraced, every vCPU spinning.
+    assert f"/wl '{_guest.GUEST_STALL_PROBE}' > /out/stalls.stdout" in job
+    assert job.index("stalls:") < job.index("echo 1 > $T/tracing_on")

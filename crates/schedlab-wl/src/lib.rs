@@ -14,6 +14,7 @@ mod periodic;
 mod pipe;
 mod pipecost;
 mod schbench;
+mod stalls;
 mod wakecost;
 mod workqueue;
 
@@ -63,6 +64,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("schbench", schbench::SUMMARY),
     ("pipecost", pipecost::SUMMARY),
     ("wakecost", wakecost::SUMMARY),
+    ("stalls", stalls::SUMMARY),
 ];
 
 fn usage() -> String {
@@ -120,6 +122,7 @@ pub fn run(spec: &str) -> Result<String, WlError> {
         "schbench" => schbench::run(&s)?,
         "pipecost" => pipecost::run(&s)?,
         "wakecost" => wakecost::run(&s)?,
+        "stalls" => stalls::run(&s)?,
         other => {
             let names: Vec<&str> = FAMILIES.iter().map(|f| f.0).collect();
             return Err(WlError::Bad(format!("unknown family '{other}' (families: {})", names.join(", "))));
