@@ -69,7 +69,7 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
         "cpus": cpus.len(),
         "gaps": n,
         "total_ns": total,
-        "mean_ns": if n > 0 { total / n } else { 0 },
+        "mean_ns": total.checked_div(n).unwrap_or(0),
         "longest_ns": longest,
         "per_s": n as f64 / cpu_s,
         "stalled_fraction": total as f64 / (cpu_s * 1e9),
