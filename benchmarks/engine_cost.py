@@ -4,7 +4,8 @@ the figures the README and crates/schedlab-core/src/engine/README.md quote.
     python benchmarks/engine_cost.py            # print the table
     python benchmarks/engine_cost.py --check    # and fail past the limits
 
-It builds the `bench` example (release), then counts under
+It builds the `bench` example in the `dist` profile (release with fat LTO,
+what `pip install .` ships), then counts under
 `valgrind --tool=callgrind`:
 - the standard bench (schbench, 2 simulated s, intel-4n-192): instructions,
   handled events, stale events;
@@ -38,14 +39,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _bench_binary() -> Path:
     subprocess.run(
-        ["cargo", "build", "-q", "--release", "--example", "bench", "-p", "schedlab-core"],
+        ["cargo", "build", "-q", "--profile", "dist", "--example", "bench", "-p", "schedlab-core"],
         cwd=ROOT,
         check=True,
     )
     # Where cargo put it: CARGO_TARGET_DIR when set (a worktree with its own
     # target directory), else the workspace's target/.
     target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    return target / "release" / "examples" / "bench"
+    return target / "dist" / "examples" / "bench"
 
 
 def _count(binary: Path, *args: str) -> tuple[int, int, int]:
