@@ -43,7 +43,14 @@ impl Sim {
     /// Set `cpu`'s `balance_interval` at `level` to `ms`, and the intervals
     /// `get_sd_balance_interval` reads with it. Not in the group sums: not
     /// noted changed.
+    /// Most calls (a pass that tried resets the interval to its minimum)
+    /// find it unchanged and return; `interval_ns` is 0 only before the
+    /// first call (an interval is at least one tick).
     pub fn set_balance_interval_ms(&mut self, cpu: CpuId, level: usize, ms: u32) {
+        let rt = &self.rqs[cpu.idx()].sd[level];
+        if rt.balance_interval_ms == ms && rt.interval_ns[0] != 0 {
+            return;
+        }
         let ns =
             [self.sd_balance_interval_ns(cpu, level, ms, false), self.sd_balance_interval_ns(cpu, level, ms, true)];
         let rt = self.rqs.sd_mut(cpu.idx(), level);
