@@ -18,9 +18,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
+/// One run: machine preset, workload spec (parts after ` + ` are extra
+/// workloads), policy, cpufreq governor, idle governor.
+type Case = (&'static str, &'static str, &'static str, Option<&'static str>, Option<&'static str>);
+
 fn main() {
-    // (machine preset, workload spec, policy, cpufreq governor, idle governor)
-    let cases: &[(&str, &str, &str, Option<&str>, Option<&str>)] = &[
+    let cases: &[Case] = &[
         ("intel-4n-192", "schbench:runtime=300ms", "eevdf", None, None),
         ("intel-4n-192", "hackbench:groups=4,loops=50", "eevdf", None, Some("menu")),
         ("laptop-4c8t", "hackbench:groups=2,fds=4,loops=40", "eevdf", Some("schedutil"), None),
