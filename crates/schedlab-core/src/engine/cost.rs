@@ -16,6 +16,7 @@ pub const WU_PER_NS: u64 = 1024;
 impl Sim {
     /// Speed of `cpu` now, in work units per ns: `capacity_orig x f/f_max`,
     /// scaled by the SMT factor when a sibling is busy.
+    #[inline(always)]
     pub fn cpu_speed(&self, cpu: CpuId) -> u64 {
         let mut s = self.cpufreq.speed[cpu.idx()];
         if self.sibling_busy(cpu) {
