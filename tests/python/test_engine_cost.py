@@ -1,6 +1,7 @@
 """The engine's instruction counts stay within what the READMEs claim
 (benchmarks/engine_cost.py --check: callgrind, so the counts repeat exactly
-on any machine). Slow: about a minute; needs cargo and valgrind."""
+on any machine). Slow: a few minutes (a dist build with LTO, then the
+runs); needs cargo and valgrind."""
 
 from __future__ import annotations
 

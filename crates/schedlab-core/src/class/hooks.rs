@@ -135,6 +135,7 @@ impl Sim {
     /// `class->task_woken`: after `p` was enqueued by a wakeup on `cpu` and
     /// did not preempt (the RT class pushes from an overloaded runqueue).
     /// Called from `ttwu_do_activate` and `wake_up_new_task`, as core.c does.
+    #[inline]
     pub(crate) fn class_task_woken(&mut self, cpu: CpuId, p: TaskId) {
         if self.task_class(p) == SchedClass::Rt {
             self.task_woken_rt(cpu, p);

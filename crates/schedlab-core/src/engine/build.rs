@@ -197,6 +197,13 @@ impl Sim {
             workload_start,
             machine,
         };
+        for c in 0..nr {
+            let cpu = CpuId(c as u32);
+            for level in 0..sim.rqs[c].sd.len() {
+                let ms = sim.rqs[c].sd[level].balance_interval_ms;
+                sim.set_balance_interval_ms(cpu, level, ms);
+            }
+        }
         sim.irq_start();
         Ok(sim)
     }

@@ -520,6 +520,7 @@ impl Sim {
     }
 
     /// Bookkeeping when `p` stops running on `cpu`.
+    #[inline]
     fn leave_cpu(&mut self, p: TaskId, cpu: CpuId) {
         let info = &self.machine.cpus[cpu.idx()];
         let (core, llc) = (info.core as usize, info.llc as usize);

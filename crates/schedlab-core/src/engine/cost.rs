@@ -16,6 +16,7 @@ pub const WU_PER_NS: u64 = 1024;
 impl Sim {
     /// Speed of `cpu` now, in work units per ns: `capacity_orig x f/f_max`,
     /// scaled by the SMT factor when a sibling is busy.
+    #[inline(always)]
     pub fn cpu_speed(&self, cpu: CpuId) -> u64 {
         let mut s = self.cpufreq.speed[cpu.idx()];
         if self.sibling_busy(cpu) {
@@ -83,10 +84,17 @@ impl Sim {
 
     /// Charge `cost_ns` of CPU time on `cpu` now (a wakeup's scan, a balance
     /// pass): the CPU cannot make progress on its task until it is paid.
+    /// A zero cost (most passes and scans) is tested at the call site.
+    #[inline]
     pub fn charge(&mut self, cpu: CpuId, cost_ns: Ns) {
-        if cost_ns == 0 {
-            return;
+        if cost_ns != 0 {
+            self.charge_nonzero(cpu, cost_ns);
         }
+    }
+
+    /// `charge` of a cost that is not zero.
+    #[inline(never)]
+    fn charge_nonzero(&mut self, cpu: CpuId, cost_ns: Ns) {
         self.sync_segment(cpu);
         let now = self.now;
         let rq = self.rqs.untracked_mut(cpu.idx());

@@ -294,7 +294,8 @@ pub struct Sim {
 
 impl Sim {
     /// Emit an event: to the metrics, and to the trace if one is kept.
-    #[inline]
+    /// Always inlined with `Collector::on_event` (see there).
+    #[inline(always)]
     pub fn emit(&mut self, ev: Event) {
         let te = TimedEvent { time: self.now, ev };
         self.collector.on_event(&te);

@@ -272,7 +272,16 @@ impl Sim {
     /// buckets when it was delayed.
     #[inline]
     pub(crate) fn uclamp_rq_inc(&mut self, cpu: CpuId, p: TaskId, delayed_wakeup: bool) {
-        if !self.uclamp_used || !self.uclamp_enabled(p) {
+        // The static key's test at the call site; the counting out of line.
+        if self.uclamp_used {
+            self.uclamp_rq_inc_used(cpu, p, delayed_wakeup);
+        }
+    }
+
+    /// `uclamp_rq_inc` once some task asked for a clamp.
+    #[inline(never)]
+    fn uclamp_rq_inc_used(&mut self, cpu: CpuId, p: TaskId, delayed_wakeup: bool) {
+        if !self.uclamp_enabled(p) {
             return;
         }
         if !delayed_wakeup && self.class_task_delayed(p) {

@@ -516,11 +516,9 @@ impl Sim {
         if env.idle == CpuIdleType::NewlyIdle || env.migration_type == MigrationType::Misfit {
             return 0;
         }
-        let rt = self.rqs.sd_mut(this_cpu.idx(), level);
-        if (env.flags & LBF_ALL_PINNED != 0 && rt.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
-            || rt.balance_interval_ms < max_interval
-        {
-            rt.balance_interval_ms *= 2;
+        let ms = self.rqs[this_cpu.idx()].sd[level].balance_interval_ms;
+        if (env.flags & LBF_ALL_PINNED != 0 && ms < MAX_PINNED_INTERVAL_MS) || ms < max_interval {
+            self.set_balance_interval_ms(this_cpu, level, ms * 2);
         }
         0
     }
@@ -555,7 +553,7 @@ impl Sim {
             self.rqs.sd_mut(this_cpu.idx(), level).nr_balance_failed = 0;
         }
         if !active || need {
-            self.rqs.sd_mut(this_cpu.idx(), level).balance_interval_ms = min_interval;
+            self.set_balance_interval_ms(this_cpu, level, min_interval);
         }
         LbExit::Tried
     }

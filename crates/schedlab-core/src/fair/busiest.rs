@@ -220,27 +220,41 @@ impl Sim {
     /// `sched_balance_find_src_rq` (`find_busiest_queue`): the busiest
     /// runqueue of `group` for the migration type.
     pub fn sched_balance_find_src_rq(&self, env: &LbEnv, group: &GroupRef) -> Option<CpuId> {
+        if group.wholly_considered(env) {
+            // Every CPU of the group, in span order: its list, not a mask
+            // walk over the machine's words (16 at 1024 CPUs).
+            self.find_src_rq_among(env, group.cpus(&self.fair.sg_cpus).iter().copied())
+        } else {
+            self.find_src_rq_among(env, group.span.and(&env.cpus).iter())
+        }
+    }
+
+    /// `sched_balance_find_src_rq`'s loop over `cpus`. Always inlined into
+    /// its two callers, so the loop's body is too (as a closure called per
+    /// CPU it was not: about 600,000 calls per standard bench).
+    #[inline(always)]
+    fn find_src_rq_among(&self, env: &LbEnv, cpus: impl Iterator<Item = CpuId>) -> Option<CpuId> {
         let sd = self.domains.sd(env.sd);
         let mut busiest = None;
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
-        let mut consider = |i: CpuId| {
+        for i in cpus {
             let rq = &self.rqs[i.idx()];
             let nr_running = rq.cfs.h_nr_runnable;
             if nr_running == 0 {
-                return;
+                continue;
             }
             let capacity = self.capacity_of(i);
             if sd.has(SD_ASYM_CPUCAPACITY)
                 && !capacity_greater(self.capacity_of(env.dst_cpu), capacity)
                 && nr_running == 1
             {
-                return;
+                continue;
             }
             match env.migration_type {
                 MigrationType::Load => {
                     let load = rq.cpu_load();
                     if nr_running == 1 && load as i64 > env.imbalance && !self.check_cpu_capacity(i, sd) {
-                        return;
+                        continue;
                     }
                     // max(load_i / capacity_i), cross-multiplied.
                     if load * busiest_capacity > busiest_load * capacity {
@@ -252,7 +266,7 @@ impl Sim {
                 MigrationType::Util => {
                     let util = self.cpu_util_cfs_boost(i);
                     if nr_running <= 1 {
-                        return;
+                        continue;
                     }
                     if busiest_util < util {
                         busiest_util = util;
@@ -272,17 +286,6 @@ impl Sim {
                         busiest = Some(i);
                     }
                 }
-            }
-        };
-        if group.wholly_considered(env) {
-            // Every CPU of the group, in span order: its list, not a mask
-            // walk over the machine's words (16 at 1024 CPUs).
-            for &i in group.cpus(&self.fair.sg_cpus) {
-                consider(i);
-            }
-        } else {
-            for i in group.span.and(&env.cpus).iter() {
-                consider(i);
             }
         }
         busiest

@@ -198,6 +198,7 @@ impl Sim {
     /// machine has an energy model, and EAS is possible there (asymmetric
     /// capacities, no SMT, schedutil: `sched_is_eas_possible`), as the kernel
     /// decides when it builds the perf domains.
+    #[inline]
     pub fn sched_energy_enabled(&self) -> bool {
         sched_feat!(self.features, eas) && self.fair.eas.possible && self.fair.eas.em.is_some()
     }

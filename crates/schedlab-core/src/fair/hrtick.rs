@@ -25,11 +25,19 @@ impl Sim {
     /// (`(deadline - vruntime) * weight / NICE_0_LOAD` ns), stretched by
     /// the share of the CPU interrupts take (`cpu_util_irq`); a task past
     /// its deadline is rescheduled at once if it runs.
+    ///
+    /// A lone task arms nothing: that test is inlined at the callers.
+    #[inline]
     pub(crate) fn hrtick_start_fair(&mut self, cpu: CpuId, p: TaskId) {
-        let rq = &self.rqs[cpu.idx()];
-        if rq.cfs.nr_queued <= 1 {
-            return;
+        if self.rqs[cpu.idx()].cfs.nr_queued > 1 {
+            self.hrtick_start_fair_queued(cpu, p);
         }
+    }
+
+    /// `hrtick_start_fair` with more than one task queued.
+    #[inline(never)]
+    fn hrtick_start_fair_queued(&mut self, cpu: CpuId, p: TaskId) {
+        let rq = &self.rqs[cpu.idx()];
         let se = &self.fair.ses[p.idx()];
         let vdelta = se.deadline.wrapping_sub(se.vruntime) as i64;
         if vdelta < 0 {

@@ -509,6 +509,7 @@ impl Sim {
     /// `nr_idle_scan = y * llc_weight / 1024`: the depth falls quadratically
     /// and reaches 0 at `x = 1024 * 100 / pct` (85% for 117), the point
     /// where an LLC group counts as overloaded.
+    #[inline]
     pub fn update_idle_cpu_scan(&self, env: &LbEnv, sum_util: u64) -> Option<(usize, u32)> {
         if !crate::sched_feat!(self.features, SIS_UTIL) || env.idle == CpuIdleType::NewlyIdle {
             return None;

@@ -63,7 +63,7 @@ impl Sim {
 
     /// [`Sim::local_group`] when `sd` is the domain at `level` of some
     /// CPU's chain (its depth), as a balance pass's `env.level` says.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn local_group_at(&self, sd: SdId, level: usize, cpu: CpuId) -> LocalGroup {
         let chain = self.domains.chain(cpu);
         let lg = if level < chain.len() && chain[level] == sd {

@@ -98,10 +98,18 @@ impl Sim {
 
     /// `check_update_overutilized_status(rq)`: after a wakeup's enqueue and
     /// at the tick, mark what `cpu` makes overutilized (never clears).
+    /// Without EAS nothing is marked: that test is inlined at the callers
+    /// (every wakeup's enqueue and tick), the marking is not.
+    #[inline]
     pub fn check_update_overutilized_status(&mut self, cpu: CpuId) {
-        if !self.sched_energy_enabled() {
-            return;
+        if self.sched_energy_enabled() {
+            self.check_update_overutilized_eas(cpu);
         }
+    }
+
+    /// `check_update_overutilized_status` with EAS enabled.
+    #[inline(never)]
+    fn check_update_overutilized_eas(&mut self, cpu: CpuId) {
         let over = self.cpu_overutilized(cpu);
         if !self.fair.eas.rd_overutilized && over {
             self.set_rd_overutilized(true);

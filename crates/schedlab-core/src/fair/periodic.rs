@@ -13,10 +13,22 @@ impl Sim {
     /// `get_sd_balance_interval(sd, cpu_busy)` in ns: the domain's current
     /// interval (times `busy_factor` when busy, minus a jiffy so levels do
     /// not align), in whole jiffies, clamped to [1 jiffy,
-    /// `max_load_balance_interval` = HZ * nr_cpus / 10 jiffies].
+    /// `max_load_balance_interval` = HZ * nr_cpus / 10 jiffies]. Read from
+    /// the per-domain state, where `set_balance_interval_ms` keeps it.
+    #[inline]
     pub fn get_sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> Ns {
+        let rt = &self.rqs[cpu.idx()].sd[level];
+        debug_assert_eq!(
+            rt.interval_ns[busy as usize],
+            self.sd_balance_interval_ns(cpu, level, rt.balance_interval_ms, busy)
+        );
+        rt.interval_ns[busy as usize]
+    }
+
+    /// `get_sd_balance_interval`'s computation for an interval of `ms`.
+    fn sd_balance_interval_ns(&self, cpu: CpuId, level: usize, ms: u32, busy: bool) -> Ns {
         let sd = self.domains.sd(self.domains.chain(cpu)[level]);
-        let mut ms = self.rqs[cpu.idx()].sd[level].balance_interval_ms as u64;
+        let mut ms = ms as u64;
         if busy {
             ms *= sd.busy_factor as u64;
         }
@@ -26,6 +38,24 @@ impl Sim {
             j = j.saturating_sub(1);
         }
         j.clamp(1, self.fair.max_load_balance_interval) * self.tick_ns
+    }
+
+    /// Set `cpu`'s `balance_interval` at `level` to `ms`, and the intervals
+    /// `get_sd_balance_interval` reads with it. Not in the group sums: not
+    /// noted changed.
+    /// Most calls (a pass that tried resets the interval to its minimum)
+    /// find it unchanged and return; `interval_ns` is 0 only before the
+    /// first call (an interval is at least one tick).
+    pub fn set_balance_interval_ms(&mut self, cpu: CpuId, level: usize, ms: u32) {
+        let rt = &self.rqs[cpu.idx()].sd[level];
+        if rt.balance_interval_ms == ms && rt.interval_ns[0] != 0 {
+            return;
+        }
+        let ns =
+            [self.sd_balance_interval_ns(cpu, level, ms, false), self.sd_balance_interval_ns(cpu, level, ms, true)];
+        let rt = self.rqs.sd_mut(cpu.idx(), level);
+        rt.balance_interval_ms = ms;
+        rt.interval_ns = ns;
     }
 
     /// `sched_balance_domains(rq, idle)`: balance every domain of `cpu`

@@ -290,6 +290,7 @@ impl Sim {
     /// paths read them: `sd.flags`, plus `SD_BALANCE_WAKE` under `wake_cap`
     /// when that domain or one above it has `SD_ASYM_CPUCAPACITY` (v4.14's
     /// `sd_init` set it on the asymmetric domain and every domain below).
+    #[inline]
     pub fn sd_balance_flags(&self, cpu: CpuId, level: usize) -> u32 {
         let chain = self.domains.chain(cpu);
         let flags = self.domains.sd(chain[level]).flags;

@@ -314,6 +314,13 @@ impl Collector {
 
     /// Feed one event. Events must come in time order (a late event is
     /// applied at the latest time seen).
+    ///
+    /// Always inlined, as `Sim::emit` is: each of the engine's emit sites
+    /// passes one known variant, so the match folds away and only that
+    /// arm's code lands there (no call, no dispatch, no spill of the whole
+    /// function's registers per event; 2.1% of the standard bench's
+    /// instructions, for 3 KB of code).
+    #[inline(always)]
     pub fn on_event(&mut self, te: &TimedEvent) {
         let t = te.time;
         if t > self.last_t || !self.started {

@@ -72,7 +72,7 @@ impl LatencyHist {
     }
 
     /// Record one value, ns.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, ns: u64) {
         self.counts[bucket_of(ns)] += 1;
         self.count += 1;

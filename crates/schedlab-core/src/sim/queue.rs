@@ -195,7 +195,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Take `key`'s pending event out of the queue, if there is one.
-    #[inline]
+    #[inline(always)]
     pub fn cancel_key(&mut self, key: u32) {
         debug_assert!(key < self.keys, "key {key} out of range");
         let i = self.pos[key as usize];
@@ -291,15 +291,21 @@ impl<E> EventQueue<E> {
         self.heap.len() - self.hole as usize + self.in_lanes
     }
 
-    /// Refill the root's hole, if there is one, with the last node.
-    #[inline]
+    /// Refill the root's hole, if there is one, with the last node: the
+    /// test inlined, the refill not.
+    #[inline(always)]
     fn settle(&mut self) {
         if self.hole {
-            self.hole = false;
-            let last = self.heap.pop().expect("a hole is not the last node");
-            if !self.heap.is_empty() {
-                self.sift_down_to_bottom(last);
-            }
+            self.refill_hole();
+        }
+    }
+
+    #[inline(never)]
+    fn refill_hole(&mut self) {
+        self.hole = false;
+        let last = self.heap.pop().expect("a hole is not the last node");
+        if !self.heap.is_empty() {
+            self.sift_down_to_bottom(last);
         }
     }
 
