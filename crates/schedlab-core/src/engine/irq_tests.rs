@@ -131,6 +131,35 @@ fn a_stalled_cpu_takes_its_ticks_when_the_stall_ends() {
 }
 
 #[test]
+fn a_wakeup_sent_to_a_stalled_cpu_arrives_when_the_stall_ends() {
+    // A task pinned to CPU 4 (the second LLC) sleeps from 1 ms on; CPU 4
+    // stalls from 5 to 25 ms. Woken at 6 ms from CPU 0 (the other LLC: the
+    // wakeup goes through CPU 4's wake list and an IPI), it is queued there
+    // only when the stall ends, as a descheduled vCPU takes its IPIs.
+    let mut ts = script_tasks(1, &[Action::Compute(NSEC_PER_MSEC), Action::Sleep(1_000 * NSEC_PER_MSEC)], 1);
+    ts[0].allowed = Some(CpuMask::from_cpus([CpuId(4)]));
+    let mut w = script_workload(ts);
+    w.irqs.push(IrqSpec {
+        name: "stall".into(),
+        cpus: CpuMask::from_cpus([CpuId(4)]),
+        interval: Dist::Fixed(5 * NSEC_PER_MSEC),
+        hardirq: Dist::Fixed(20 * NSEC_PER_MSEC),
+        softirq: Dist::Fixed(0),
+        accounted: false,
+    });
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(6 * NSEC_PER_MSEC).unwrap();
+    let p = crate::ids::TaskId(0);
+    assert!(!sim.tasks[p.idx()].on_rq, "asleep before the wakeup");
+    assert_eq!(sim.stalled(CpuId(4)), Some(25 * NSEC_PER_MSEC));
+    sim.try_to_wake_up(p, 0, CpuId(0), None).unwrap();
+    sim.run(24 * NSEC_PER_MSEC).unwrap();
+    assert!(!sim.tasks[p.idx()].on_rq, "queued while CPU 4 was stalled");
+    sim.run(25 * NSEC_PER_MSEC + 1).unwrap();
+    assert!(sim.tasks[p.idx()].on_rq, "queued when the stall ended");
+}
+
+#[test]
 fn softirq_past_the_limit_runs_in_ksoftirqd() {
     // Each interrupt raises 3 ms of softirq work: 2 ms inline, 1 ms deferred.
     let w = with_irq(1, 20 * NSEC_PER_MSEC, 10 * NSEC_PER_MSEC, 10_000, 3 * NSEC_PER_MSEC);
