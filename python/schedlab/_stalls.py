@@ -21,15 +21,24 @@ by 1 + log2 of the CPUs, at most 8), the tick 1/HZ of the machine.
 from __future__ import annotations
 
 import fnmatch
-import re
+import math
 from dataclasses import dataclass
 
-_LINE = re.compile(r"^\s*.+?-\d+\s+\[(\d+)\]\s+\S+\s+(\d+\.\d+): (sched_\w+): (.*)$")
-_SWITCH = re.compile(
-    r"prev_comm=(.*?) prev_pid=(\d+) .*?prev_state=(\S+) ==> next_comm=(.*?) next_pid=(\d+)"
-)
-_WAKEUP = re.compile(r"comm=(.*?) pid=(\d+) .*?target_cpu=(\d+)")
-_MIGRATE = re.compile(r"comm=(.*?) pid=(\d+) .*?orig_cpu=(\d+) dest_cpu=(\d+)")
+from . import trace
+
+_EVENTS = ("sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task")
+# The fields read (`trace`'s columns; NaN where an event lacks one).
+_COLUMNS = [
+    "line_cpu",
+    "event",
+    "prev_pid",
+    "prev_state",
+    "next_comm",
+    "next_pid",
+    "pid",
+    "target_cpu",
+    "dest_cpu",
+]
 
 # sysctl_sched_base_slice (kernel/sched/fair.c, 0.7 ms since 2024), scaled by
 # get_update_sysctl_factor(): 1 + ilog2(min(CPUs, 8)) (SCHED_TUNABLESCALING_LOG).
@@ -77,21 +86,16 @@ def long_runs(text: str, comm: str, nr_cpus: int, hz: int) -> LongRuns:
             waiting[cpu] = waiting.get(cpu, 0) + 1
             crowded_since.setdefault(cpu, t)
 
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m is None:
-            continue
-        cpu, t, event, rest = (
-            int(m.group(1)),
-            round(float(m.group(2)) * 1e9),
-            m.group(3),
-            m.group(4),
-        )
+    rows = trace.from_text(text).df_all()
+    rows = (
+        rows[rows["event"].isin(_EVENTS)]
+        .rename(columns={"__cpu": "line_cpu"})
+        .reindex(columns=_COLUMNS)
+    )
+    for time_s, r in zip(rows.index, rows.itertuples(index=False), strict=True):
+        cpu, t, event = int(r.line_cpu), round(time_s * 1e9), r.event
         if event == "sched_switch":
-            s = _SWITCH.search(rest)
-            if s is None:
-                continue
-            prev, state, nxt = int(s.group(2)), s.group(3), int(s.group(5))
+            prev, nxt = int(r.prev_pid), int(r.next_pid)
             run = running.pop(cpu, None)
             if run is not None and run[0] == prev:
                 length = t - run[1]
@@ -101,23 +105,21 @@ def long_runs(text: str, comm: str, nr_cpus: int, hz: int) -> LongRuns:
                 if since is not None and t - max(run[1], since) > limit:
                     long_ns += length
                     long_count += 1
-            wait(prev, cpu if state.startswith("R") and prev != 0 else None, t)
+            preempted = str(r.prev_state).startswith("R") and prev != 0
+            wait(prev, cpu if preempted else None, t)
             wait(nxt, None, t)
             # By name, not pid: a thread starts with its parent's name and
             # takes its own later (`wl` -> `wl-hb-r0.0`).
-            name = s.group(4)
+            name = str(r.next_comm)
             if name not in selected:
                 selected[name] = fnmatch.fnmatchcase(name, comm)
             if selected[name]:
                 running[cpu] = (nxt, t)
-        elif event in ("sched_wakeup", "sched_wakeup_new"):
-            w = _WAKEUP.search(rest)
-            if w is not None:
-                wait(int(w.group(2)), int(w.group(3)), t)
         elif event == "sched_migrate_task":
-            g = _MIGRATE.search(rest)
-            if g is not None and int(g.group(2)) in waiting_on:
-                wait(int(g.group(2)), int(g.group(4)), t)
+            if not math.isnan(r.pid) and int(r.pid) in waiting_on:
+                wait(int(r.pid), int(r.dest_cpu), t)
+        elif not math.isnan(r.pid):  # a wakeup
+            wait(int(r.pid), int(r.target_cpu), t)
     return LongRuns(long_ns / total_ns if total_ns else 0.0, limit, long_count, count)
 
 

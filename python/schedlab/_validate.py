@@ -548,9 +548,9 @@ def _nr_cpus(trace_text: str, info: dict[str, Any]) -> int:
 
 
 def _hz(machine_text: str) -> int:
-    """The machine file's ``hz`` (250, the spec's default, when absent)."""
-    m = re.search(r"^\s*hz\s*=\s*(\d+)", machine_text, re.MULTILINE)
-    return int(m.group(1)) if m else 250
+    """The machine file's ``[machine] hz`` (250, the spec's default, when absent)."""
+    doc = _native.topo_doc(machine_text, "toml", "machine.toml")
+    return int(doc.get("machine", {}).get("hz", 250))
 
 
 def _opt(line: str | None) -> list[str]:

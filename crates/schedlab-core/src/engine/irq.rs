@@ -279,6 +279,15 @@ impl Sim {
         (until > self.now).then_some(until)
     }
 
+    /// An IPI `ev` to a stalled `cpu` is taken when the vCPU runs again:
+    /// queued for the stall's end. Returns whether it was deferred.
+    #[inline]
+    pub(super) fn defer_ipi_if_stalled(&mut self, cpu: CpuId, ev: Ev) -> bool {
+        let Some(t) = self.stalled(cpu) else { return false };
+        self.at_in(super::LANE_IPI, t, ev);
+        true
+    }
+
     fn irq_steal(&mut self, cpu: CpuId, ns: Ns) {
         let now = self.now;
         self.irq[cpu.idx()].busy_until = now + ns;

@@ -437,26 +437,22 @@ impl Sim {
                 let cpu = self.tasks[task.idx()].cpu;
                 self.try_to_wake_up(task, 0, cpu, None)
             }
-            // IPIs to a stalled vCPU are taken when it runs again.
             Ev::TtwuArrive { task, cpu, migrated } => {
-                if let Some(t) = self.stalled(cpu) {
-                    self.at_in(LANE_IPI, t, Ev::TtwuArrive { task, cpu, migrated });
+                if self.defer_ipi_if_stalled(cpu, ev) {
                     return Ok(());
                 }
                 self.stats.handled += 1;
                 self.sched_ttwu_pending(task, cpu, migrated)
             }
             Ev::Resched(cpu) => {
-                if let Some(t) = self.stalled(cpu) {
-                    self.at_in(LANE_IPI, t, Ev::Resched(cpu));
+                if self.defer_ipi_if_stalled(cpu, ev) {
                     return Ok(());
                 }
                 self.stats.handled += 1;
                 self.scheduler_ipi(cpu)
             }
             Ev::RtPushIpi(cpu) => {
-                if let Some(t) = self.stalled(cpu) {
-                    self.at_in(LANE_IPI, t, Ev::RtPushIpi(cpu));
+                if self.defer_ipi_if_stalled(cpu, ev) {
                     return Ok(());
                 }
                 self.stats.handled += 1;

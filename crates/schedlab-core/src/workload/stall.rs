@@ -61,9 +61,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         return Err(p.invalid("interval", "a mean interval above 0"));
     }
     let duration = p.dist_or("duration", Some(Dist::Exp { mean: NS_PER_MS }))?;
-    // Every CPU: the engine takes those the machine has.
-    let cpus =
-        p.cpus.unwrap_or_else(|| CpuMask::from_cpus((0..crate::cpumask::MAX_CPUS as u32).map(crate::ids::CpuId)));
+    let cpus = p.cpus.unwrap_or_else(|| CpuMask::first_n(p.machine.nr_cpus()));
+    p.cpus.unwrap_or_else(|| CpuMask::from_cpus((0..crate::cpumask::MAX_CPUS as u32).map(crate::ids::CpuId)));
     Ok(Workload {
         irqs: vec![IrqSpec {
             name: "stall".into(),
