@@ -8,6 +8,7 @@ error handling, output and stop helpers like every other command.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -240,6 +241,17 @@ def validate_cmd(
             "--no-stalls simulates a machine that never stalls.",
         ),
     ] = True,
+    suite: Annotated[
+        bool,
+        typer.Option(
+            "--suite",
+            help="The published validation in one command: this host (calibrated here first, "
+            "into OUT/this-vm), then a QEMU guest of 1 socket x 2 cores x 2 threads and one of 2 "
+            "sockets x 2 cores x 2 threads on 2 NUMA nodes (each calibrated inside, simulated "
+            "beside its stalls), every case; needs --wl-bin and root. --markdown gets a summary "
+            "and the three sections, rewritten as each topology finishes.",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -251,6 +263,12 @@ def validate_cmd(
     from . import _validate
 
     cases = _validate.select_cases(case, scale) if case else None
+    if suite:
+        _validate_suite_cmd(
+            out, reps, seeds, scale, cases, parent_wakee_flips, qemu, wl_bin, machine, reuse,
+            calibrate, noise or (), stalls, markdown, title, json_out,
+        )  # fmt: skip
+        return
     results = _interruptible(
         _validate.validate,
         out,
@@ -298,6 +316,67 @@ def validate_cmd(
                 row["verdict"],
             )
         _out().print(table)
+
+
+def _validate_suite_cmd(
+    out: Path,
+    reps: int,
+    seeds: int,
+    scale: float,
+    cases: Any,
+    parent_wakee_flips: int | None,
+    qemu: str | None,
+    wl_bin: Path | None,
+    machine: Path | None,
+    reuse: bool,
+    calibrate: bool | None,
+    noise: Sequence[str],
+    stalls: bool,
+    markdown: Path | None,
+    title: str,
+    json_out: bool,
+) -> None:
+    """`validate --suite`: the three topologies of `_validate_suite.SUITE`."""
+    from . import _validate_suite
+
+    for given, name in ((qemu, "--qemu"), (machine, "--machine")):
+        if given is not None:
+            _fail(
+                f"{name}: --suite chooses its topologies and machines itself; leave {name} out", 2
+            )
+    if calibrate is False:
+        _fail("--no-calibrate: --suite calibrates every topology; leave --no-calibrate out", 2)
+    if wl_bin is None:
+        _fail("--wl-bin: --suite boots QEMU guests and needs the static schedlab-wl binary", 2)
+    heading = title if title != "This VM" else "Validation suite: this VM and two guests"
+
+    def write(done: list[tuple[Any, list[dict[str, Any]]]]) -> None:
+        if markdown is not None:
+            _write_output(markdown, _validate_suite.suite_markdown(done, heading))
+
+    sections = _interruptible(
+        _validate_suite.run_suite,
+        out,
+        wl_bin,
+        reps=reps,
+        seeds=seeds,
+        scale=scale,
+        cases=cases,
+        reuse=reuse,
+        parent_wakee_flips=parent_wakee_flips,
+        stalls=stalls,
+        noise=noise,
+        on_section=write,
+    )
+    if json_out:
+        _echo_json({topo.name: results for topo, results in sections})
+        return
+    for topo, results in sections:
+        passed, compared, misses = _validate_suite.tally(results)
+        _out().print(
+            f"{topo.title}: {passed} of {compared} rows pass"
+            + (f"; misses: {', '.join(misses)}" if misses else "")
+        )
 
 
 def _report_trace_problems(trace: Path, doc: Any, strict: bool) -> None:

@@ -123,9 +123,10 @@ def long_runs(text: str, comm: str, nr_cpus: int, hz: int) -> LongRuns:
     return LongRuns(long_ns / total_ns if total_ns else 0.0, limit, long_count, count)
 
 
-def note(found: list[LongRuns]) -> str | None:
+def note(found: list[LongRuns], simulated: bool = False) -> str | None:
     """The validate note for a case's recordings, or None when no recording
-    has as much as 1% of its threads' CPU time in such runs."""
+    has as much as 1% of its threads' CPU time in such runs. `simulated`:
+    the case is simulated beside a `stall` noise source."""
     shares = [f.share for f in found]
     if not shares or max(shares) < 0.01:
         return None
@@ -135,6 +136,10 @@ def note(found: list[LongRuns]) -> str | None:
         f"the recorded threads ran past the slice and a tick ({limit_ms:.1f} ms) with others "
         f"waiting on their CPU for {pct} of their CPU time (per recording): the kernel's tick "
         "preempts them before that, so the CPU stalled with the clock running (a vCPU the host "
-        "descheduled, in a TCG guest) and the kernel charged the stall to them; the simulated "
-        "machine does not stall"
+        "descheduled, in a TCG guest) and the kernel charged the stall to them; "
+        + (
+            "the simulated machine stalls too (the stall noise below)"
+            if simulated
+            else "the simulated machine does not stall"
+        )
     )

@@ -387,7 +387,7 @@ def run_case(
             case.note,
             *notes,
             *_recovered_note(recovered),
-            *_opt(_stalls.note(stalls)),
+            *_opt(_stalls.note(stalls, any(n.split(":")[0] == "stall" for n in noise))),
             *[f"simulated beside the noise `{n}`" for n in noise],
         ],
         "stalled_pct": [round(100 * f.share, 1) for f in stalls],

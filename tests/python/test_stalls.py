@@ -76,3 +76,6 @@ def test_the_note_names_each_recordings_share_from_one_percent() -> None:
     assert "(5.4 ms)" in text
     assert "48%, 0%" in text
     assert "stalled" in text
+    assert text.endswith("the simulated machine does not stall")
+    beside = _stalls.note([high, low], simulated=True)
+    assert beside is not None and beside.endswith("stalls too (the stall noise below)")

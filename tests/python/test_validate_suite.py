@@ -1,0 +1,100 @@
+"""`schedlab validate --suite`: the three topologies in turn, each into its
+own directory, calibrated, and one markdown with a summary (validate itself
+is replaced: its own tests run it on recorded fixtures)."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from schedlab import _validate, _validate_suite
+from schedlab.cli import app
+
+runner = CliRunner()
+
+
+def _result(case: str, verdicts: list[str]) -> dict[str, Any]:
+    rows = [
+        {"metric": f"m{i}", "real": 1.0, "sim": 1.0, "diff": 0.0, "verdict": v}
+        for i, v in enumerate(verdicts)
+    ]
+    return {
+        "case": case,
+        "native": "schedlab-wl x",
+        "workload": "x",
+        "reps": 1,
+        "seeds": 1,
+        "kernel": "6.12",
+        "policy": "v6.12",
+        "machine": "m.toml",
+        "calibrated": True,
+        "rows": rows,
+        "notes": ["a note"],
+    }
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+
+    def fake(out: Path, **kw: Any) -> list[dict[str, Any]]:
+        seen.append({"out": out, **kw})
+        if kw["qemu"] is None:
+            return [_result("ping-pong", ["pass", "MISS", "not compared (uncalibrated)"])]
+        return [_result("hackbench-saturated", ["pass", "pass"]), {"case": "x", "skipped": "why"}]
+
+    monkeypatch.setattr(_validate, "validate", fake)
+    return seen
+
+
+def test_each_topology_is_validated_in_its_directory_and_calibrated(
+    tmp_path: Path, calls: list[dict[str, Any]]
+) -> None:
+    wl = tmp_path / "wl"
+    done: list[int] = []
+    sections = _validate_suite.run_suite(
+        tmp_path, wl, reps=2, seeds=1, on_section=lambda s: done.append(len(s))
+    )
+    assert [c["out"].name for c in calls] == [t.name for t in _validate_suite.SUITE]
+    assert [c["qemu"] for c in calls] == [None, *[t.qemu for t in _validate_suite.SUITE[1:]]]
+    assert all(c["calibrate"] for c in calls)
+    # this host assumes the launcher's count; the guests measure their own
+    assert [c["parent_wakee_flips"] for c in calls] == [_validate_suite.HOST_FLIPS, None, None]
+    assert [c["wl_bin"] for c in calls] == [None, wl, wl]
+    assert done == [1, 2, 3]
+    assert len(sections) == 3
+
+
+def test_the_markdown_sums_up_every_topology_then_nests_its_tables(
+    tmp_path: Path, calls: list[dict[str, Any]]
+) -> None:
+    sections = _validate_suite.run_suite(tmp_path, tmp_path / "wl")
+    md = _validate_suite.suite_markdown(sections, "Suite")
+    assert md.startswith("## Suite\n")
+    first = _validate_suite.SUITE[0].title
+    assert f"| {first} | 1 of 2 | ping-pong m1 |" in md
+    assert "| 2 of 2 | none; skipped: x |" in md
+    assert f"\n### {first}\n" in md
+    assert "\n#### ping-pong\n" in md
+    assert "\n## " not in md.split("\n", 1)[1]
+
+
+def test_the_cli_writes_the_markdown_and_refuses_a_topology_of_its_own(
+    tmp_path: Path, calls: list[dict[str, Any]]
+) -> None:
+    wl = tmp_path / "wl"
+    wl.write_bytes(b"")
+    md = tmp_path / "suite.md"
+    args = ["validate", "--suite", "-o", str(tmp_path), "--wl-bin", str(wl)]
+    res = runner.invoke(app, [*args, "--markdown", str(md)])
+    assert res.exit_code == 0, res.output
+    assert "1 of 2 rows pass; misses: ping-pong m1" in res.output
+    assert "Validation suite: this VM and two guests" in md.read_text()
+    for extra in (["--qemu", "sockets=1"], ["--no-calibrate"], ["-m", str(wl)]):
+        res = runner.invoke(app, [*args, *extra])
+        assert res.exit_code == 2, res.output
+        assert "--suite" in res.output
+    res = runner.invoke(app, ["validate", "--suite", "-o", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "--wl-bin" in res.output
