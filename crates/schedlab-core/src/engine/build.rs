@@ -155,6 +155,7 @@ impl Sim {
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,
+            nr_busy: 0,
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first).with_dbs_first(dbs_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
             cluster_idle: machine

@@ -477,6 +477,7 @@ impl Sim {
                 // The idle loop is left (and traced as left) before the switch.
                 self.put_prev_task_idle(cpu);
                 self.exit_idle(cpu);
+                self.nr_busy += 1;
             }
             self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
         }
@@ -500,6 +501,8 @@ impl Sim {
                 self.start_segment(cpu)
             }
             None => {
+                // prev is a task here (prev == next returned above).
+                self.nr_busy -= 1;
                 self.enter_idle(cpu);
                 self.smt_speed_changed(cpu);
                 Ok(())

@@ -38,8 +38,14 @@
 //! A `stall` source (`accounted: false`, workload/stall.rs) takes the same
 //! path with two differences: its time stays in `clock_task`, so the task
 //! it interrupted is charged it, and until it ends the CPU's tick, slice
-//! timer and IPIs wait (`stall_until`, checked in `Sim::handle`): a
-//! descheduled vCPU runs nothing, not even its interrupts.
+//! timer, its sleepers' timers and IPIs wait (`stall_until`, checked in
+//! `Sim::handle`): a descheduled vCPU runs nothing, not even its interrupts.
+//!
+//! A source with `busy_cpus = K` fires only while the CPU runs a task and
+//! exactly K CPUs do (`Sim::nr_busy`); its other interrupts are dropped
+//! when they come, so with exponential intervals it is a Poisson stream
+//! while the condition holds. One such stall source per K models a host
+//! that deschedules a guest's vCPUs more the more of them are busy.
 
 use super::{Ev, Sim};
 use crate::ids::{CpuId, Ns, TaskId};
@@ -175,9 +181,15 @@ impl Sim {
         }
         let spec: &IrqSpec = &self.irq_specs[source as usize];
         let accounted = spec.accounted;
+        let busy = spec.busy_cpus;
         let rng = &mut self.irq_streams[i as usize].rng;
         let (hard, soft, next) = (spec.hardirq.sample(rng), spec.softirq.sample(rng), spec.interval.sample(rng));
         self.at(self.now + next.max(1), Ev::Irq { stream: i });
+        if busy != 0 && (self.nr_busy != busy || self.rqs[cpu.idx()].curr.is_none()) {
+            // Gated on the busy CPUs: a stream that is Poisson while its
+            // condition holds (exponential intervals are memoryless).
+            return Ok(());
+        }
         let hard = self.irq_wall_ns(cpu, hard);
         if !accounted {
             self.irq[cpu.idx()].stall_until = self.now + hard;

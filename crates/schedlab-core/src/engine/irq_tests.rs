@@ -22,6 +22,7 @@ fn with_irq(tasks: usize, work_ns: u64, interval_ns: u64, hard_ns: u64, soft_ns:
         hardirq: Dist::Fixed(hard_ns),
         softirq: Dist::Fixed(soft_ns),
         accounted: true,
+        busy_cpus: 0,
     });
     w
 }
@@ -130,6 +131,74 @@ fn a_stalled_cpu_takes_its_ticks_when_the_stall_ends() {
     assert_eq!(sim.stalled(CpuId(0)), None);
 }
 
+/// When a task pinned to CPU 0 computing 100 ms ends, with stalls of
+/// 0.5 ms every 1 ms on CPU 0 gated on `busy` busy CPUs, and `others`
+/// more tasks pinned to CPU 1 computing as long.
+fn end_with_busy_gated_stalls(busy: u32, others: usize) -> u64 {
+    let mut ts = script_tasks(1 + others, &[Action::Compute(100 * NSEC_PER_MSEC)], 1);
+    for (i, t) in ts.iter_mut().enumerate() {
+        t.allowed = Some(CpuMask::from_cpus([CpuId(u32::from(i > 0))]));
+    }
+    let mut w = script_workload(ts);
+    w.irqs.push(IrqSpec {
+        name: "stall".into(),
+        cpus: CpuMask::from_cpus([CpuId(0)]),
+        interval: Dist::Fixed(NSEC_PER_MSEC),
+        hardirq: Dist::Fixed(NSEC_PER_MSEC / 2),
+        softirq: Dist::Fixed(0),
+        accounted: false,
+        busy_cpus: busy,
+    });
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    let p = crate::ids::TaskId(0);
+    while sim.tasks[p.idx()].state != crate::engine::task::TaskState::Dead {
+        let next = sim.now + NSEC_PER_MSEC;
+        sim.run(next).unwrap();
+    }
+    sim.now
+}
+
+#[test]
+fn a_busy_gated_stall_acts_only_while_that_many_cpus_run_tasks() {
+    // Alone on the machine, CPU 0 is the one busy CPU: stalls gated on 2
+    // busy CPUs never come, stalls gated on 1 take half of it.
+    let alone = end_with_busy_gated_stalls(2, 0);
+    assert!(alone < 102 * NSEC_PER_MSEC, "ended at {alone}");
+    let gated_on_one = end_with_busy_gated_stalls(1, 0);
+    assert!(gated_on_one > 195 * NSEC_PER_MSEC, "ended at {gated_on_one}");
+    // With a task on CPU 1 as well, two CPUs are busy: the 2-gated stalls
+    // take half of CPU 0 until CPU 1's task ends at 100 ms (50 ms of CPU
+    // 0's work done), then none: the rest at full speed, ending near 150 ms.
+    let beside = end_with_busy_gated_stalls(2, 1);
+    assert!((148 * NSEC_PER_MSEC..153 * NSEC_PER_MSEC).contains(&beside), "ended at {beside}");
+}
+
+#[test]
+fn a_timer_due_on_a_stalled_cpu_fires_when_the_stall_ends() {
+    // A task pinned to CPU 4 computes 1 ms and sleeps 5 ms (its timer due
+    // at 6 ms); CPU 4 stalls from 5 to 25 ms: the timer's interrupt is
+    // taken at 25 ms, so the task is runnable again only then.
+    let mut ts = script_tasks(1, &[Action::Compute(NSEC_PER_MSEC), Action::Sleep(5 * NSEC_PER_MSEC)], 1);
+    ts[0].allowed = Some(CpuMask::from_cpus([CpuId(4)]));
+    let mut w = script_workload(ts);
+    w.irqs.push(IrqSpec {
+        name: "stall".into(),
+        cpus: CpuMask::from_cpus([CpuId(4)]),
+        interval: Dist::Fixed(5 * NSEC_PER_MSEC),
+        hardirq: Dist::Fixed(20 * NSEC_PER_MSEC),
+        softirq: Dist::Fixed(0),
+        accounted: false,
+        busy_cpus: 0,
+    });
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    let p = crate::ids::TaskId(0);
+    sim.run(24 * NSEC_PER_MSEC).unwrap();
+    assert!(!sim.tasks[p.idx()].on_rq, "woken while CPU 4 was stalled");
+    sim.run(25 * NSEC_PER_MSEC + 1).unwrap();
+    assert!(sim.tasks[p.idx()].on_rq, "woken when the stall ended");
+}
+
 #[test]
 fn a_wakeup_sent_to_a_stalled_cpu_arrives_when_the_stall_ends() {
     // A task pinned to CPU 4 (the second LLC) sleeps from 1 ms on; CPU 4
@@ -146,6 +215,7 @@ fn a_wakeup_sent_to_a_stalled_cpu_arrives_when_the_stall_ends() {
         hardirq: Dist::Fixed(20 * NSEC_PER_MSEC),
         softirq: Dist::Fixed(0),
         accounted: false,
+        busy_cpus: 0,
     });
     let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
     sim.run(6 * NSEC_PER_MSEC).unwrap();

@@ -282,6 +282,9 @@ pub struct Sim {
     irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
     irq: Vec<irq::CpuIrq>,
+    /// CPUs running a task (not idle): what a `busy_cpus` interrupt source
+    /// (`IrqSpec::busy_cpus`) is gated on. Kept by `context_switch`.
+    nr_busy: u32,
     /// Per CPU, the cpuidle device and its governor's data (`cpuidle`).
     idle_devs: Vec<crate::cpuidle::CpuidleDevice>,
     /// Per cluster, its CPUs' cluster-state requests (`cpuidle/cluster.rs`).
@@ -433,8 +436,14 @@ impl Sim {
                 if self.tasks[task.idx()].timer_gen != gen {
                     return Ok(());
                 }
-                self.stats.handled += 1;
                 let cpu = self.tasks[task.idx()].cpu;
+                // The hrtimer fires on the CPU the task slept on: a stalled
+                // vCPU takes its interrupt when it runs again.
+                if let Some(t) = self.stalled(cpu) {
+                    self.queue.push_key(self.key_timer(task), t, ev);
+                    return Ok(());
+                }
+                self.stats.handled += 1;
                 self.try_to_wake_up(task, 0, cpu, None)
             }
             Ev::TtwuArrive { task, cpu, migrated } => {

@@ -144,7 +144,15 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let softirq = p.dist_or("softirq", Some(preset.softirq))?;
     let cpus = p.cpus.unwrap_or_else(|| CpuMask::from_cpus([CpuId(0)]));
     Ok(Workload {
-        irqs: vec![IrqSpec { name: preset.name.to_string(), cpus, interval, hardirq, softirq, accounted: true }],
+        irqs: vec![IrqSpec {
+            name: preset.name.to_string(),
+            cpus,
+            interval,
+            hardirq,
+            softirq,
+            accounted: true,
+            busy_cpus: 0,
+        }],
         ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     })
 }

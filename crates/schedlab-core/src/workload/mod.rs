@@ -269,6 +269,11 @@ pub struct IrqSpec {
     /// (CONFIG_IRQ_TIME_ACCOUNTING), or charged to the interrupted task (a
     /// `stall`: a vCPU the host descheduled, with no steal time).
     pub accounted: bool,
+    /// Fires only while exactly this many CPUs of the machine run a task,
+    /// this one among them (0: always). A `stall` source per count of busy
+    /// vCPUs: an overcommitted host stalls a guest's vCPUs more the more of
+    /// them are busy, and a halted vCPU is not descheduled but halted.
+    pub busy_cpus: u32,
 }
 
 /// A benchmark task forked at t=0 by a parent on CPU 0 (the benchmark's main

@@ -6,7 +6,10 @@
 //! makes no progress during a stall and `update_curr` charges it the stall,
 //! which is what the guest kernel does. The engine's interrupt path carries
 //! it (`engine/irq.rs`), so traces show a stall as an interrupt named
-//! `stall` and, as there, ticks and IPIs to the CPU wait for its end.
+//! `stall` and, as there, ticks, timers and IPIs to the CPU wait for its end.
+//! With `busy=K` a source acts only while K CPUs run tasks (this one among
+//! them): a guest's calibration measures stalls at each count of spinning
+//! vCPUs and gives one source per count.
 //!
 //! `schedlab validate` names, per recording, the share of the recorded
 //! threads' CPU time that such stalls left (`_stalls.py`), which bounds a
@@ -23,7 +26,8 @@ const NS_PER_MS: Ns = 1_000_000;
 
 /// Structure, for `schedlab workload show`.
 pub(crate) const STRUCTURE: &str = "no tasks: on each CPU of `cpus`, stalls at `interval` lasting `duration`, \
-during which the CPU runs nothing and its running task is charged the time.";
+during which the CPU runs nothing and its running task is charged the time; with `busy=K`, only while the CPU \
+runs a task and K CPUs of the machine do.";
 
 /// What it was modelled on.
 pub(crate) const SOURCE: &str = "kernel/sched/core.c (update_rq_clock_task: only IRQ time and paravirt steal \
@@ -35,6 +39,16 @@ the running task is charged (a VM without steal time, e.g. a TCG guest). No task
 
 /// Parameters, in normalised-name order.
 pub(crate) const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        name: "busy",
+        kind: Kind::Count { min: 0, max: crate::cpumask::MAX_CPUS as u64 },
+        default: "0",
+        unit: "count",
+        doc: "stall a CPU only while it runs a task and exactly this many CPUs of the machine do \
+              (0: always, idle or not). A guest's calibration measures its stalls with 1, 2, ... \
+              N vCPUs spinning and gives one source per count: an overcommitted host deschedules \
+              a vCPU more often the more of them are busy, and a halted vCPU does not run.",
+    },
     ParamDef {
         name: "interval",
         kind: Kind::Dist { default_unit_ns: NS_PER_US, max_ns: 10_000 * NS_PER_MS },
@@ -61,8 +75,8 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
         return Err(p.invalid("interval", "a mean interval above 0"));
     }
     let duration = p.dist_or("duration", Some(Dist::Exp { mean: NS_PER_MS }))?;
+    let busy = p.count("busy")? as u32;
     let cpus = p.cpus.unwrap_or_else(|| CpuMask::first_n(p.machine.nr_cpus()));
-    p.cpus.unwrap_or_else(|| CpuMask::from_cpus((0..crate::cpumask::MAX_CPUS as u32).map(crate::ids::CpuId)));
     Ok(Workload {
         irqs: vec![IrqSpec {
             name: "stall".into(),
@@ -71,6 +85,7 @@ pub(crate) fn build(p: &mut Params) -> Result<Workload> {
             hardirq: duration,
             softirq: Dist::Fixed(0),
             accounted: false,
+            busy_cpus: busy,
         }],
         ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     })
