@@ -266,31 +266,71 @@ def read_wake_probe(d: Path) -> dict[str, Any] | None:
     return doc
 
 
-def stall_noise(d: Path) -> tuple[str, str] | None:
-    """The `stall` noise spec the stall probe stored in `d`
-    (``probe-stalls.json``: a spinning thread per CPU, its clock's gaps) and
-    how it was measured, or None without the probe or with no gap: stalls
-    start every 1/rate (exponential, as independent preemptions by the host
-    are) and last the gaps' mean (exponential)."""
-    f = d / "probe-stalls.json"
+def _stall_probe(f: Path) -> tuple[int, float, int, float, int] | None:
+    """One stall probe's figures stored in `f`: gaps, gaps per CPU-second,
+    mean gap (ns), stalled fraction and threshold (ns); None without it."""
     if not f.is_file():
         return None
     try:
         doc: dict[str, Any] = json.loads(f.read_text())
-        gaps, per_s, mean_ns = int(doc["gaps"]), float(doc["per_s"]), int(doc["mean_ns"])
+        return (
+            int(doc["gaps"]),
+            float(doc["per_s"]),
+            int(doc["mean_ns"]),
+            float(doc.get("stalled_fraction", 0)),
+            int(doc.get("threshold_ns", 0)),
+        )
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise _native.SpecError(f"{f}: not the stall probe's JSON ({e})") from e
-    if gaps == 0 or per_s <= 0:
-        return None
-    interval_us = max(1, round(1e6 / per_s))
-    mean_us = max(1, round(mean_ns / 1e3))
-    spec = f"stall:interval=exp:{interval_us}us,duration=exp:{mean_us}us"
-    how = (
-        f"{gaps} gaps over {doc.get('threshold_ns', 0) / 1e3:.0f} us in {doc.get('cpus', '?')} "
-        f"spinning threads' clocks ({per_s:.0f} per CPU-second, mean {mean_us / 1e3:.1f} ms, "
-        f"{100 * float(doc.get('stalled_fraction', 0)):.0f}% of the time)"
+
+
+def stall_noise(d: Path) -> tuple[list[str], str] | None:
+    """The `stall` noise specs the stall probes stored in `d` and how they
+    were measured, or None without a probe or with no gap. Stalls start
+    every 1/rate (exponential, as independent preemptions by the host are)
+    and last the gaps' mean (exponential).
+
+    A guest's calibration stores ``probe-stalls-K.json`` for K = 1 to N
+    vCPUs spinning: one source per K, acting only while K CPUs run tasks
+    (`busy=K`), since a host stalls a busy vCPU more the more of them are
+    busy and a halted one is idle, not stalled. An older calibration's
+    ``probe-stalls.json`` (every vCPU spinning) gives one source that
+    always acts."""
+    found = sorted(
+        (int(f.name[len("probe-stalls-") : -len(".json")]), f)
+        for f in d.glob("probe-stalls-*.json")
+        if f.name[len("probe-stalls-") : -len(".json")].isdigit()
     )
-    return spec, how
+    if not found and (d / "probe-stalls.json").is_file():
+        found = [(0, d / "probe-stalls.json")]
+    specs: list[str] = []
+    parts: list[str] = []
+    threshold_ns = 0
+    for k, f in found:
+        got = _stall_probe(f)
+        if got is None:
+            continue
+        gaps, per_s, mean_ns, fraction, threshold_ns = got
+        busy = f"{k} busy: " if k else ""
+        parts.append(
+            f"{busy}{gaps} gaps ({per_s:.0f} per CPU-second, mean {mean_ns / 1e6:.1f} ms, "
+            f"{100 * fraction:.0f}% of the time)"
+        )
+        if gaps == 0 or per_s <= 0:
+            continue
+        interval_us = max(1, round(1e6 / per_s))
+        mean_us = max(1, round(mean_ns / 1e3))
+        gate = f"busy={k}," if k else ""
+        specs.append(f"stall:{gate}interval=exp:{interval_us}us,duration=exp:{mean_us}us")
+    if not specs:
+        return None
+    spinning = (
+        "1 to N vCPUs spinning (taskset), gated on as many busy CPUs"
+        if found[0][0]
+        else "a spinning thread on every vCPU"
+    )
+    how = f"gaps over {threshold_ns / 1e3:.0f} us in the clocks of {spinning}: " + "; ".join(parts)
+    return specs, how
 
 
 def read_reply_writes(d: Path) -> dict[str, Any] | None:

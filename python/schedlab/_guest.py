@@ -633,6 +633,11 @@ GUEST_WAKE_GAP = "5ms"
 # 0.5 ms counted (a guest's own interrupts take tens of us even under TCG;
 # the host's descheduling of a vCPU, milliseconds). In a 1s x 2c x 1t guest
 # on this 2-CPU host: 107-111 gaps per vCPU-second of 5.3 ms on average.
+# It runs once for each count K of busy vCPUs (taskset to the first K): the
+# host deschedules a vCPU more the more of them are busy (4 vCPUs on this
+# 2-CPU host, 2026-11-24: 1% of the time with one spinning, 5-14% with two,
+# 40-50% with three, 54-59% with four), and a halted vCPU is not stalled but
+# idle, so a light case must not be simulated with a saturated one's stalls.
 GUEST_STALL_PROBE = "stalls:duration=3s,threshold=500us"
 
 
@@ -644,7 +649,7 @@ def guest_wake_probe() -> str:
     return WAKE_PROBE.format(count=GUEST_WAKE_OPS) + f",gap={GUEST_WAKE_GAP}"
 
 
-def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
+def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int, nr_cpus: int) -> str:
     """The guest's job for `calibrate_in_guest`: the pipe probe untraced,
     then each wakeup probe under the sched tracepoints, its trace kept apart
     (``/out/<pin>.trace``), as `schedlab calibrate` runs them on a host."""
@@ -664,10 +669,13 @@ def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int) -> str:
         # A static schedlab-wl older than the wake probe exits 2: no wakeup_ns.
         f"/wl '{guest_wake_probe()}' > /out/wake.stdout 2> /out/wake.stderr",
         "echo $? > /out/wake.rc",
-        # Every vCPU busy, as in a saturated case: the host's stalls of them.
+        # 1, 2, ... N vCPUs busy: the host's stalls of them at each count.
         # An older static schedlab-wl exits 2: no stall figures.
-        f"/wl '{GUEST_STALL_PROBE}' > /out/stalls.stdout 2> /out/stalls.stderr",
-        "echo $? > /out/stalls.rc",
+        *(
+            f"taskset {(1 << k) - 1:#x} /wl '{GUEST_STALL_PROBE}' > /out/stalls-{k}.stdout "
+            f"2> /out/stalls-{k}.stderr; echo $? > /out/stalls-{k}.rc"
+            for k in range(1, nr_cpus + 1)
+        ),
     ]
     for pin, _ in WAKEUP_PROBES:
         lines += [
@@ -696,8 +704,8 @@ def calibrate_in_guest(
     """Runs `schedlab calibrate`'s three probes inside one boot of a guest of
     `shape` (`wl_bin`: the static schedlab-wl) and stores their outputs in
     `out` as the host's calibration does (``probe-pipe.json``, ``probe-wake.json``
-    and ``probe-stalls.json`` when the binary has those probes,
-    ``probe-split/`` and ``probe-same/`` with ``trace.txt``,
+    and ``probe-stalls-K.json``, K vCPUs spinning for K = 1 to N, when the
+    binary has those probes, ``probe-split/`` and ``probe-same/`` with ``trace.txt``,
     ``workload.stdout``, the guest's imported ``machine.toml`` and
     ``kernel.json``), for `_calibrate.costs_from_probes`."""
     import json
@@ -706,7 +714,7 @@ def calibrate_in_guest(
     from ._calibrate import PROBE, WAKEUP_PROBES
 
     check_static(wl_bin)
-    job = _calibrate_job(chunks, pipe_ops, buffer_kb)
+    job = _calibrate_job(chunks, pipe_ops, buffer_kb, shape.cpus)
     text = _boot_job(shape, job, {"/wl": wl_bin}, out, cache, timeout_s)
     result = out / ".guest" / "result"
 
@@ -723,7 +731,7 @@ def calibrate_in_guest(
     if pipe_doc is None:
         raise GuestError(f"the pipe probe printed no JSON in the guest (see {result}/pipe.stdout)")
     (out / "probe-pipe.json").write_text(json.dumps(pipe_doc, indent=2) + "\n")
-    for probe in ("wake", "stalls"):
+    for probe in ("wake", *(f"stalls-{k}" for k in range(1, shape.cpus + 1))):
         if text(f"{probe}.rc").strip() != "0":
             continue
         for line in reversed(text(f"{probe}.stdout").splitlines()):

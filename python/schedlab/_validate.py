@@ -481,8 +481,8 @@ def validate(
 
         measured = _calibrate.stall_noise(out / "calibrate") if qemu is not None else None
         if stalls and measured is not None:
-            noise = [*noise, measured[0]]
-            calibration["stalls"] = measured
+            noise = [*noise, *measured[0]]
+            calibration["stalls"] = (" ".join(measured[0]), measured[1])
     for case in cases if cases is not None else default_cases(scale):
         kept = reuse and all(_recorded(out / case.name / f"real-{i}") for i in range(reps))
         if qemu is None and not kept and shutil.which(case.argv[0]) is None:

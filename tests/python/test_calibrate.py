@@ -441,12 +441,34 @@ def test_the_stall_probe_gives_the_stall_noise(tmp_path: Path) -> None:
     doc = {"family": "stalls", "gaps": 666, "per_s": 111.0, "mean_ns": 5343041,
            "threshold_ns": 500000, "cpus": 2, "stalled_fraction": 0.593}  # fmt: skip
     (d / "probe-stalls.json").write_text(json.dumps(doc))
-    spec, how = _calibrate.stall_noise(d) or ("", "")
-    assert spec == "stall:interval=exp:9009us,duration=exp:5343us"
+    specs, how = _calibrate.stall_noise(d) or ([], "")
+    assert specs == ["stall:interval=exp:9009us,duration=exp:5343us"]
     assert "111 per CPU-second, mean 5.3 ms, 59% of the time" in how
-    schedlab.run("laptop-4c8t", ["sieve:threads=2,work=5ms", spec], seed=0)  # a valid spec
+    schedlab.run("laptop-4c8t", ["sieve:threads=2,work=5ms", *specs], seed=0)  # a valid spec
     (d / "probe-stalls.json").write_text(json.dumps(dict(doc, gaps=0)))
     assert _calibrate.stall_noise(d) is None
     (d / "probe-stalls.json").write_text("{")
     with pytest.raises(_native.SpecError, match=r"probe-stalls.json: not the stall probe's JSON"):
         _calibrate.stall_noise(d)
+
+
+def test_stall_probes_per_busy_count_give_one_gated_source_each(tmp_path: Path) -> None:
+    # A 4-vCPU guest on a 2-CPU host (2026-11-24): 1 vCPU spinning stalls
+    # 1% of the time, 2 about 5%, 4 about 54%; a count without a gap gives
+    # no source, and these files win over an older all-vCPU probe.
+    d = tmp_path / "cal"
+    d.mkdir()
+    (d / "probe-stalls.json").write_text("{")  # ignored beside the per-count probes
+    for k, gaps, per_s, mean_ns in ((1, 0, 0.0, 0), (2, 217, 36.2, 1443000), (4, 1630, 135.8, 3980000)):
+        doc = {"family": "stalls", "gaps": gaps, "per_s": per_s, "mean_ns": mean_ns,
+               "threshold_ns": 500000, "cpus": k, "stalled_fraction": per_s * mean_ns / 1e9}  # fmt: skip
+        (d / f"probe-stalls-{k}.json").write_text(json.dumps(doc))
+    specs, how = _calibrate.stall_noise(d) or ([], "")
+    assert specs == [
+        "stall:busy=2,interval=exp:27624us,duration=exp:1443us",
+        "stall:busy=4,interval=exp:7364us,duration=exp:3980us",
+    ]
+    assert "1 busy: 0 gaps" in how
+    assert "4 busy: 1630 gaps (136 per CPU-second, mean 4.0 ms, 54% of the time)" in how
+    res = schedlab.run("laptop-4c8t", ["sieve:threads=2,work=5ms", *specs], seed=0)
+    assert res.metrics["completion_time_s"] > 0

@@ -382,7 +382,7 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
         )  # fmt: skip
     spec = "stall:interval=exp:9009us,duration=exp:5343us"
     assert f"simulated beside the noise `{spec}`" in runs[True]["notes"]
-    assert "666 gaps over 500 us" in _validate.markdown([runs[True]], "Guest")
+    assert "666 gaps (111 per CPU-second" in _validate.markdown([runs[True]], "Guest")
     assert not any("stall" in n for n in runs[False]["notes"])
     sims = [{r["metric"]: r["sim"] for r in runs[s]["rows"]} for s in (True, False)]
     assert sims[0]["context_switches"] != sims[1]["context_switches"]
@@ -434,7 +434,7 @@ def test_calibrate_and_machine_are_exclusive(tmp_path: Path) -> None:
 def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
     from schedlab import _calibrate, _guest
 
-    job = _guest._calibrate_job(400, 100_000, 16384)
+    job = _guest._calibrate_job(400, 100_000, 16384, 4)
     assert f"/wl '{_calibrate.PIPE_PROBE.format(count=100_000)}'" in job
     for pin in ("split", "same"):
         assert f"/wl '{_calibrate.PROBE.format(chunks=400, pin=pin)}'" in job
@@ -448,6 +448,8 @@ def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
     assert ",gap=5ms" in wake  # TCG: the host's 200 us is too short (see _guest)
     assert f"/wl '{wake}' > /out/wake.stdout" in job
     assert job.index("wakecost") < job.index("echo 1 > $T/tracing_on")
-    # The stall probe too, untraced, every vCPU spinning.
-    assert f"/wl '{_guest.GUEST_STALL_PROBE}' > /out/stalls.stdout" in job
+    # The stall probe too, untraced, with 1, 2, 3 then all 4 vCPUs spinning.
+    for k, mask in ((1, "0x1"), (2, "0x3"), (3, "0x7"), (4, "0xf")):
+        assert f"taskset {mask} /wl '{_guest.GUEST_STALL_PROBE}' > /out/stalls-{k}.stdout" in job
+    assert "stalls-5" not in job
     assert job.index("stalls:") < job.index("echo 1 > $T/tracing_on")
