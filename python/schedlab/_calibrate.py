@@ -284,6 +284,18 @@ def _stall_probe(f: Path) -> tuple[int, float, int, float, int] | None:
         raise _native.SpecError(f"{f}: not the stall probe's JSON ({e})") from e
 
 
+def stall_shares(d: Path) -> list[tuple[int, float]]:
+    """(busy vCPUs, stalled fraction) of each per-count stall probe stored
+    in `d` (``probe-stalls-K.json``), by K."""
+    out = []
+    for f in d.glob("probe-stalls-*.json"):
+        k = f.name[len("probe-stalls-") : -len(".json")]
+        got = _stall_probe(f) if k.isdigit() else None
+        if got is not None:
+            out.append((int(k), got[3]))
+    return sorted(out)
+
+
 def stall_noise(d: Path) -> tuple[list[str], str] | None:
     """The `stall` noise specs the stall probes stored in `d` and how they
     were measured, or None without a probe or with no gap. Stalls start

@@ -459,9 +459,14 @@ GUEST_EVENTS = SCHED_EVENTS
 _FLIPS_PROBE = "p:schedlab/fork_flips wake_up_new_task pid=p->pid flips=p->wakee_flips"
 
 
-def _record_job(argv: Sequence[str], buffer_kb: int) -> str:
-    """The guest's job: record `argv` under the sched tracepoints."""
+def _record_job(argv: Sequence[str], buffer_kb: int, stall_cpus: int = 0) -> str:
+    """The guest's job: record `argv` under the sched tracepoints; then,
+    untraced, with `stall_cpus`, the stall probe for 1 to that many busy
+    vCPUs (`GUEST_RECORD_STALL_PROBE`: the host's stalls of this boot)."""
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
+    probes = "".join(
+        line + "\n" for line in stall_probe_lines(GUEST_RECORD_STALL_PROBE, stall_cpus)
+    )
     enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
     return f"""T=/sys/kernel/tracing
 echo {buffer_kb} > $T/buffer_size_kb
@@ -474,7 +479,7 @@ echo $? > /out/workload.rc
 echo 0 > $T/tracing_on
 cat $T/trace > /out/trace.txt
 cat $T/per_cpu/cpu*/stats | grep -E '^overrun' > /out/overruns
-"""
+{probes}"""
 
 
 def launcher_flips(trace_text: str) -> int | None:
@@ -577,17 +582,21 @@ def record_in_guest(
     cache: Path | None = None,
     buffer_kb: int = 16384,
     timeout_s: float = 900,
+    stall_probes: bool = False,
 ) -> Path:
     """Records `argv` inside a guest of `shape`; writes `out/trace.txt`,
     `out/machine.toml` (the guest's sysfs imported), `out/kernel.json` (kernel,
     command line, sched features and domains, the launcher's wakee_flips) and
     the workload's stdout. `files` are copied into the guest first (static
-    programs: the guest has no libc)."""
+    programs: the guest has no libc). With `stall_probes` (``/wl`` among
+    `files`), the stall probe runs after the recording in the same boot and
+    its figures are kept as ``out/probe-stalls-K.json`` (`keep_stall_probes`)."""
     import json
 
     from . import _native
 
-    text = _boot_job(shape, _record_job(argv, buffer_kb), files, out, cache, timeout_s)
+    job = _record_job(argv, buffer_kb, shape.cpus if stall_probes else 0)
+    text = _boot_job(shape, job, files, out, cache, timeout_s)
     work = out / ".guest"
     result = work / "result"
     rc = text("workload.rc").strip()
@@ -609,6 +618,8 @@ def record_in_guest(
         "argv": list(argv),
     }
     (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
+    if stall_probes:
+        keep_stall_probes(text, shape.cpus, out)
     return out
 
 
@@ -639,6 +650,32 @@ GUEST_WAKE_GAP = "5ms"
 # 40-50% with three, 54-59% with four), and a halted vCPU is not stalled but
 # idle, so a light case must not be simulated with a saturated one's stalls.
 GUEST_STALL_PROBE = "stalls:duration=3s,threshold=500us"
+# The same after each recording, in its boot (1 s per count: the host's load
+# moves between boots, a calibration's stalls need not be a recording's).
+GUEST_RECORD_STALL_PROBE = "stalls:duration=1s,threshold=500us"
+
+
+def stall_probe_lines(probe: str, nr_cpus: int) -> list[str]:
+    """The job's lines that run the stall probe `probe` with the first 1,
+    2, ... `nr_cpus` vCPUs spinning (``/out/stalls-K.stdout``; an older
+    static schedlab-wl exits 2 there: no stall figures)."""
+    return [
+        f"taskset {(1 << k) - 1:#x} /wl '{probe}' > /out/stalls-{k}.stdout "
+        f"2> /out/stalls-{k}.stderr; echo $? > /out/stalls-{k}.rc"
+        for k in range(1, nr_cpus + 1)
+    ]
+
+
+def keep_stall_probes(text: Callable[[str], str], nr_cpus: int, out: Path) -> None:
+    """Stores each stall probe's JSON the guest sent back (`stall_probe_lines`)
+    as ``out/probe-stalls-K.json``, for `_calibrate.stall_noise`."""
+    for k in range(1, nr_cpus + 1):
+        if text(f"stalls-{k}.rc").strip() != "0":
+            continue
+        for line in reversed(text(f"stalls-{k}.stdout").splitlines()):
+            if line.startswith("{"):
+                (out / f"probe-stalls-{k}.json").write_text(line + "\n")
+                break
 
 
 def guest_wake_probe() -> str:
@@ -670,12 +707,7 @@ def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int, nr_cpus: int) -> 
         f"/wl '{guest_wake_probe()}' > /out/wake.stdout 2> /out/wake.stderr",
         "echo $? > /out/wake.rc",
         # 1, 2, ... N vCPUs busy: the host's stalls of them at each count.
-        # An older static schedlab-wl exits 2: no stall figures.
-        *(
-            f"taskset {(1 << k) - 1:#x} /wl '{GUEST_STALL_PROBE}' > /out/stalls-{k}.stdout "
-            f"2> /out/stalls-{k}.stderr; echo $? > /out/stalls-{k}.rc"
-            for k in range(1, nr_cpus + 1)
-        ),
+        *stall_probe_lines(GUEST_STALL_PROBE, nr_cpus),
     ]
     for pin, _ in WAKEUP_PROBES:
         lines += [
@@ -731,13 +763,12 @@ def calibrate_in_guest(
     if pipe_doc is None:
         raise GuestError(f"the pipe probe printed no JSON in the guest (see {result}/pipe.stdout)")
     (out / "probe-pipe.json").write_text(json.dumps(pipe_doc, indent=2) + "\n")
-    for probe in ("wake", *(f"stalls-{k}" for k in range(1, shape.cpus + 1))):
-        if text(f"{probe}.rc").strip() != "0":
-            continue
-        for line in reversed(text(f"{probe}.stdout").splitlines()):
+    if text("wake.rc").strip() == "0":
+        for line in reversed(text("wake.stdout").splitlines()):
             if line.startswith("{"):
-                (out / f"probe-{probe}.json").write_text(line + "\n")
+                (out / "probe-wake.json").write_text(line + "\n")
                 break
+    keep_stall_probes(text, shape.cpus, out)
     machine = _native.topo_import(str(result / "sys"))
     for pin, _ in WAKEUP_PROBES:
         trace = text(f"{pin}.trace")

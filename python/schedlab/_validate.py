@@ -263,6 +263,8 @@ def run_case(
     machine_file: Path | None = None,
     reuse: bool = False,
     noise: Sequence[str] = (),
+    vcpu_stalls: Sequence[str] = (),
+    own_stalls: bool = False,
 ) -> dict[str, Any]:
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
     compares the means. `parent_wakee_flips` is the count the simulated tasks
@@ -274,9 +276,16 @@ def run_case(
     (``[N]``: one count for all) and ``simulated`` the specs. With
     `reuse`, a recording already in `work` (trace, machine and kernel.json)
     is analyzed again instead of recorded. `noise` are noise workload specs
-    run beside each simulation (e.g. a guest's `stall`s)."""
+    run beside each simulation. `vcpu_stalls` are a guest's vCPU stalls (`stall`
+    specs from its calibration), run beside each recording's simulation
+    unless, with `own_stalls`, the recording stored its own
+    (``probe-stalls-K.json``, measured after it in its boot), which then win."""
+    from . import _calibrate
+
     real_runs: list[dict[str, float]] = []
     rep_flips: list[list[int]] = []
+    rep_stalls: list[tuple[str, ...]] = []
+    own_shares: list[list[tuple[int, float]]] = []
     recovered: list[int] = []
     stalls: list[_stalls.LongRuns] = []
     info: dict[str, Any] = {}
@@ -310,6 +319,10 @@ def run_case(
             rep_flips.append([parent_wakee_flips])
         else:
             rep_flips.append(recording_flips(text, info))
+        measured = _calibrate.stall_noise(out) if own_stalls else None
+        rep_stalls.append(tuple(measured[0]) if measured else tuple(vcpu_stalls))
+        if measured:
+            own_shares.append(_calibrate.stall_shares(out))
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
@@ -323,26 +336,28 @@ def run_case(
         value = flips_value(flips)
         return case.workload + (f",parent_wakee_flips={value}" if value else "")
 
-    def simulate(flips: Sequence[int]) -> list[dict[str, float]]:
+    def simulate(flips: Sequence[int], beside: Sequence[str]) -> list[dict[str, float]]:
+        sources = [spec(flips), *noise, *beside]
         return [
-            run_sources(machine, resolve_workloads([spec(flips), *noise]), policy, seed).metrics
+            run_sources(machine, resolve_workloads(sources), policy, seed).metrics
             for seed in range(seeds)
         ]
 
-    # One simulation per distinct list and seed, weighted by how many
-    # recordings had that list (equal lists give identical runs). A
+    # One simulation per distinct list (and stalls) and seed, weighted by
+    # how many recordings had them (equal ones give identical runs). A
     # per-thread list whose length is not the family's number of forked
     # tasks (a probe line lost, a thread the family does not model) falls
     # back to its lower median for all, and the note says so.
-    runs_of: dict[tuple[int, ...], list[dict[str, float]]] = {}
-    run_as: dict[tuple[int, ...], list[int]] = {}
-    for i, flips in enumerate(rep_flips):
-        key = tuple(flips)
+    Key = tuple[tuple[int, ...], tuple[str, ...]]
+    runs_of: dict[Key, list[dict[str, float]]] = {}
+    run_as: dict[Key, list[int]] = {}
+    for i, (flips, beside) in enumerate(zip(rep_flips, rep_stalls, strict=True)):
+        key = (tuple(flips), beside)
         if key in run_as:
             continue
         run_as[key] = flips
         try:
-            runs_of[key] = simulate(flips)
+            runs_of[key] = simulate(flips, beside)
         except _native.SpecError as e:
             if len(flips) < 2 or "parent_wakee_flips" not in str(e):
                 raise
@@ -353,9 +368,10 @@ def run_case(
                 f"median {median} for every task"
             )
             run_as[key] = [median]
-            runs_of[key] = runs_of.get((median,)) or simulate([median])
-    sim_runs = [m for f in rep_flips for m in runs_of[tuple(f)]]
-    rep_flips = [run_as[tuple(f)] for f in rep_flips]
+            runs_of[key] = runs_of.get(((median,), beside)) or simulate([median], beside)
+    keys = [(tuple(f), s) for f, s in zip(rep_flips, rep_stalls, strict=True)]
+    sim_runs = [m for k in keys for m in runs_of[k]]
+    rep_flips = [run_as[k] for k in keys]
     rows = []
     for m in (*COMPARED, *case.shown):
         real = _mean([r.get(m, math.nan) for r in real_runs])
@@ -387,8 +403,9 @@ def run_case(
             case.note,
             *notes,
             *_recovered_note(recovered),
-            *_opt(_stalls.note(stalls, any(n.split(":")[0] == "stall" for n in noise))),
+            *_opt(_stalls.note(stalls, any(s for s in rep_stalls))),
             *[f"simulated beside the noise `{n}`" for n in noise],
+            *_stall_notes(rep_stalls, own_shares, vcpu_stalls),
         ],
         "stalled_pct": [round(100 * f.share, 1) for f in stalls],
         "inferred_switches": recovered,
@@ -396,6 +413,30 @@ def run_case(
         "seeds": seeds,
         "rows": rows,
     }
+
+
+def _stall_notes(
+    rep_stalls: Sequence[tuple[str, ...]],
+    own_shares: Sequence[Sequence[tuple[int, float]]],
+    fallback: Sequence[str],
+) -> list[str]:
+    """How the recordings' simulations stalled: beside the stalls each
+    measured after itself (its share stalled per count of busy vCPUs), or
+    beside the calibration's."""
+    notes = []
+    if own_shares:
+        per = "; ".join(
+            f"recording {i}: " + ", ".join(f"{k} busy {100 * s:.0f}%" for k, s in shares)
+            for i, shares in enumerate(own_shares)
+        )
+        notes.append(
+            "each recording simulated beside the vCPU stalls measured right after it in its "
+            "boot (the stall probe for 1 s with 1 to N vCPUs spinning, one busy-gated `stall` "
+            f"source per count; the share of time stalled: {per})"
+        )
+    if fallback and any(s == tuple(fallback) for s in rep_stalls):
+        notes.append(f"simulated beside the calibration's vCPU stalls `{' '.join(fallback)}`")
+    return notes
 
 
 def _recovered_note(recovered: Sequence[int]) -> list[str]:
@@ -463,7 +504,7 @@ def validate(
         def record(argv: list[str], o: Path) -> dict[str, Any]:
             guest_argv = ["/wl" if argv[0] == "schedlab-wl" else argv[0], *argv[1:]]
             _guest.check_static(binary)  # only when a guest boots: --reuse needs no binary
-            _guest.record_in_guest(shape, guest_argv, {"/wl": binary}, o)
+            _guest.record_in_guest(shape, guest_argv, {"/wl": binary}, o, stall_probes=stalls)
             info: dict[str, Any] = json.loads((o / "kernel.json").read_text())
             return info
 
@@ -473,6 +514,7 @@ def validate(
             return _tracefs.record(argv, o)
 
     calibration: dict[str, Any] | None = None
+    cal_stalls: list[str] = []
     if calibrate:
         machine_file, calibration = calibrated_machine(
             out / "calibrate", reuse, (shape, binary) if qemu is not None else None
@@ -481,7 +523,7 @@ def validate(
 
         measured = _calibrate.stall_noise(out / "calibrate") if qemu is not None else None
         if stalls and measured is not None:
-            noise = [*noise, *measured[0]]
+            cal_stalls = measured[0]
             calibration["stalls"] = (" ".join(measured[0]), measured[1])
     for case in cases if cases is not None else default_cases(scale):
         kept = reuse and all(_recorded(out / case.name / f"real-{i}") for i in range(reps))
@@ -489,7 +531,19 @@ def validate(
             results.append({"case": case.name, "skipped": f"'{case.argv[0]}' not found"})
             continue
         results.append(
-            run_case(case, out, reps, seeds, record, parent_wakee_flips, machine_file, reuse, noise)
+            run_case(
+                case,
+                out,
+                reps,
+                seeds,
+                record,
+                parent_wakee_flips,
+                machine_file,
+                reuse,
+                noise,
+                vcpu_stalls=cal_stalls,
+                own_stalls=stalls and qemu is not None,
+            )
         )
         if calibration is not None:
             results[-1]["calibration"] = calibration

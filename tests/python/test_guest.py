@@ -187,6 +187,22 @@ def test_record_job_quotes_the_command_and_enables_the_events():
     for e in g.GUEST_EVENTS:
         assert f"echo 1 > $T/events/{e}/enable" in job
     assert "wake_up_new_task pid=p->pid flips=p->wakee_flips" in job
+    assert "stalls" not in job
+
+
+def test_record_job_probes_the_stalls_after_the_recording(tmp_path):
+    job = g._record_job(["/wl", "pipe:loops=10"], 4096, stall_cpus=2)
+    probe = g.GUEST_RECORD_STALL_PROBE
+    for k, mask in ((1, "0x1"), (2, "0x3")):
+        line = f"taskset {mask} /wl '{probe}' > /out/stalls-{k}.stdout"
+        assert line in job
+        # untraced, and after the trace is saved
+        assert job.index(line) > job.index("cat $T/trace > /out/trace.txt")
+    # What the guest sent back is kept per count; a failed probe is skipped.
+    sent = {"stalls-1.rc": "0\n", "stalls-1.stdout": 'x\n{"gaps": 1}\n', "stalls-2.rc": "2\n"}
+    g.keep_stall_probes(lambda name: sent.get(name, ""), 2, tmp_path)
+    assert (tmp_path / "probe-stalls-1.json").read_text() == '{"gaps": 1}\n'
+    assert not (tmp_path / "probe-stalls-2.json").exists()
 
 
 def test_launcher_flips_reads_the_first_fork_probe_line():

@@ -381,11 +381,29 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
             wl_bin=wl, reuse=True, stalls=stalls,
         )  # fmt: skip
     spec = "stall:interval=exp:9009us,duration=exp:5343us"
-    assert f"simulated beside the noise `{spec}`" in runs[True]["notes"]
+    assert f"simulated beside the calibration's vCPU stalls `{spec}`" in runs[True]["notes"]
     assert "666 gaps (111 per CPU-second" in _validate.markdown([runs[True]], "Guest")
     assert not any("stall" in n for n in runs[False]["notes"])
     sims = [{r["metric"]: r["sim"] for r in runs[s]["rows"]} for s in (True, False)]
     assert sims[0]["context_switches"] != sims[1]["context_switches"]
+    # A recording that stored the stall probes run after it in its boot is
+    # simulated beside its own stalls instead (here: none with one or two
+    # vCPUs busy, so it runs as if it never stalled).
+    rec = tmp_path / "schbench" / "real-0"
+    for k in (1, 2, 3, 4):
+        gaps = 300 if k > 2 else 0
+        probe = {"family": "stalls", "gaps": gaps, "per_s": gaps / 3, "mean_ns": 4_000_000,
+                 "threshold_ns": 500000, "cpus": k, "stalled_fraction": gaps / 750}  # fmt: skip
+        (rec / f"probe-stalls-{k}.json").write_text(json.dumps(probe))
+    (own,) = _validate.validate(
+        tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
+        wl_bin=wl, reuse=True,
+    )  # fmt: skip
+    assert not any("calibration's vCPU stalls" in n for n in own["notes"])
+    note = next(n for n in own["notes"] if n.startswith("each recording simulated beside"))
+    assert "recording 0: 1 busy 0%, 2 busy 0%, 3 busy 40%, 4 busy 40%" in note
+    sim = {r["metric"]: r["sim"] for r in own["rows"]}
+    assert sim["context_switches"] != sims[0]["context_switches"]
     # --no-calibrate: the recording's own import, completion times not compared.
     (plain,) = _validate.validate(
         tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
