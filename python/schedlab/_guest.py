@@ -616,6 +616,10 @@ def record_in_guest(
         "inherited_wakee_flips": inherited_flips(trace),
         "overruns": text("overruns").split(),
         "argv": list(argv),
+        # The host's 1-minute load average as the boot ends, over its CPUs:
+        # what else the host ran while it ran the guest's vCPUs.
+        "host_loadavg": round(os.getloadavg()[0], 2),
+        "host_cpus": os.cpu_count(),
     }
     (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
     if stall_probes:

@@ -286,6 +286,7 @@ def run_case(
     rep_flips: list[list[int]] = []
     rep_stalls: list[tuple[str, ...]] = []
     own_shares: list[list[tuple[int, float]]] = []
+    host_load: list[str] = []
     recovered: list[int] = []
     stalls: list[_stalls.LongRuns] = []
     info: dict[str, Any] = {}
@@ -293,6 +294,8 @@ def run_case(
         out = work / case.name / f"real-{i}"
         kept = _recorded(out) if reuse else None
         info = kept if kept is not None else record(list(case.argv), out)
+        if info.get("host_loadavg") is not None:
+            host_load.append(f"{info['host_loadavg']:g}")
         text = (out / "trace.txt").read_text(errors="replace")
         machine_text = (out / "machine.toml").read_text()
         doc = _native.analyze_trace(
@@ -406,6 +409,13 @@ def run_case(
             *_opt(_stalls.note(stalls, any(s for s in rep_stalls))),
             *[f"simulated beside the noise `{n}`" for n in noise],
             *_stall_notes(rep_stalls, own_shares, vcpu_stalls),
+            *_opt(
+                f"the host's 1-minute load average as each recording's boot ended: "
+                f"{', '.join(host_load)} (on {info.get('host_cpus', '?')} host CPUs; the more "
+                "it runs besides the guest, the more the guest's vCPUs stall)"
+                if host_load
+                else None
+            ),
         ],
         "stalled_pct": [round(100 * f.share, 1) for f in stalls],
         "inferred_switches": recovered,

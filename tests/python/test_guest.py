@@ -264,6 +264,7 @@ def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path
     info = json.loads((out / "kernel.json").read_text())
     assert info["kernel_release"].startswith("6.12")
     assert isinstance(info["launcher_wakee_flips"], int)
+    assert info["host_loadavg"] >= 0
     assert "threads_per_core = 2" in (out / "machine.toml").read_text()
 
 

@@ -395,6 +395,9 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
         probe = {"family": "stalls", "gaps": gaps, "per_s": gaps / 3, "mean_ns": 4_000_000,
                  "threshold_ns": 500000, "cpus": k, "stalled_fraction": gaps / 750}  # fmt: skip
         (rec / f"probe-stalls-{k}.json").write_text(json.dumps(probe))
+    info = json.loads((rec / "kernel.json").read_text())
+    assert not any("load average" in n for n in runs[True]["notes"])
+    (rec / "kernel.json").write_text(json.dumps(dict(info, host_loadavg=3.62, host_cpus=2)))
     (own,) = _validate.validate(
         tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
         wl_bin=wl, reuse=True,
@@ -402,6 +405,9 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
     assert not any("calibration's vCPU stalls" in n for n in own["notes"])
     note = next(n for n in own["notes"] if n.startswith("each recording simulated beside"))
     assert "recording 0: 1 busy 0%, 2 busy 0%, 3 busy 40%, 4 busy 40%" in note
+    assert "load average as each recording's boot ended: 3.62 (on 2 host CPUs" in " ".join(
+        own["notes"]
+    )
     sim = {r["metric"]: r["sim"] for r in own["rows"]}
     assert sim["context_switches"] != sims[0]["context_switches"]
     # --no-calibrate: the recording's own import, completion times not compared.
