@@ -304,13 +304,14 @@ def validate_cmd(
             continue
         table = _new_table(
             f"{r['case']} · real: {r['native']} · sim: {r['policy']}",
-            "metric", "real", "simulated", "sim - real", "verdict",
-            right=("real", "simulated", "sim - real"),
+            "metric", "real", "real's range", "simulated", "sim - real", "verdict",
+            right=("real", "real's range", "simulated", "sim - real"),
         )  # fmt: skip
         for row in r["rows"]:
             table.add_row(
                 row["metric"],
                 _validate._fmt(row["real"]),
+                _validate._range(row),
                 _validate._fmt(row["sim"]),
                 _validate._fmt(row["diff"]),
                 row["verdict"],

@@ -379,10 +379,15 @@ def run_case(
     for m in (*COMPARED, *case.shown):
         real = _mean([r.get(m, math.nan) for r in real_runs])
         sim = _mean([r.get(m, math.nan) for r in sim_runs])
+        # The recordings' own spread: where it is wider than the target, the
+        # referee does not repeat itself to the target's precision.
+        each = [v for r in real_runs if not math.isnan(v := r.get(m, math.nan))]
         rows.append(
             {
                 "metric": m,
                 "real": real,
+                "real_min": min(each, default=math.nan),
+                "real_max": max(each, default=math.nan),
                 "sim": sim,
                 "diff": sim - real,
                 "verdict": verdict(m, real, sim, calibrated),
@@ -621,6 +626,19 @@ def _opt(line: str | None) -> list[str]:
     return [line] if line else []
 
 
+def _range(row: dict[str, Any]) -> str:
+    """The recordings' lowest and highest value of a row (``-`` when a
+    stored result predates them)."""
+    lo, hi = row.get("real_min", math.nan), row.get("real_max", math.nan)
+    return "-" if math.isnan(lo) else f"{_fmt(lo)} - {_fmt(hi)}"
+
+
+def in_real_range(row: dict[str, Any]) -> bool:
+    """Whether the simulated value lies within the recordings' own range."""
+    lo, hi = row.get("real_min", math.nan), row.get("real_max", math.nan)
+    return not math.isnan(lo) and lo <= row["sim"] <= hi
+
+
 def _fmt(v: float) -> str:
     if isinstance(v, float) and math.isnan(v):
         return "-"
@@ -657,11 +675,11 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
             + (" per recording)" if r.get("flips_measured") else ")")
             + (f" on the calibrated `{r['machine']}`." if r.get("calibrated") else "."),
             "",
-            "| metric | real | simulated | sim - real | verdict |",
-            "|---|---|---|---|---|",
+            "| metric | real | real's range | simulated | sim - real | verdict |",
+            "|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {row['metric']} | {_fmt(row['real'])} | {_fmt(row['sim'])} | "
+            f"| {row['metric']} | {_fmt(row['real'])} | {_range(row)} | {_fmt(row['sim'])} | "
             f"{_fmt(row['diff'])} | {row['verdict']} |"
             for row in r["rows"]
         ]

@@ -100,7 +100,8 @@ def run_suite(
 
 def tally(results: Sequence[dict[str, Any]]) -> tuple[int, int, list[str]]:
     """Rows passing, rows compared (pass or MISS) and the misses
-    (``case metric``) of one topology's results."""
+    (``case metric``, with ``*`` where the simulated value lies within the
+    recordings' own range) of one topology's results."""
     passed = compared = 0
     misses: list[str] = []
     for r in results:
@@ -110,7 +111,8 @@ def tally(results: Sequence[dict[str, Any]]) -> tuple[int, int, list[str]]:
                 compared += 1
             elif row["verdict"] == "MISS":
                 compared += 1
-                misses.append(f"{r['case']} {row['metric']}")
+                star = "*" if _validate.in_real_range(row) else ""
+                misses.append(f"{r['case']} {row['metric']}{star}")
     return passed, compared, misses
 
 
@@ -119,7 +121,8 @@ def suite_markdown(sections: Sequence[tuple[Topology, list[dict[str, Any]]]], ti
     lines = [
         f"## {title}",
         "",
-        "| topology | rows passing (of compared) | misses |",
+        "| topology | rows passing (of compared) | misses (`*`: simulated within the recordings' "
+        "range) |",
         "|---|---|---|",
     ]
     for topo, results in sections:

@@ -15,10 +15,12 @@ runner = CliRunner()
 
 
 def _result(case: str, verdicts: list[str]) -> dict[str, Any]:
+    # the recordings ranged over 0.9-1.2; the simulation gave 1.1, then 2.0
     rows = [
-        {"metric": f"m{i}", "real": 1.0, "sim": 1.0, "diff": 0.0, "verdict": v}
+        {"metric": f"m{i}", "real": 1.0, "real_min": 0.9, "real_max": 1.2, "sim": 1.1 + i,
+         "diff": 0.1 + i, "verdict": v}
         for i, v in enumerate(verdicts)
-    ]
+    ]  # fmt: skip
     return {
         "case": case,
         "native": "schedlab-wl x",
@@ -74,6 +76,7 @@ def test_the_markdown_sums_up_every_topology_then_nests_its_tables(
     assert md.startswith("## Suite\n")
     first = _validate_suite.SUITE[0].title
     assert f"| {first} | 1 of 2 | ping-pong m1 |" in md
+    assert "| m0 | 1 | 0.9 - 1.2 | 1.1 | 0.1 | pass |" in md
     assert "| 2 of 2 | none; skipped: x |" in md
     assert f"\n### {first}\n" in md
     assert "\n#### ping-pong\n" in md
@@ -90,6 +93,7 @@ def test_the_cli_writes_the_markdown_and_refuses_a_topology_of_its_own(
     res = runner.invoke(app, [*args, "--markdown", str(md)])
     assert res.exit_code == 0, res.output
     assert "1 of 2 rows pass; misses: ping-pong m1" in res.output
+
     assert "Validation suite: this VM and two guests" in md.read_text()
     for extra in (["--qemu", "sockets=1"], ["--no-calibrate"], ["-m", str(wl)]):
         res = runner.invoke(app, [*args, *extra])
@@ -98,3 +102,13 @@ def test_the_cli_writes_the_markdown_and_refuses_a_topology_of_its_own(
     res = runner.invoke(app, ["validate", "--suite", "-o", str(tmp_path)])
     assert res.exit_code == 2
     assert "--wl-bin" in res.output
+
+
+def test_a_miss_within_the_recordings_range_is_starred() -> None:
+    row = {"metric": "m", "real": 1.0, "real_min": 0.9, "real_max": 1.2, "sim": 1.15,
+           "diff": 0.15, "verdict": "MISS"}  # fmt: skip
+    assert _validate_suite.tally([{"case": "c", "rows": [row]}]) == (0, 1, ["c m*"])
+    assert _validate_suite.tally([{"case": "c", "rows": [dict(row, sim=1.3)]}])[2] == ["c m"]
+    # a stored result from before the ranges were kept: no star
+    old = {k: v for k, v in row.items() if not k.startswith("real_")}
+    assert _validate_suite.tally([{"case": "c", "rows": [old]}])[2] == ["c m"]
