@@ -16,6 +16,7 @@ impl Sim {
     /// - PELT utilisation of a task stays within the capacity scale, and a
     ///   runqueue's within what the tasks homed on it can contribute (blocked
     ///   and departed tasks' share decays, so one extra 1024 of slack);
+    /// - `nr_busy` counts the CPUs that run a task;
     /// - with clamps in use, each runqueue's clamp buckets count exactly its
     ///   queued tasks that count (`engine::uclamp`);
     /// - the fair class's own invariants (`Sim::check_fair`: its entities
@@ -23,6 +24,10 @@ impl Sim {
     pub fn check(&self) -> Result<(), String> {
         self.check_uclamp()?;
         let nr = self.rqs.len();
+        let busy = (0..nr).filter(|&c| self.rqs[c].curr.is_some()).count() as u32;
+        if busy != self.nr_busy {
+            return Err(format!("nr_busy {} but {busy} CPUs run a task", self.nr_busy));
+        }
         let mut queued = vec![0u32; nr];
         let mut in_flight = vec![0u32; nr];
         let mut homed = vec![0u64; nr];

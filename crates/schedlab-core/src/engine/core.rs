@@ -589,6 +589,7 @@ impl Sim {
         self.class_put_prev_task(src, p);
         self.leave_cpu_for_migration(p, src);
         self.rqs[src.idx()].curr = None;
+        self.nr_busy -= 1;
         self.rqs[src.idx()].seg_active = false;
         self.rqs[src.idx()].run_gen += 1;
         self.queue.cancel_key(self.key_run_done(src));
