@@ -8,6 +8,7 @@ error handling, output and stop helpers like every other command.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -350,6 +351,14 @@ def _validate_suite_cmd(
     if wl_bin is None:
         _fail("--wl-bin: --suite boots QEMU guests and needs the static schedlab-wl binary", 2)
     heading = title if title != "This VM" else "Validation suite: this VM and two guests"
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if not reuse and load > cpus / 2:
+        _err().print(
+            f"[yellow]warning:[/yellow] this host is busy (load average {load:.1f} on {cpus} "
+            "CPUs): its other work stalls the guests' vCPUs and moves their figures; run the "
+            "suite on a quiet host, or ahead of that work (nice -n -15)",
+            soft_wrap=True,
+        )
 
     def write(done: list[tuple[Any, list[dict[str, Any]]]]) -> None:
         if markdown is not None:

@@ -112,3 +112,22 @@ def test_a_miss_within_the_recordings_range_is_starred() -> None:
     # a stored result from before the ranges were kept: no star
     old = {k: v for k, v in row.items() if not k.startswith("real_")}
     assert _validate_suite.tally([{"case": "c", "rows": [old]}])[2] == ["c m"]
+
+
+def test_the_suite_warns_when_the_host_is_busy(
+    tmp_path: Path, calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    wl = tmp_path / "wl"
+    wl.write_bytes(b"")
+    args = ["validate", "--suite", "-o", str(tmp_path), "--wl-bin", str(wl)]
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.4, 3.0, 2.0))
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "this host is busy (load average 3.4 on 2 CPUs)" in res.stderr
+    assert "busy" not in runner.invoke(app, [*args, "--reuse"]).stderr  # nothing recorded
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.3, 0.2))
+    assert "busy" not in runner.invoke(app, args).stderr
+
