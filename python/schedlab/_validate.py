@@ -181,12 +181,19 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(vals) if vals else math.nan
 
 
-def verdict(metric: str, real: float, sim: float, calibrated: bool = False) -> str:
+def verdict(
+    metric: str, real: float, sim: float, calibrated: bool = False, guest: bool = False
+) -> str:
     """``pass``, ``MISS`` or ``not compared`` for one metric; completion
-    times are compared (within 15%) only on a calibrated machine."""
+    times are compared (within 15%) only on a calibrated machine, and not in
+    an emulated `guest`: there they follow the host's load (the same guest
+    ping-pong took 4.96 s and 66.9 s in two boots in a row, docs/validation.md),
+    and issue 8's time target is this machine's."""
     if math.isnan(real) or math.isnan(sim):
         return "absent"
     if metric == "completion_time_s":
+        if guest:
+            return "not compared (guest: follows the host's load)"
         if not calibrated:
             return "not compared (uncalibrated)"
         return "pass" if abs(sim - real) <= 0.15 * max(abs(real), 1e-12) else "MISS"
@@ -390,7 +397,7 @@ def run_case(
                 "real_max": max(each, default=math.nan),
                 "sim": sim,
                 "diff": sim - real,
-                "verdict": verdict(m, real, sim, calibrated),
+                "verdict": verdict(m, real, sim, calibrated, info.get("source") == "qemu"),
             }
         )
     specs = [spec(f) for f in rep_flips]
