@@ -60,7 +60,7 @@ the machine changes.
 
 The probes' outputs are stored in one directory layout (`WAKEUP_PROBES`)
 wherever they ran, and `costs_from_probes` is the only arithmetic: on this
-host `calibrate` runs them; inside a QEMU guest `_guest.calibrate_in_guest`
+host `calibrate` runs them; inside a QEMU guest `_guest_calibrate.calibrate_in_guest`
 runs the same three in one boot (for `schedlab validate --qemu`), and the
 guest's imported machine gets its own costs, each comment saying which guest
 measured it.
@@ -392,7 +392,7 @@ def _where(d: Path) -> str:
 def costs_from_probes(d: Path) -> dict[str, Any]:
     """The costs from the probe outputs stored in `d` (see `WAKEUP_PROBES`),
     measured on this host by `calibrate` or inside a guest by
-    `_guest.calibrate_in_guest`: writes `d/machine.toml` (the split probe's
+    `_guest_calibrate.calibrate_in_guest`: writes `d/machine.toml` (the split probe's
     machine with the costs set, each with how it was measured) and returns
     the figures."""
     pipe = read_pipe_probe(d)

@@ -591,7 +591,6 @@ def calibrated_machine(
 
     stored = reuse and _calibrate.probes_stored(d)
     if guest is not None:
-        from . import _guest
 
         shape, binary = guest
         if stored:
@@ -604,7 +603,9 @@ def calibrated_machine(
                     f"{got}, not the asked {dataclasses.asdict(shape)}"
                 )
         else:
-            _guest.calibrate_in_guest(shape, binary, d)
+            from . import _guest_calibrate
+
+            _guest_calibrate.calibrate_in_guest(shape, binary, d)
         figures = _calibrate.costs_from_probes(d)
     else:
         figures = _calibrate.calibrate(d, reuse=stored)

@@ -442,7 +442,7 @@ def test_stored_probes_of_another_guest_shape_are_refused(tmp_path: Path) -> Non
 def test_missing_guest_probes_are_run_in_one_guest_boot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from schedlab import _guest
+    from schedlab import _guest, _guest_calibrate
 
     booted: list[Path] = []
 
@@ -451,7 +451,7 @@ def test_missing_guest_probes_are_run_in_one_guest_boot(
         shutil.copytree(REC / "guest-2c2t-calibrate", out, dirs_exist_ok=True)
         return out
 
-    monkeypatch.setattr(_guest, "calibrate_in_guest", fake)
+    monkeypatch.setattr(_guest_calibrate, "calibrate_in_guest", fake)
     shape = _guest.GuestShape.parse("sockets=1,cores=2,threads=2")
     path, cal = _validate.calibrated_machine(tmp_path / "c", True, (shape, tmp_path / "wl"))
     assert booted == [tmp_path / "c"]
@@ -465,9 +465,9 @@ def test_calibrate_and_machine_are_exclusive(tmp_path: Path) -> None:
 
 
 def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
-    from schedlab import _calibrate, _guest
+    from schedlab import _calibrate, _guest, _guest_calibrate
 
-    job = _guest._calibrate_job(400, 100_000, 16384, 4)
+    job = _guest_calibrate._calibrate_job(400, 100_000, 16384, 4)
     assert f"/wl '{_calibrate.PIPE_PROBE.format(count=100_000)}'" in job
     for pin in ("split", "same"):
         assert f"/wl '{_calibrate.PROBE.format(chunks=400, pin=pin)}'" in job
@@ -476,8 +476,8 @@ def test_the_calibration_job_runs_the_probes_as_calibrate_does() -> None:
     # the pipe and wake probes run untraced.
     assert job.index("echo 0 > $T/tracing_on") < job.index("/events/")
     assert job.index("pipecost") < job.index("echo 1 > $T/tracing_on")
-    wake = _guest.guest_wake_probe()
-    assert wake.startswith(_calibrate.WAKE_PROBE.format(count=_guest.GUEST_WAKE_OPS))
+    wake = _guest_calibrate.guest_wake_probe()
+    assert wake.startswith(_calibrate.WAKE_PROBE.format(count=_guest_calibrate.GUEST_WAKE_OPS))
     assert ",gap=5ms" in wake  # TCG: the host's 200 us is too short (see _guest)
     assert f"/wl '{wake}' > /out/wake.stdout" in job
     assert job.index("wakecost") < job.index("echo 1 > $T/tracing_on")
