@@ -229,6 +229,10 @@ impl Sim {
     /// `*sg_overloaded` when a CPU has more than one task at the root domain.
     /// Inlined into its one caller's group loop: a call per group cost
     /// about a fifth of the loop (register saves, the result's copy).
+    ///
+    /// Writes into `sgs` (the caller's one buffer for the pass) rather than
+    /// returning a value: returned, the statistics were built in one stack
+    /// slot and copied to another for every group.
     #[inline(always)]
     pub fn update_sg_lb_stats(
         &self,
@@ -237,24 +241,25 @@ impl Sim {
         g: &GroupRef,
         local_group: bool,
         sg_overloaded: &mut bool,
-    ) -> SgLbStats {
+        sgs: &mut SgLbStats,
+    ) {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
         let all_considered = g.wholly_considered(env);
-        let mut sgs = match self.sg_lb_stats_summed(env, sd, g, local_group, all_considered) {
-            Some((sgs, overloaded)) => {
+        match self.sg_lb_stats_summed(env, sd, g, local_group, all_considered) {
+            Some((summed, overloaded)) => {
                 *sg_overloaded |= balancing_at_rd && overloaded;
                 #[cfg(debug_assertions)]
                 {
                     let mut scan_overloaded = false;
                     let scan = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, &mut scan_overloaded);
-                    debug_assert_eq!(sgs, scan, "summed group stats differ from the scan");
+                    debug_assert_eq!(summed, scan, "summed group stats differ from the scan");
                     debug_assert_eq!(balancing_at_rd && overloaded, scan_overloaded);
                 }
-                sgs
+                *sgs = summed;
             }
-            None => self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, sg_overloaded),
-        };
+            None => *sgs = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, sg_overloaded),
+        }
         sgs.group_weight = g.nr_cpus;
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
@@ -265,11 +270,10 @@ impl Sim {
             sgs.group_smt_balance = true;
         }
         let depth = sd.depth as usize;
-        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), &sgs);
+        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), sgs);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
         }
-        sgs
     }
 
     /// The per-CPU loop of `update_sg_lb_stats` over the group's CPUs that
@@ -476,12 +480,13 @@ impl Sim {
         let lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
         let n = refs.len();
         let mut i = lg.index as usize;
+        let mut sgs = SgLbStats::default();
         for k in 0..n {
             let g = &refs[i];
             i = if i + 1 == n { 0 } else { i + 1 };
             let local_group = if lg.only { k == 0 } else { g.span.test(env.dst_cpu) };
             debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
-            let sgs = self.update_sg_lb_stats(env, sd, g, local_group, &mut sg_overloaded);
+            self.update_sg_lb_stats(env, sd, g, local_group, &mut sg_overloaded, &mut sgs);
             if local_group {
                 sds.local = Some(g);
                 sds.local_stat = sgs;
