@@ -323,7 +323,7 @@ impl Sim {
         let s = self.fair.sg_sums.group(g.slot);
         if !local_group {
             let misfit_to_find = if sd.has(SD_ASYM_CPUCAPACITY) {
-                s.nr_misfit != 0
+                s.nr_misfit() != 0
             } else {
                 env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
             };
@@ -332,16 +332,16 @@ impl Sim {
             }
         }
         let sgs = SgLbStats {
-            group_capacity: s.capacity,
-            group_load: s.load,
-            group_util: s.util,
-            group_runnable: s.runnable,
-            sum_h_nr_running: s.h_nr_running,
-            sum_nr_running: s.nr_running,
-            idle_cpus: s.idle_cpus,
+            group_capacity: s.capacity(),
+            group_load: s.load(),
+            group_util: s.util(),
+            group_runnable: s.runnable(),
+            sum_h_nr_running: s.h_nr_running(),
+            sum_nr_running: s.nr_running(),
+            idle_cpus: s.idle_cpus(),
             ..SgLbStats::default()
         };
-        Some((sgs, s.nr_overloaded != 0))
+        Some((sgs, s.nr_overloaded() != 0))
     }
 
     /// One CPU's part of `update_sg_lb_stats`.
