@@ -22,7 +22,7 @@ use super::capacity::{capacity_greater, SCHED_CAPACITY_SCALE};
 use super::lb_stats::{adjust_numa_imbalance, smt_vs_nonsmt_groups, GroupRef, GroupType, SdLbStats};
 use crate::engine::Sim;
 use crate::ids::CpuId;
-use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_NUMA, SD_SHARE_LLC};
+use crate::topology::domains::{Domains, SchedDomain, SdId, SD_ASYM_CPUCAPACITY, SD_NUMA, SD_SHARE_LLC};
 
 impl Sim {
     /// `sibling_imbalance`: tasks to move so both groups run the same number
@@ -47,35 +47,11 @@ impl Sim {
     }
 
     /// `sd->imb_numa_nr` (set in `build_sched_domains`): tasks a NUMA domain
-    /// tolerates as imbalance: the number of LLCs under the first domain
-    /// above the LLC (an eighth of its span with one LLC), scaled by span
-    /// for higher levels.
-    pub fn imb_numa_nr(&self, sd: &SchedDomain) -> i64 {
-        let chain = self.domains.chain(sd.span.first().unwrap_or(CpuId(0)));
-        let mut imb = 1i64;
-        let mut imb_span = sd.span_weight as i64;
-        for &id in chain {
-            let d = self.domains.sd(id);
-            let child = d.child.map(|c| self.domains.sd(c));
-            if !d.has(SD_SHARE_LLC) && child.is_some_and(|c| c.has(SD_SHARE_LLC)) {
-                let nr_llcs = (d.span_weight / child.map_or(1, |c| c.span_weight)) as i64;
-                imb = if nr_llcs == 1 { (d.span_weight >> 3) as i64 } else { nr_llcs }.max(1);
-                let mut top = d.parent;
-                while let Some(t) = top {
-                    if self.domains.sd(t).has(SD_NUMA) {
-                        break;
-                    }
-                    top = self.domains.sd(t).parent;
-                }
-                imb_span = top.map_or(d.span_weight, |t| self.domains.sd(t).span_weight) as i64;
-                if d.span == sd.span {
-                    return imb;
-                }
-            } else if d.span == sd.span {
-                return imb * (d.span_weight as i64 / imb_span.max(1)).max(1);
-            }
-        }
-        imb
+    /// tolerates as imbalance ([`imb_numa_nr_of`]), computed once per
+    /// domain when the fair state is built, as the kernel does.
+    #[inline]
+    pub fn imb_numa_nr(&self, sd: SdId) -> i64 {
+        self.fair.imb_numa_nr[sd.0 as usize]
     }
 
     /// `calculate_imbalance`: how much to move and how it is measured.
@@ -125,7 +101,7 @@ impl Sim {
             }
             if sd.has(SD_NUMA) {
                 env.imbalance =
-                    adjust_numa_imbalance(env.imbalance, local.sum_nr_running as i64 + 1, self.imb_numa_nr(sd));
+                    adjust_numa_imbalance(env.imbalance, local.sum_nr_running as i64 + 1, self.imb_numa_nr(env.sd));
             }
             env.imbalance >>= 1;
             return;
@@ -290,4 +266,36 @@ impl Sim {
         }
         busiest
     }
+}
+
+/// `sd->imb_numa_nr` (set in `build_sched_domains`): tasks a NUMA domain
+/// tolerates as imbalance: the number of LLCs under the first domain
+/// above the LLC (an eighth of its span with one LLC), scaled by span
+/// for higher levels.
+pub fn imb_numa_nr_of(domains: &Domains, sd: &SchedDomain) -> i64 {
+    let chain = domains.chain(sd.span.first().unwrap_or(CpuId(0)));
+    let mut imb = 1i64;
+    let mut imb_span = sd.span_weight as i64;
+    for &id in chain {
+        let d = domains.sd(id);
+        let child = d.child.map(|c| domains.sd(c));
+        if !d.has(SD_SHARE_LLC) && child.is_some_and(|c| c.has(SD_SHARE_LLC)) {
+            let nr_llcs = (d.span_weight / child.map_or(1, |c| c.span_weight)) as i64;
+            imb = if nr_llcs == 1 { (d.span_weight >> 3) as i64 } else { nr_llcs }.max(1);
+            let mut top = d.parent;
+            while let Some(t) = top {
+                if domains.sd(t).has(SD_NUMA) {
+                    break;
+                }
+                top = domains.sd(t).parent;
+            }
+            imb_span = top.map_or(d.span_weight, |t| domains.sd(t).span_weight) as i64;
+            if d.span == sd.span {
+                return imb;
+            }
+        } else if d.span == sd.span {
+            return imb * (d.span_weight as i64 / imb_span.max(1)).max(1);
+        }
+    }
+    imb
 }
