@@ -465,6 +465,34 @@ impl Sim {
         true
     }
 
+    /// One group of `update_sd_lb_stats`'s loop: its statistics (into
+    /// `sgs`), the local or busiest group's update, the domain's totals.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sd_lb_visit<'a>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        g: &'a GroupRef,
+        local_group: bool,
+        sds: &mut SdLbStats<'a>,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
+        self.update_sg_lb_stats(env, sd, g, local_group, sg_overloaded, sgs);
+        if local_group {
+            sds.local = Some(g);
+            sds.local_stat = *sgs;
+        } else if self.update_sd_pick_busiest(env, sd, sds, g, sgs) {
+            sds.busiest = Some(g);
+            sds.busiest_stat = *sgs;
+        }
+        sds.total_load += sgs.group_load;
+        sds.total_capacity += sgs.group_capacity;
+        sds.sum_util += sgs.group_util;
+    }
+
     /// `update_sd_lb_stats`: the statistics of every group of the domain,
     /// the local and the busiest one. `sg_overloaded` and `sum_util` are
     /// returned in the result for the caller to apply.
@@ -479,25 +507,25 @@ impl Sim {
         let refs = &self.fair.sg_refs[env.sd.0 as usize];
         let sd = self.domains.sd(env.sd);
         let lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
-        let n = refs.len();
-        let mut i = lg.index as usize;
         let mut sgs = SgLbStats::default();
-        for k in 0..n {
-            let g = &refs[i];
-            i = if i + 1 == n { 0 } else { i + 1 };
-            let local_group = if lg.only { k == 0 } else { g.span.test(env.dst_cpu) };
-            debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
-            self.update_sg_lb_stats(env, sd, g, local_group, &mut sg_overloaded, &mut sgs);
-            if local_group {
-                sds.local = Some(g);
-                sds.local_stat = sgs;
-            } else if self.update_sd_pick_busiest(env, sd, &sds, g, &sgs) {
-                sds.busiest = Some(g);
-                sds.busiest_stat = sgs;
+        let (before, from) = refs.split_at(lg.index as usize);
+        if lg.only {
+            // Its own group, then the others, which are not local: a loop
+            // of its own for them drops the local-group tests from it.
+            if let Some((local, rest)) = from.split_first() {
+                self.sd_lb_visit(env, sd, local, true, &mut sds, &mut sgs, &mut sg_overloaded);
+                for g in rest {
+                    self.sd_lb_visit(env, sd, g, false, &mut sds, &mut sgs, &mut sg_overloaded);
+                }
+                for g in before {
+                    self.sd_lb_visit(env, sd, g, false, &mut sds, &mut sgs, &mut sg_overloaded);
+                }
             }
-            sds.total_load += sgs.group_load;
-            sds.total_capacity += sgs.group_capacity;
-            sds.sum_util += sgs.group_util;
+        } else {
+            for g in from.iter().chain(before) {
+                let local_group = g.span.test(env.dst_cpu);
+                self.sd_lb_visit(env, sd, g, local_group, &mut sds, &mut sgs, &mut sg_overloaded);
+            }
         }
         if let Some(b) = sds.busiest {
             sds.prefer_sibling = b.flags & SD_PREFER_SIBLING != 0;
