@@ -233,8 +233,12 @@ impl Sim {
     /// Writes into `sgs` (the caller's one buffer for the pass) rather than
     /// returning a value: returned, the statistics were built in one stack
     /// slot and copied to another for every group.
+    ///
+    /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
+    /// domain's span), that the group sums are up to date and that the
+    /// domain is not asymmetric, so those tests drop out of its group loop.
     #[inline(always)]
-    pub fn update_sg_lb_stats(
+    pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -245,8 +249,8 @@ impl Sim {
     ) {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
-        let all_considered = g.wholly_considered(env);
-        match self.sg_lb_stats_summed(env, sd, g, local_group, all_considered) {
+        let all_considered = if PLAIN { g.within_sd } else { g.wholly_considered(env) };
+        match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
             Some((summed, overloaded)) => {
                 *sg_overloaded |= balancing_at_rd && overloaded;
                 #[cfg(debug_assertions)]
@@ -308,7 +312,7 @@ impl Sim {
     /// whether a CPU has more than one task; `None` when the sums cannot
     /// give it: sums not up to date, CPUs excluded, or a misfit or
     /// reduced-capacity load to find (the largest one needs the CPUs).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn sg_lb_stats_summed(
         &self,
         env: &LbEnv,
@@ -317,12 +321,25 @@ impl Sim {
         local_group: bool,
         all_considered: bool,
     ) -> Option<(SgLbStats, bool)> {
-        if !all_considered || self.rqs.any_changed() {
+        self.sg_lb_stats_summed_in::<false>(env, sd, g, local_group, all_considered)
+    }
+
+    /// [`Sim::sg_lb_stats_summed`]; `PLAIN` as in [`Sim::update_sg_lb_stats`].
+    #[inline]
+    fn sg_lb_stats_summed_in<const PLAIN: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        g: &GroupRef,
+        local_group: bool,
+        all_considered: bool,
+    ) -> Option<(SgLbStats, bool)> {
+        if !all_considered || (!PLAIN && self.rqs.any_changed()) {
             return None;
         }
         let s = self.fair.sg_sums.group(g.slot);
         if !local_group {
-            let misfit_to_find = if sd.has(SD_ASYM_CPUCAPACITY) {
+            let misfit_to_find = if !PLAIN && sd.has(SD_ASYM_CPUCAPACITY) {
                 s.nr_misfit() != 0
             } else {
                 env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
@@ -401,7 +418,7 @@ impl Sim {
     /// 19.8 M instructions more on the standard bench); since they are
     /// written into one buffer, inlining saves the call (12.2 M fewer).
     #[inline(always)]
-    fn update_sd_pick_busiest(
+    fn update_sd_pick_busiest<const PLAIN: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -414,7 +431,7 @@ impl Sim {
             return false;
         }
         // capacity_of(dst) is read only in asymmetric domains.
-        let asym = sd.has(SD_ASYM_CPUCAPACITY);
+        let asym = !PLAIN && sd.has(SD_ASYM_CPUCAPACITY);
         if asym && sgs.group_type == GroupType::MisfitTask {
             let dst_cap = self.capacity_of(env.dst_cpu);
             let max_cap = sg.span.iter().map(|c| self.capacity_of(c)).max().unwrap_or(0);
@@ -469,7 +486,7 @@ impl Sim {
     /// `sgs`), the local or busiest group's update, the domain's totals.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn sd_lb_visit<'a>(
+    fn sd_lb_visit<'a, const PLAIN: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -480,17 +497,41 @@ impl Sim {
         sg_overloaded: &mut bool,
     ) {
         debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
-        self.update_sg_lb_stats(env, sd, g, local_group, sg_overloaded, sgs);
+        self.update_sg_lb_stats::<PLAIN>(env, sd, g, local_group, sg_overloaded, sgs);
         if local_group {
             sds.local = Some(g);
             sds.local_stat = *sgs;
-        } else if self.update_sd_pick_busiest(env, sd, sds, g, sgs) {
+        } else if self.update_sd_pick_busiest::<PLAIN>(env, sd, sds, g, sgs) {
             sds.busiest = Some(g);
             sds.busiest_stat = *sgs;
         }
         sds.total_load += sgs.group_load;
         sds.total_capacity += sgs.group_capacity;
         sds.sum_util += sgs.group_util;
+    }
+
+    /// The group loop of `update_sd_lb_stats` when dst is in `local` only:
+    /// `local`, then `rest` and `before` (the list from `local` on, wrapped).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sd_lb_groups<'a, const PLAIN: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        local: &'a GroupRef,
+        rest: &'a [GroupRef],
+        before: &'a [GroupRef],
+        sds: &mut SdLbStats<'a>,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        self.sd_lb_visit::<PLAIN>(env, sd, local, true, sds, sgs, sg_overloaded);
+        for g in rest {
+            self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
+        }
+        for g in before {
+            self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
+        }
     }
 
     /// `update_sd_lb_stats`: the statistics of every group of the domain,
@@ -513,18 +554,18 @@ impl Sim {
             // Its own group, then the others, which are not local: a loop
             // of its own for them drops the local-group tests from it.
             if let Some((local, rest)) = from.split_first() {
-                self.sd_lb_visit(env, sd, local, true, &mut sds, &mut sgs, &mut sg_overloaded);
-                for g in rest {
-                    self.sd_lb_visit(env, sd, g, false, &mut sds, &mut sgs, &mut sg_overloaded);
-                }
-                for g in before {
-                    self.sd_lb_visit(env, sd, g, false, &mut sds, &mut sgs, &mut sg_overloaded);
+                // No CPU excluded yet, the sums just synced, a symmetric
+                // domain: the usual pass, whose loops drop those tests too.
+                if !env.cpus_pruned && !self.rqs.any_changed() && !sd.has(SD_ASYM_CPUCAPACITY) {
+                    self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
+                } else {
+                    self.sd_lb_groups::<false>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
                 }
             }
         } else {
             for g in from.iter().chain(before) {
                 let local_group = g.span.test(env.dst_cpu);
-                self.sd_lb_visit(env, sd, g, local_group, &mut sds, &mut sgs, &mut sg_overloaded);
+                self.sd_lb_visit::<false>(env, sd, g, local_group, &mut sds, &mut sgs, &mut sg_overloaded);
             }
         }
         if let Some(b) = sds.busiest {
