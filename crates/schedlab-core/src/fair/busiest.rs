@@ -207,10 +207,40 @@ impl Sim {
 
     /// `sched_balance_find_src_rq`'s loop over `cpus`. Always inlined into
     /// its two callers, so the loop's body is too (as a closure called per
-    /// CPU it was not: about 600,000 calls per standard bench).
+    /// CPU it was not: about 600,000 calls per standard bench). The
+    /// migration type and the domain's asymmetry are the same for every
+    /// CPU: one loop for each (`MT` is a [`MigrationType`] as `u8`, `ASYM`
+    /// whether the domain is asymmetric), so that the loop does not test
+    /// them per CPU.
     #[inline(always)]
     fn find_src_rq_among(&self, env: &LbEnv, cpus: impl Iterator<Item = CpuId>) -> Option<CpuId> {
+        const LOAD: u8 = MigrationType::Load as u8;
+        const UTIL: u8 = MigrationType::Util as u8;
+        const TASK: u8 = MigrationType::Task as u8;
+        const MISFIT: u8 = MigrationType::Misfit as u8;
+        let asym = self.domains.sd(env.sd).has(SD_ASYM_CPUCAPACITY);
+        match (env.migration_type, asym) {
+            (MigrationType::Load, false) => self.find_src_rq_typed::<LOAD, false>(env, cpus),
+            (MigrationType::Util, false) => self.find_src_rq_typed::<UTIL, false>(env, cpus),
+            (MigrationType::Task, false) => self.find_src_rq_typed::<TASK, false>(env, cpus),
+            (MigrationType::Misfit, false) => self.find_src_rq_typed::<MISFIT, false>(env, cpus),
+            (MigrationType::Load, true) => self.find_src_rq_typed::<LOAD, true>(env, cpus),
+            (MigrationType::Util, true) => self.find_src_rq_typed::<UTIL, true>(env, cpus),
+            (MigrationType::Task, true) => self.find_src_rq_typed::<TASK, true>(env, cpus),
+            (MigrationType::Misfit, true) => self.find_src_rq_typed::<MISFIT, true>(env, cpus),
+        }
+    }
+
+    /// [`Sim::find_src_rq_among`] for one migration type and asymmetry.
+    #[inline(always)]
+    fn find_src_rq_typed<const MT: u8, const ASYM: bool>(
+        &self,
+        env: &LbEnv,
+        cpus: impl Iterator<Item = CpuId>,
+    ) -> Option<CpuId> {
         let sd = self.domains.sd(env.sd);
+        debug_assert_eq!(env.migration_type as u8, MT);
+        debug_assert_eq!(sd.has(SD_ASYM_CPUCAPACITY), ASYM);
         let mut busiest = None;
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
         for i in cpus {
@@ -220,14 +250,11 @@ impl Sim {
                 continue;
             }
             let capacity = self.capacity_of(i);
-            if sd.has(SD_ASYM_CPUCAPACITY)
-                && !capacity_greater(self.capacity_of(env.dst_cpu), capacity)
-                && nr_running == 1
-            {
+            if ASYM && !capacity_greater(self.capacity_of(env.dst_cpu), capacity) && nr_running == 1 {
                 continue;
             }
-            match env.migration_type {
-                MigrationType::Load => {
+            match MT {
+                x if x == MigrationType::Load as u8 => {
                     let load = rq.cpu_load();
                     if nr_running == 1 && load as i64 > env.imbalance && !self.check_cpu_capacity(i, sd) {
                         continue;
@@ -239,7 +266,7 @@ impl Sim {
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Util => {
+                x if x == MigrationType::Util as u8 => {
                     let util = self.cpu_util_cfs_boost(i);
                     if nr_running <= 1 {
                         continue;
@@ -249,13 +276,14 @@ impl Sim {
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Task => {
+                x if x == MigrationType::Task as u8 => {
                     if busiest_nr < nr_running {
                         busiest_nr = nr_running;
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Misfit => {
+                _ => {
+                    debug_assert_eq!(MT, MigrationType::Misfit as u8);
                     let m = self.misfit_task_load(i);
                     if m > busiest_load {
                         busiest_load = m;
