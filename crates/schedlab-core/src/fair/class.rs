@@ -86,7 +86,7 @@ impl Sim {
     /// `update_cfs_rq_load_avg(now, cfs_rq)` on `cpu`'s fair runqueue at its
     /// PELT clock (the caller updated the rq clock): fold removed load in
     /// and advance the averages. Returns `decayed`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn update_cfs_rq_load_avg(&mut self, cpu: CpuId) -> bool {
         let rq = &mut self.rqs[cpu.idx()];
         let now = rq.clock_pelt.rq_clock_pelt();
