@@ -235,8 +235,9 @@ impl Sim {
     /// slot and copied to another for every group.
     ///
     /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
-    /// domain's span), that the group sums are up to date and that the
-    /// domain is not asymmetric, so those tests drop out of its group loop.
+    /// domain's span), that the group sums are up to date, that the domain
+    /// is not asymmetric and that dst is idle or about to be, so those tests
+    /// drop out of its group loop.
     #[inline(always)]
     pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
@@ -267,7 +268,7 @@ impl Sim {
         sgs.group_weight = g.nr_cpus;
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
-            && env.idle != CpuIdleType::NotIdle
+            && (PLAIN || env.idle != CpuIdleType::NotIdle)
             && g.flags & SD_SHARE_CPUCAPACITY != 0
             && sgs.sum_h_nr_running > 1
         {
@@ -342,7 +343,7 @@ impl Sim {
             let misfit_to_find = if !PLAIN && sd.has(SD_ASYM_CPUCAPACITY) {
                 s.nr_misfit() != 0
             } else {
-                env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
+                (PLAIN || env.idle != CpuIdleType::NotIdle) && s.nr_lone_reduced != 0
             };
             if misfit_to_find {
                 return None;
@@ -556,7 +557,11 @@ impl Sim {
             if let Some((local, rest)) = from.split_first() {
                 // No CPU excluded yet, the sums just synced, a symmetric
                 // domain: the usual pass, whose loops drop those tests too.
-                if !env.cpus_pruned && !self.rqs.any_changed() && !sd.has(SD_ASYM_CPUCAPACITY) {
+                if !env.cpus_pruned
+                    && !self.rqs.any_changed()
+                    && !sd.has(SD_ASYM_CPUCAPACITY)
+                    && env.idle != CpuIdleType::NotIdle
+                {
                     self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
                 } else {
                     self.sd_lb_groups::<false>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
