@@ -157,7 +157,7 @@ impl<E> EventQueue<E> {
         self.push_key_to(Some(lane), key, time, ev);
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_key_to(&mut self, lane: Option<usize>, key: u32, time: Ns, ev: E) {
         debug_assert!(key < self.keys, "key {key} out of range");
         let i = self.pos[key as usize];
