@@ -352,7 +352,7 @@ impl<E> EventQueue<E> {
 
     /// Queue `ev` in the free `slot`: in `lane` if it keeps the lane's
     /// order, else in the heap.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, lane: Option<usize>, slot: u32, time: Ns, ev: E) {
         let time = self.check_time(time);
         self.seq += 1;
