@@ -451,7 +451,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Put `node` at `i` or below it, moving the nodes it passes up.
-    #[inline]
+    #[inline(always)]
     fn sift_down(&mut self, mut i: usize, node: Node) {
         let n = self.heap.len();
         loop {
