@@ -406,7 +406,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Put `node` at `i` or above it, moving the nodes it passes down.
-    #[inline]
+    #[inline(always)]
     fn sift_up(&mut self, mut i: usize, node: Node) {
         while i > 0 {
             let parent = (i - 1) / 2;
