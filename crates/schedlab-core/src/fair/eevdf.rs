@@ -449,6 +449,7 @@ impl CfsRq {
     /// `update_curr`: charge curr the task-clock time since `exec_start`.
     /// Under CFS `resched` is `check_preempt_tick`'s verdict (the engine's
     /// tick acts on it; other callers ignore it).
+    #[inline(always)]
     pub fn update_curr(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
         if !sched_feat!(self.features, EEVDF) {
             return self.update_curr_cfs(ses, now);
