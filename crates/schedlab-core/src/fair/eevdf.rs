@@ -611,6 +611,7 @@ impl CfsRq {
     /// `pick_next_entity`: the next buddy if eligible (PICK_BUDDY), else
     /// `pick_eevdf`. Call [`Self::update_curr`] first when curr ran.
     /// NO_EEVDF: the leftmost vruntime with CFS buddies (`pick_next_entity_cfs`).
+    #[inline(always)]
     pub fn pick_next_entity(&self, ses: &[SchedEntity], f: &Features) -> Pick {
         if !sched_feat!(f, EEVDF) {
             return self.pick_next_entity_cfs(ses);
