@@ -51,6 +51,7 @@ impl Sim {
     /// update, where the folded removal makes it `decayed`. No task groups:
     /// `propagate_entity_load_avg` is 0 for a task, `UPDATE_TG` has nothing
     /// to update, and the runqueue is always the root one.
+    #[inline(always)]
     pub(crate) fn update_load_avg_flags(&mut self, cpu: CpuId, p: Option<TaskId>, flags: u32) {
         self.update_rq_clock(cpu);
         if let Some(p) = p {
