@@ -57,6 +57,7 @@ impl Sim {
     }
 
     /// Queue the `RunDone` that ends the current work of `cpu`'s task.
+    #[inline(always)]
     fn schedule_segment_end(&mut self, cpu: CpuId) {
         let speed = self.cpu_speed(cpu);
         let now = self.now;
