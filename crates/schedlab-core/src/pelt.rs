@@ -249,6 +249,7 @@ pub fn load_avg_is_decayed(sa: &SchedAvg) -> bool {
 /// `__update_load_avg_se` for a task entity: load and runnable are `on_rq`,
 /// running is "is cfs_rq->curr". Clears `UTIL_AVG_UNCHANGED`
 /// (`cfs_se_util_change`) when util_avg was recomputed.
+#[inline(always)]
 pub fn update_load_avg_se(sa: &mut SchedAvg, now: u64, weight: u64, on_rq: bool, running: bool) -> bool {
     if update_load_sum(sa, now, on_rq as u64, on_rq as u64, running) {
         update_load_avg_from_sums(sa, weight);
