@@ -28,6 +28,7 @@ impl Sim {
     /// and the task's if given, to now. Must run before any change of the
     /// runqueue. Calls the cpufreq hook only when the runqueue's averages
     /// `decayed` (see [`Sim::update_load_avg_flags`]).
+    #[inline(always)]
     pub fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>) {
         self.update_load_avg_flags(cpu, p, 0);
     }
