@@ -384,6 +384,7 @@ impl Sim {
 
     /// `pick_task_fair`: the entity EEVDF picks, finishing the dequeue of
     /// delayed entities on the way.
+    #[inline(always)]
     pub(crate) fn pick_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
         loop {
             match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.fair.ses, &self.features) {
