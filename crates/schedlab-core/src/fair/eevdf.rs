@@ -402,6 +402,7 @@ impl CfsRq {
 
     /// `__pick_eevdf`: the eligible entity with the earliest deadline; curr
     /// wins while protected (`protect`) and eligible.
+    #[inline(always)]
     fn pick_eevdf(&self, ses: &[SchedEntity], protect: bool) -> Option<TaskId> {
         let first = self.queue.first().copied();
         if self.nr_queued == 1 {
