@@ -353,6 +353,7 @@ impl CfsRq {
     }
 
     /// `__enqueue_entity`: into the "tree" and the sums.
+    #[inline(always)]
     pub(super) fn enqueue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
         let se = &ses[id.idx()];
         self.sum_w_vruntime += self.entity_key(se) * se.weight as i64;
