@@ -292,6 +292,7 @@ pub fn update_rt_rq_load_avg(sa: &mut SchedAvg, now: u64, running: bool) -> bool
 /// IRQ time is not in clock_task), `running_ns` the IRQ time since the last
 /// update. The running time is scaled for invariance and, pessimistically,
 /// assumed to have happened just before `clock_ns`.
+#[inline(always)]
 pub fn update_irq_load_avg(
     sa: &mut SchedAvg,
     clock_ns: u64,
