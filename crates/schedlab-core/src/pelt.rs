@@ -279,6 +279,7 @@ pub fn update_load_avg_cfs_rq(
 
 /// `update_rt_rq_load_avg` (also the shape of `update_dl_rq_load_avg`):
 /// util of the RT class, from whether an RT task runs.
+#[inline(always)]
 pub fn update_rt_rq_load_avg(sa: &mut SchedAvg, now: u64, running: bool) -> bool {
     let r = running as u64;
     if update_load_sum(sa, now, r, r, running) {
