@@ -408,6 +408,7 @@ impl Sim {
 
     /// `resched_curr`: ask `cpu` to reschedule. Locally this takes effect at
     /// the next preemption point; remotely after an IPI.
+    #[inline(always)]
     pub fn resched_curr(&mut self, cpu: CpuId, from_cpu: CpuId) {
         let rq = &mut self.rqs[cpu.idx()];
         if rq.need_resched {
