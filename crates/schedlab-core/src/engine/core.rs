@@ -375,6 +375,7 @@ impl Sim {
     /// It also restarts SIS_PROP's budget as v5.12..v5.19 did in
     /// `ttwu_do_wakeup`: `wake_avg_idle = avg_idle / 2`, stamped with the
     /// current jiffy (`sis_prop_budget` halves it per jiffy since).
+    #[inline(always)]
     pub(crate) fn update_rq_avg_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let jiffies = now / self.tick_ns;
