@@ -392,6 +392,7 @@ impl Sim {
 
     /// `wakeup_preempt`: after `p` was queued on `cpu`, wake the CPU if idle,
     /// or preempt its current task if the classes say so.
+    #[inline(always)]
     pub fn wakeup_preempt(&mut self, cpu: CpuId, p: TaskId, waker_cpu: CpuId) {
         let rq = &self.rqs[cpu.idx()];
         if rq.curr.is_none() {
