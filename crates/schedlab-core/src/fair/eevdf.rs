@@ -480,6 +480,7 @@ impl CfsRq {
     /// `(W + w_i) / W` because adding the entity itself moves V towards it:
     /// `V' = V - w_i vl_i / (W + w_i)`, so placing at `V - vl_i (W + w_i)/W`
     /// leaves it exactly `vl_i` behind the new V.
+    #[inline(always)]
     pub fn place_entity(&self, ses: &mut [SchedEntity], id: TaskId, flags: EnqueueFlags, f: &Features) {
         let vruntime = self.avg_vruntime(ses);
         let curr_w = self.curr_on_rq(ses).map_or(0, |c| c.weight);
