@@ -312,6 +312,7 @@ impl Sim {
 
     /// `ttwu_do_activate`: enqueue the woken task, account the idle period
     /// that ends (`avg_idle`), and preempt or wake the CPU.
+    #[inline(always)]
     fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId, migrated: bool) {
         let flags = if migrated { EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED } else { EnqueueFlags::WAKEUP };
         // The waker activates: its CPU is `smp_processor_id()` for cpufreq.
