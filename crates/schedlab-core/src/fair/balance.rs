@@ -426,6 +426,7 @@ impl Sim {
     }
 
     /// A fresh `lb_env` for `this_cpu` balancing its domain at `level`.
+    #[inline(always)]
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let id = self.domains.chain(this_cpu)[level];
         let sd = self.domains.sd(id);
