@@ -383,7 +383,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Take `slot` (at position `p`, in a lane) out of its lane.
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, slot: u32, p: u32) {
         self.lanes[(p & !IN_LANE) as usize].unlink(&mut self.links, slot);
         self.in_lanes -= 1;
