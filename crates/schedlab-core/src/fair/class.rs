@@ -116,6 +116,7 @@ impl Sim {
     /// schedutil"), the explicit `SCHED_CPUFREQ_IOWAIT` hook of a task back
     /// from an I/O wait, then `enqueue_entity`'s `update_load_avg(UPDATE_TG
     /// | DO_ATTACH)`, which attaches a migrated or new task.
+    #[inline(always)]
     pub(crate) fn enqueue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         // A delayed task moving with its queue keeps its util_est where it
         // is; every other enqueue adds it.
