@@ -146,6 +146,7 @@ impl Sim {
     /// this update, the order before the DELAY_DEQUEUE rework (v6.11 and
     /// older, as the rework's patches describe it; not checked in a tree).
     /// Changing it moves util_est, hence runs without a governor.
+    #[inline(always)]
     pub(crate) fn dequeue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) {
         // A delayed task left util_est when it was delayed.
         if !self.fair.ses[p.idx()].sched_delayed {
