@@ -559,6 +559,7 @@ impl Collector {
         self.rt_running[cpu.idx()] = rt;
     }
 
+    #[inline(always)]
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
         self.ensure_task(task);
         self.note_selected(t, task);
