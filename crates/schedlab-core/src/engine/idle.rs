@@ -90,6 +90,7 @@ impl Sim {
 
     /// The CPU leaves the state it is in at `now` (`cpuidle_reflect`);
     /// `tick` when its tick woke it. Returns the state's exit latency.
+    #[inline(always)]
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
         let Some(s) = self.rqs[cpu.idx()].idle_state.take() else { return 0 };
         let states = &self.machine.core_type(cpu).idle_states;
