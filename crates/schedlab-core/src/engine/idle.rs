@@ -120,6 +120,7 @@ impl Sim {
 
     /// `cpu` switches to the idle task: the governor picks a state (and the
     /// tick's fate), the LLC's shared state learns it is idle.
+    #[inline(always)]
     pub(super) fn enter_idle(&mut self, cpu: CpuId) {
         // hrtick_schedule_exit: an idle rq's slice timer is cancelled.
         let key = self.key_hrtick(cpu);
