@@ -480,6 +480,7 @@ impl Collector {
         self.idle_ref_mut(cpu).boundary(t, was_busy, now_busy);
     }
 
+    #[inline(always)]
     fn on_switch(
         &mut self,
         t: Ns,
