@@ -148,6 +148,7 @@ impl Sim {
     /// `select_task_rq` (core.c): a task allowed on one CPU goes there; else
     /// ask the class for a CPU, then make sure it is allowed (`select_fallback_rq`).
     /// Returns the CPU, the rule that chose it, and the CPUs scanned.
+    #[inline(always)]
     pub fn select_task_rq(
         &mut self,
         p: TaskId,
