@@ -83,17 +83,36 @@ const fn yn_inv_table() -> [u32; LOAD_AVG_PERIOD as usize] {
 /// `val * y^n` (kernel `decay_load`): `y^n = 2^-(n/32) * y^(n%32)`, so a
 /// shift for whole half-lives and one table multiply for the rest.
 pub fn decay_load(val: u64, n: u64) -> u64 {
-    if n > LOAD_AVG_PERIOD as u64 * 63 {
-        return 0;
+    Decay::new(n).apply(val)
+}
+
+/// `decay_load(·, n)` for one `n` and several values (`accumulate_sum`
+/// decays three sums and `LOAD_AVG_MAX` by the same periods): the shift and
+/// the table entry found once. Past `LOAD_AVG_PERIOD * 63` periods the
+/// kernel returns 0, which a zero multiplier gives.
+#[derive(Clone, Copy, Debug)]
+struct Decay {
+    /// Whole half-lives, `n / LOAD_AVG_PERIOD` (at most 63).
+    shift: u32,
+    /// `RUNNABLE_AVG_YN_INV[n % LOAD_AVG_PERIOD]`, or 0 when all decays.
+    inv: u64,
+}
+
+impl Decay {
+    #[inline]
+    fn new(n: u64) -> Self {
+        if n > LOAD_AVG_PERIOD as u64 * 63 {
+            return Decay { shift: 0, inv: 0 };
+        }
+        let period = LOAD_AVG_PERIOD as u64;
+        Decay { shift: (n / period) as u32, inv: RUNNABLE_AVG_YN_INV[(n % period) as usize] as u64 }
     }
-    let mut val = val;
-    let mut local_n = n as u32;
-    if local_n >= LOAD_AVG_PERIOD {
-        val >>= local_n / LOAD_AVG_PERIOD;
-        local_n %= LOAD_AVG_PERIOD;
+
+    /// `mul_u64_u32_shr(val >> shift, inv, 32)`.
+    #[inline]
+    fn apply(self, val: u64) -> u64 {
+        (((val >> self.shift) as u128 * self.inv as u128) >> 32) as u64
     }
-    // mul_u64_u32_shr(val, inv, 32)
-    ((val as u128 * RUNNABLE_AVG_YN_INV[local_n as usize] as u128) >> 32) as u64
 }
 
 /// `cap_scale(v, c) = v * c >> SCHED_CAPACITY_SHIFT`.
@@ -145,9 +164,11 @@ pub fn get_pelt_divider(sa: &SchedAvg) -> u64 {
 
 /// `__accumulate_pelt_segments`: d1 (rest of the old period) decayed by p,
 /// the full periods in between (`1024 * sum_{n=1}^{p-1} y^n`), d3 undecayed.
-fn accumulate_pelt_segments(periods: u64, d1: u32, d3: u32) -> u32 {
-    let c1 = decay_load(d1 as u64, periods) as u32;
-    let c2 = (LOAD_AVG_MAX - decay_load(LOAD_AVG_MAX, periods) - 1024) as u32;
+/// `decay` is `decay_load(·, periods)`.
+#[inline]
+fn accumulate_pelt_segments(decay: Decay, d1: u32, d3: u32) -> u32 {
+    let c1 = decay.apply(d1 as u64) as u32;
+    let c2 = (LOAD_AVG_MAX - decay.apply(LOAD_AVG_MAX) - 1024) as u32;
     c1 + c2 + d3
 }
 
@@ -159,13 +180,14 @@ pub fn accumulate_sum(delta: u64, sa: &mut SchedAvg, load: u64, runnable: u64, r
     let mut delta = delta + sa.period_contrib as u64;
     let periods = delta / 1024;
     if periods > 0 {
-        sa.load_sum = decay_load(sa.load_sum, periods);
-        sa.runnable_sum = decay_load(sa.runnable_sum, periods);
-        sa.util_sum = decay_load(sa.util_sum, periods);
+        let decay = Decay::new(periods);
+        sa.load_sum = decay.apply(sa.load_sum);
+        sa.runnable_sum = decay.apply(sa.runnable_sum);
+        sa.util_sum = decay.apply(sa.util_sum);
         delta %= 1024;
         if load != 0 {
             // Only needed when something accrues (runnable/running imply load).
-            contrib = accumulate_pelt_segments(periods, 1024 - sa.period_contrib, delta as u32);
+            contrib = accumulate_pelt_segments(decay, 1024 - sa.period_contrib, delta as u32);
         }
     }
     sa.period_contrib = delta as u32;
@@ -227,6 +249,7 @@ pub fn load_avg_is_decayed(sa: &SchedAvg) -> bool {
 /// `__update_load_avg_se` for a task entity: load and runnable are `on_rq`,
 /// running is "is cfs_rq->curr". Clears `UTIL_AVG_UNCHANGED`
 /// (`cfs_se_util_change`) when util_avg was recomputed.
+#[inline(always)]
 pub fn update_load_avg_se(sa: &mut SchedAvg, now: u64, weight: u64, on_rq: bool, running: bool) -> bool {
     if update_load_sum(sa, now, on_rq as u64, on_rq as u64, running) {
         update_load_avg_from_sums(sa, weight);
@@ -256,6 +279,7 @@ pub fn update_load_avg_cfs_rq(
 
 /// `update_rt_rq_load_avg` (also the shape of `update_dl_rq_load_avg`):
 /// util of the RT class, from whether an RT task runs.
+#[inline(always)]
 pub fn update_rt_rq_load_avg(sa: &mut SchedAvg, now: u64, running: bool) -> bool {
     let r = running as u64;
     if update_load_sum(sa, now, r, r, running) {
@@ -269,6 +293,7 @@ pub fn update_rt_rq_load_avg(sa: &mut SchedAvg, now: u64, running: bool) -> bool
 /// IRQ time is not in clock_task), `running_ns` the IRQ time since the last
 /// update. The running time is scaled for invariance and, pessimistically,
 /// assumed to have happened just before `clock_ns`.
+#[inline(always)]
 pub fn update_irq_load_avg(
     sa: &mut SchedAvg,
     clock_ns: u64,
@@ -564,6 +589,29 @@ mod tests {
             assert!((decay_load(x, 64) as i64 - (x / 4) as i64).abs() <= 1);
         }
         assert_eq!(decay_load(1 << 40, 32 * 64), 0);
+    }
+
+    #[test]
+    fn decay_load_is_the_kernels_step_by_step_form() {
+        // decay_load as pelt.c writes it: 0 past 63 half-lives, else shift
+        // by the whole half-lives, then one table multiply. Decay (one shift
+        // and entry for several values) must give exactly this.
+        fn kernel(val: u64, n: u64) -> u64 {
+            if n > LOAD_AVG_PERIOD as u64 * 63 {
+                return 0;
+            }
+            let (mut val, mut local_n) = (val, n as u32);
+            if local_n >= LOAD_AVG_PERIOD {
+                val >>= local_n / LOAD_AVG_PERIOD;
+                local_n %= LOAD_AVG_PERIOD;
+            }
+            ((val as u128 * RUNNABLE_AVG_YN_INV[local_n as usize] as u128) >> 32) as u64
+        }
+        for n in (0..2100).chain([4000, u32::MAX as u64, u64::MAX]) {
+            for val in [0, 1, 1023, 47742, 123_456_789, 1 << 40, u64::MAX >> 1, u64::MAX] {
+                assert_eq!(decay_load(val, n), kernel(val, n), "decay_load({val}, {n})");
+            }
+        }
     }
 
     /// One task alone on a CPU: runs the first `run_ns` of every `period_ns`

@@ -148,6 +148,7 @@ impl Sim {
     /// `select_task_rq` (core.c): a task allowed on one CPU goes there; else
     /// ask the class for a CPU, then make sure it is allowed (`select_fallback_rq`).
     /// Returns the CPU, the rule that chose it, and the CPUs scanned.
+    #[inline(always)]
     pub fn select_task_rq(
         &mut self,
         p: TaskId,
@@ -312,6 +313,7 @@ impl Sim {
 
     /// `ttwu_do_activate`: enqueue the woken task, account the idle period
     /// that ends (`avg_idle`), and preempt or wake the CPU.
+    #[inline(always)]
     fn ttwu_do_activate(&mut self, p: TaskId, cpu: CpuId, waker_cpu: CpuId, migrated: bool) {
         let flags = if migrated { EnqueueFlags::WAKEUP | EnqueueFlags::MIGRATED } else { EnqueueFlags::WAKEUP };
         // The waker activates: its CPU is `smp_processor_id()` for cpufreq.
@@ -375,6 +377,7 @@ impl Sim {
     /// It also restarts SIS_PROP's budget as v5.12..v5.19 did in
     /// `ttwu_do_wakeup`: `wake_avg_idle = avg_idle / 2`, stamped with the
     /// current jiffy (`sis_prop_budget` halves it per jiffy since).
+    #[inline(always)]
     pub(crate) fn update_rq_avg_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let jiffies = now / self.tick_ns;
@@ -391,6 +394,7 @@ impl Sim {
 
     /// `wakeup_preempt`: after `p` was queued on `cpu`, wake the CPU if idle,
     /// or preempt its current task if the classes say so.
+    #[inline(always)]
     pub fn wakeup_preempt(&mut self, cpu: CpuId, p: TaskId, waker_cpu: CpuId) {
         let rq = &self.rqs[cpu.idx()];
         if rq.curr.is_none() {
@@ -408,6 +412,7 @@ impl Sim {
 
     /// `resched_curr`: ask `cpu` to reschedule. Locally this takes effect at
     /// the next preemption point; remotely after an IPI.
+    #[inline(always)]
     pub fn resched_curr(&mut self, cpu: CpuId, from_cpu: CpuId) {
         let rq = &mut self.rqs[cpu.idx()];
         if rq.need_resched {

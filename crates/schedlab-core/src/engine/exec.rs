@@ -47,6 +47,7 @@ impl Sim {
     }
 
     /// The SMT siblings of `cpu` changed speed because `cpu` went busy or idle.
+    #[inline(always)]
     pub fn smt_speed_changed(&mut self, cpu: CpuId) {
         for k in 0..self.smt_siblings[cpu.idx()].len() {
             let s = self.smt_siblings[cpu.idx()][k];
@@ -57,6 +58,7 @@ impl Sim {
     }
 
     /// Queue the `RunDone` that ends the current work of `cpu`'s task.
+    #[inline(always)]
     fn schedule_segment_end(&mut self, cpu: CpuId) {
         let speed = self.cpu_speed(cpu);
         let now = self.now;

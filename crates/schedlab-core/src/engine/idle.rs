@@ -90,6 +90,7 @@ impl Sim {
 
     /// The CPU leaves the state it is in at `now` (`cpuidle_reflect`);
     /// `tick` when its tick woke it. Returns the state's exit latency.
+    #[inline(always)]
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
         let Some(s) = self.rqs[cpu.idx()].idle_state.take() else { return 0 };
         let states = &self.machine.core_type(cpu).idle_states;
@@ -119,6 +120,7 @@ impl Sim {
 
     /// `cpu` switches to the idle task: the governor picks a state (and the
     /// tick's fate), the LLC's shared state learns it is idle.
+    #[inline(always)]
     pub(super) fn enter_idle(&mut self, cpu: CpuId) {
         // hrtick_schedule_exit: an idle rq's slice timer is cancelled.
         let key = self.key_hrtick(cpu);

@@ -17,6 +17,7 @@ impl Sim {
 
     /// Queue `cpu`'s next tick at the next tick boundary under its current
     /// `tick_gen`, in place of any pending one (the tick's queue key).
+    #[inline(always)]
     pub(super) fn arm_tick(&mut self, cpu: CpuId) {
         let t = self.next_tick_time();
         let gen = self.rqs[cpu.idx()].tick_gen;

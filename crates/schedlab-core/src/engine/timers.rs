@@ -63,7 +63,7 @@ impl TimerQueues {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn del_pending(&mut self, p: TaskId) {
         let i = self.pos[p.idx()];
         let (h, i) = (self.cpu[p.idx()] as usize, i as usize);

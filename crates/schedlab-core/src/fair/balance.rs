@@ -79,8 +79,10 @@ pub struct LbEnv {
     pub src_cpu: CpuId,
     /// Destination CPU.
     pub dst_cpu: CpuId,
-    /// `dst_grpmask`: the local group's span.
-    pub dst_grpmask: CpuMask,
+    /// `dst_grpmask`, the local group's span, as where to find it
+    /// ([`Sim::dst_grpmask`]): a whole mask copied into every pass's
+    /// environment cost more than the few reads that need it.
+    pub dst_group: DstGroup,
     /// `new_dst_cpu` for LBF_DST_PINNED.
     pub new_dst_cpu: CpuId,
     /// Idle type.
@@ -102,6 +104,15 @@ pub struct LbEnv {
     pub loop_max: u32,
     /// What `imbalance` counts.
     pub migration_type: MigrationType,
+}
+
+/// Where `lb_env`'s `dst_grpmask` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DstGroup {
+    /// The local group: its index in the domain's groups (`sg_refs`).
+    Group(u32),
+    /// The balancing CPU alone (it is in no group of the domain).
+    Alone(CpuId),
 }
 
 /// How a `sched_balance_rq` pass ended (its `goto` targets).
@@ -214,7 +225,7 @@ impl Sim {
             if env.idle == CpuIdleType::NewlyIdle || env.flags & (LBF_DST_PINNED | LBF_ACTIVE_LB) != 0 {
                 return false;
             }
-            if let Some(cpu) = env.dst_grpmask.and(&env.cpus).and(&t.allowed).first() {
+            if let Some(cpu) = self.dst_grpmask(env).and(&env.cpus).and(&t.allowed).first() {
                 env.flags |= LBF_DST_PINNED;
                 env.new_dst_cpu = cpu;
             }
@@ -327,9 +338,10 @@ impl Sim {
             return dst.nr_running == 0 && dst.ttwu_pending == 0;
         }
         let sd = self.domains.sd(env.sd);
-        let mut swb = env.dst_grpmask;
+        let grpmask = self.dst_grpmask(env);
+        let mut swb = grpmask;
         let mut idle_smt = None;
-        for cpu in env.dst_grpmask.and(&env.cpus).iter() {
+        for cpu in grpmask.and(&env.cpus).iter() {
             if !swb.test(cpu) || !self.rqs[cpu.idx()].idle_cpu() {
                 continue;
             }
@@ -344,7 +356,16 @@ impl Sim {
         if let Some(c) = idle_smt {
             return c == env.dst_cpu;
         }
-        env.dst_grpmask.first() == Some(env.dst_cpu)
+        grpmask.first() == Some(env.dst_cpu)
+    }
+
+    /// `env->dst_grpmask`: the span of the balancing CPU's group in the
+    /// domain (the CPU alone when it is in none).
+    pub fn dst_grpmask(&self, env: &LbEnv) -> CpuMask {
+        match env.dst_group {
+            DstGroup::Group(i) => self.fair.sg_refs[env.sd.0 as usize][i as usize].span,
+            DstGroup::Alone(cpu) => CpuMask::from_cpus([cpu]),
+        }
     }
 
     /// `need_active_balance`: push the running task when balancing failed.
@@ -405,22 +426,19 @@ impl Sim {
     }
 
     /// A fresh `lb_env` for `this_cpu` balancing its domain at `level`.
+    #[inline(always)]
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
         let id = self.domains.chain(this_cpu)[level];
         let sd = self.domains.sd(id);
         // The first group holding this_cpu (its local group), else this_cpu alone.
         let lg = self.local_group_at(id, level, this_cpu);
-        let grp = if lg.found {
-            self.fair.sg_refs[id.0 as usize][lg.index as usize].span
-        } else {
-            CpuMask::from_cpus([this_cpu])
-        };
+        let dst_group = if lg.found { DstGroup::Group(lg.index) } else { DstGroup::Alone(this_cpu) };
         LbEnv {
             sd: id,
             level,
             src_cpu: this_cpu,
             dst_cpu: this_cpu,
-            dst_grpmask: grp,
+            dst_group,
             new_dst_cpu: this_cpu,
             idle,
             imbalance: 0,
@@ -486,7 +504,7 @@ impl Sim {
                 if env.flags & LBF_ALL_PINNED != 0 {
                     env.cpus.clear(busiest);
                     env.cpus_pruned = true;
-                    if !env.cpus.is_subset(&env.dst_grpmask) {
+                    if !env.cpus.is_subset(&self.dst_grpmask(&env)) {
                         env.loop_ = 0;
                         env.loop_break = SCHED_NR_MIGRATE_BREAK;
                         continue 'redo;

@@ -22,7 +22,7 @@ use super::capacity::{capacity_greater, SCHED_CAPACITY_SCALE};
 use super::lb_stats::{adjust_numa_imbalance, smt_vs_nonsmt_groups, GroupRef, GroupType, SdLbStats};
 use crate::engine::Sim;
 use crate::ids::CpuId;
-use crate::topology::domains::{SchedDomain, SD_ASYM_CPUCAPACITY, SD_NUMA, SD_SHARE_LLC};
+use crate::topology::domains::{Domains, SchedDomain, SdId, SD_ASYM_CPUCAPACITY, SD_NUMA, SD_SHARE_LLC};
 
 impl Sim {
     /// `sibling_imbalance`: tasks to move so both groups run the same number
@@ -47,35 +47,11 @@ impl Sim {
     }
 
     /// `sd->imb_numa_nr` (set in `build_sched_domains`): tasks a NUMA domain
-    /// tolerates as imbalance: the number of LLCs under the first domain
-    /// above the LLC (an eighth of its span with one LLC), scaled by span
-    /// for higher levels.
-    pub fn imb_numa_nr(&self, sd: &SchedDomain) -> i64 {
-        let chain = self.domains.chain(sd.span.first().unwrap_or(CpuId(0)));
-        let mut imb = 1i64;
-        let mut imb_span = sd.span_weight as i64;
-        for &id in chain {
-            let d = self.domains.sd(id);
-            let child = d.child.map(|c| self.domains.sd(c));
-            if !d.has(SD_SHARE_LLC) && child.is_some_and(|c| c.has(SD_SHARE_LLC)) {
-                let nr_llcs = (d.span_weight / child.map_or(1, |c| c.span_weight)) as i64;
-                imb = if nr_llcs == 1 { (d.span_weight >> 3) as i64 } else { nr_llcs }.max(1);
-                let mut top = d.parent;
-                while let Some(t) = top {
-                    if self.domains.sd(t).has(SD_NUMA) {
-                        break;
-                    }
-                    top = self.domains.sd(t).parent;
-                }
-                imb_span = top.map_or(d.span_weight, |t| self.domains.sd(t).span_weight) as i64;
-                if d.span == sd.span {
-                    return imb;
-                }
-            } else if d.span == sd.span {
-                return imb * (d.span_weight as i64 / imb_span.max(1)).max(1);
-            }
-        }
-        imb
+    /// tolerates as imbalance ([`imb_numa_nr_of`]), computed once per
+    /// domain when the fair state is built, as the kernel does.
+    #[inline]
+    pub fn imb_numa_nr(&self, sd: SdId) -> i64 {
+        self.fair.imb_numa_nr[sd.0 as usize]
     }
 
     /// `calculate_imbalance`: how much to move and how it is measured.
@@ -125,7 +101,7 @@ impl Sim {
             }
             if sd.has(SD_NUMA) {
                 env.imbalance =
-                    adjust_numa_imbalance(env.imbalance, local.sum_nr_running as i64 + 1, self.imb_numa_nr(sd));
+                    adjust_numa_imbalance(env.imbalance, local.sum_nr_running as i64 + 1, self.imb_numa_nr(env.sd));
             }
             env.imbalance >>= 1;
             return;
@@ -231,10 +207,40 @@ impl Sim {
 
     /// `sched_balance_find_src_rq`'s loop over `cpus`. Always inlined into
     /// its two callers, so the loop's body is too (as a closure called per
-    /// CPU it was not: about 600,000 calls per standard bench).
+    /// CPU it was not: about 600,000 calls per standard bench). The
+    /// migration type and the domain's asymmetry are the same for every
+    /// CPU: one loop for each (`MT` is a [`MigrationType`] as `u8`, `ASYM`
+    /// whether the domain is asymmetric), so that the loop does not test
+    /// them per CPU.
     #[inline(always)]
     fn find_src_rq_among(&self, env: &LbEnv, cpus: impl Iterator<Item = CpuId>) -> Option<CpuId> {
+        const LOAD: u8 = MigrationType::Load as u8;
+        const UTIL: u8 = MigrationType::Util as u8;
+        const TASK: u8 = MigrationType::Task as u8;
+        const MISFIT: u8 = MigrationType::Misfit as u8;
+        let asym = self.domains.sd(env.sd).has(SD_ASYM_CPUCAPACITY);
+        match (env.migration_type, asym) {
+            (MigrationType::Load, false) => self.find_src_rq_typed::<LOAD, false>(env, cpus),
+            (MigrationType::Util, false) => self.find_src_rq_typed::<UTIL, false>(env, cpus),
+            (MigrationType::Task, false) => self.find_src_rq_typed::<TASK, false>(env, cpus),
+            (MigrationType::Misfit, false) => self.find_src_rq_typed::<MISFIT, false>(env, cpus),
+            (MigrationType::Load, true) => self.find_src_rq_typed::<LOAD, true>(env, cpus),
+            (MigrationType::Util, true) => self.find_src_rq_typed::<UTIL, true>(env, cpus),
+            (MigrationType::Task, true) => self.find_src_rq_typed::<TASK, true>(env, cpus),
+            (MigrationType::Misfit, true) => self.find_src_rq_typed::<MISFIT, true>(env, cpus),
+        }
+    }
+
+    /// [`Sim::find_src_rq_among`] for one migration type and asymmetry.
+    #[inline(always)]
+    fn find_src_rq_typed<const MT: u8, const ASYM: bool>(
+        &self,
+        env: &LbEnv,
+        cpus: impl Iterator<Item = CpuId>,
+    ) -> Option<CpuId> {
         let sd = self.domains.sd(env.sd);
+        debug_assert_eq!(env.migration_type as u8, MT);
+        debug_assert_eq!(sd.has(SD_ASYM_CPUCAPACITY), ASYM);
         let mut busiest = None;
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
         for i in cpus {
@@ -244,14 +250,11 @@ impl Sim {
                 continue;
             }
             let capacity = self.capacity_of(i);
-            if sd.has(SD_ASYM_CPUCAPACITY)
-                && !capacity_greater(self.capacity_of(env.dst_cpu), capacity)
-                && nr_running == 1
-            {
+            if ASYM && !capacity_greater(self.capacity_of(env.dst_cpu), capacity) && nr_running == 1 {
                 continue;
             }
-            match env.migration_type {
-                MigrationType::Load => {
+            match MT {
+                x if x == MigrationType::Load as u8 => {
                     let load = rq.cpu_load();
                     if nr_running == 1 && load as i64 > env.imbalance && !self.check_cpu_capacity(i, sd) {
                         continue;
@@ -263,7 +266,7 @@ impl Sim {
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Util => {
+                x if x == MigrationType::Util as u8 => {
                     let util = self.cpu_util_cfs_boost(i);
                     if nr_running <= 1 {
                         continue;
@@ -273,13 +276,14 @@ impl Sim {
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Task => {
+                x if x == MigrationType::Task as u8 => {
                     if busiest_nr < nr_running {
                         busiest_nr = nr_running;
                         busiest = Some(i);
                     }
                 }
-                MigrationType::Misfit => {
+                _ => {
+                    debug_assert_eq!(MT, MigrationType::Misfit as u8);
                     let m = self.misfit_task_load(i);
                     if m > busiest_load {
                         busiest_load = m;
@@ -290,4 +294,36 @@ impl Sim {
         }
         busiest
     }
+}
+
+/// `sd->imb_numa_nr` (set in `build_sched_domains`): tasks a NUMA domain
+/// tolerates as imbalance: the number of LLCs under the first domain
+/// above the LLC (an eighth of its span with one LLC), scaled by span
+/// for higher levels.
+pub fn imb_numa_nr_of(domains: &Domains, sd: &SchedDomain) -> i64 {
+    let chain = domains.chain(sd.span.first().unwrap_or(CpuId(0)));
+    let mut imb = 1i64;
+    let mut imb_span = sd.span_weight as i64;
+    for &id in chain {
+        let d = domains.sd(id);
+        let child = d.child.map(|c| domains.sd(c));
+        if !d.has(SD_SHARE_LLC) && child.is_some_and(|c| c.has(SD_SHARE_LLC)) {
+            let nr_llcs = (d.span_weight / child.map_or(1, |c| c.span_weight)) as i64;
+            imb = if nr_llcs == 1 { (d.span_weight >> 3) as i64 } else { nr_llcs }.max(1);
+            let mut top = d.parent;
+            while let Some(t) = top {
+                if domains.sd(t).has(SD_NUMA) {
+                    break;
+                }
+                top = domains.sd(t).parent;
+            }
+            imb_span = top.map_or(d.span_weight, |t| domains.sd(t).span_weight) as i64;
+            if d.span == sd.span {
+                return imb;
+            }
+        } else if d.span == sd.span {
+            return imb * (d.span_weight as i64 / imb_span.max(1)).max(1);
+        }
+    }
+    imb
 }

@@ -54,9 +54,15 @@ impl Sim {
     /// `update_cpu_capacity(sd, cpu)`: refresh `rq->cpu_capacity`. The kernel
     /// does this when the lowest domain's group capacity is updated during
     /// load balancing; schedlab's balance code calls it at the same point.
+    ///
+    /// Written only when it changes: a write notes the CPU changed for the
+    /// balance statistics' group sums, and the pass about to read them
+    /// would re-sync a CPU whose terms did not move.
     pub fn update_cpu_capacity(&mut self, cpu: CpuId) {
-        let cap = self.scale_rt_capacity(cpu).max(1);
-        self.rqs[cpu.idx()].cpu_capacity = cap as u32;
+        let cap = self.scale_rt_capacity(cpu).max(1) as u32;
+        if self.rqs[cpu.idx()].cpu_capacity != cap {
+            self.rqs[cpu.idx()].cpu_capacity = cap;
+        }
     }
 
     /// `check_cpu_capacity(rq, sd)`: the CPU's capacity is noticeably

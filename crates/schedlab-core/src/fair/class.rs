@@ -28,6 +28,7 @@ impl Sim {
     /// and the task's if given, to now. Must run before any change of the
     /// runqueue. Calls the cpufreq hook only when the runqueue's averages
     /// `decayed` (see [`Sim::update_load_avg_flags`]).
+    #[inline(always)]
     pub fn update_load_avg(&mut self, cpu: CpuId, p: Option<TaskId>) {
         self.update_load_avg_flags(cpu, p, 0);
     }
@@ -51,6 +52,7 @@ impl Sim {
     /// update, where the folded removal makes it `decayed`. No task groups:
     /// `propagate_entity_load_avg` is 0 for a task, `UPDATE_TG` has nothing
     /// to update, and the runqueue is always the root one.
+    #[inline(always)]
     pub(crate) fn update_load_avg_flags(&mut self, cpu: CpuId, p: Option<TaskId>, flags: u32) {
         self.update_rq_clock(cpu);
         if let Some(p) = p {
@@ -86,7 +88,7 @@ impl Sim {
     /// `update_cfs_rq_load_avg(now, cfs_rq)` on `cpu`'s fair runqueue at its
     /// PELT clock (the caller updated the rq clock): fold removed load in
     /// and advance the averages. Returns `decayed`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn update_cfs_rq_load_avg(&mut self, cpu: CpuId) -> bool {
         let rq = &mut self.rqs[cpu.idx()];
         let now = rq.clock_pelt.rq_clock_pelt();
@@ -114,6 +116,7 @@ impl Sim {
     /// schedutil"), the explicit `SCHED_CPUFREQ_IOWAIT` hook of a task back
     /// from an I/O wait, then `enqueue_entity`'s `update_load_avg(UPDATE_TG
     /// | DO_ATTACH)`, which attaches a migrated or new task.
+    #[inline(always)]
     pub(crate) fn enqueue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         // A delayed task moving with its queue keeps its util_est where it
         // is; every other enqueue adds it.
@@ -143,6 +146,7 @@ impl Sim {
     /// this update, the order before the DELAY_DEQUEUE rework (v6.11 and
     /// older, as the rework's patches describe it; not checked in a tree).
     /// Changing it moves util_est, hence runs without a governor.
+    #[inline(always)]
     pub(crate) fn dequeue_pelt_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) {
         // A delayed task left util_est when it was delayed.
         if !self.fair.ses[p.idx()].sched_delayed {
@@ -382,6 +386,7 @@ impl Sim {
 
     /// `pick_task_fair`: the entity EEVDF picks, finishing the dequeue of
     /// delayed entities on the way.
+    #[inline(always)]
     pub(crate) fn pick_task_fair(&mut self, cpu: CpuId) -> Option<TaskId> {
         loop {
             match self.rqs[cpu.idx()].cfs.pick_next_entity(&self.fair.ses, &self.features) {

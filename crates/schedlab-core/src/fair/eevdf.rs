@@ -353,6 +353,7 @@ impl CfsRq {
     }
 
     /// `__enqueue_entity`: into the "tree" and the sums.
+    #[inline(always)]
     pub(super) fn enqueue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
         let se = &ses[id.idx()];
         self.sum_w_vruntime += self.entity_key(se) * se.weight as i64;
@@ -402,6 +403,7 @@ impl CfsRq {
 
     /// `__pick_eevdf`: the eligible entity with the earliest deadline; curr
     /// wins while protected (`protect`) and eligible.
+    #[inline(always)]
     fn pick_eevdf(&self, ses: &[SchedEntity], protect: bool) -> Option<TaskId> {
         let first = self.queue.first().copied();
         if self.nr_queued == 1 {
@@ -449,6 +451,7 @@ impl CfsRq {
     /// `update_curr`: charge curr the task-clock time since `exec_start`.
     /// Under CFS `resched` is `check_preempt_tick`'s verdict (the engine's
     /// tick acts on it; other callers ignore it).
+    #[inline(always)]
     pub fn update_curr(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
         if !sched_feat!(self.features, EEVDF) {
             return self.update_curr_cfs(ses, now);
@@ -477,6 +480,7 @@ impl CfsRq {
     /// `(W + w_i) / W` because adding the entity itself moves V towards it:
     /// `V' = V - w_i vl_i / (W + w_i)`, so placing at `V - vl_i (W + w_i)/W`
     /// leaves it exactly `vl_i` behind the new V.
+    #[inline(always)]
     pub fn place_entity(&self, ses: &mut [SchedEntity], id: TaskId, flags: EnqueueFlags, f: &Features) {
         let vruntime = self.avg_vruntime(ses);
         let curr_w = self.curr_on_rq(ses).map_or(0, |c| c.weight);
@@ -610,6 +614,7 @@ impl CfsRq {
     /// `pick_next_entity`: the next buddy if eligible (PICK_BUDDY), else
     /// `pick_eevdf`. Call [`Self::update_curr`] first when curr ran.
     /// NO_EEVDF: the leftmost vruntime with CFS buddies (`pick_next_entity_cfs`).
+    #[inline(always)]
     pub fn pick_next_entity(&self, ses: &[SchedEntity], f: &Features) -> Pick {
         if !sched_feat!(f, EEVDF) {
             return self.pick_next_entity_cfs(ses);

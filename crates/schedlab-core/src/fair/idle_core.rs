@@ -10,6 +10,7 @@ use crate::ids::CpuId;
 impl Sim {
     /// `__update_idle_core`: when every SMT sibling of `cpu` is idle, the LLC
     /// has an idle core.
+    #[inline(always)]
     pub fn update_idle_core(&mut self, cpu: CpuId) {
         if !self.machine.has_smt() {
             return;

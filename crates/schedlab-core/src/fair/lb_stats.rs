@@ -229,47 +229,56 @@ impl Sim {
     /// `*sg_overloaded` when a CPU has more than one task at the root domain.
     /// Inlined into its one caller's group loop: a call per group cost
     /// about a fifth of the loop (register saves, the result's copy).
+    ///
+    /// Writes into `sgs` (the caller's one buffer for the pass) rather than
+    /// returning a value: returned, the statistics were built in one stack
+    /// slot and copied to another for every group.
+    ///
+    /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
+    /// domain's span), that the group sums are up to date, that the domain
+    /// is not asymmetric and that dst is idle or about to be, so those tests
+    /// drop out of its group loop.
     #[inline(always)]
-    pub fn update_sg_lb_stats(
+    pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
         g: &GroupRef,
         local_group: bool,
         sg_overloaded: &mut bool,
-    ) -> SgLbStats {
+        sgs: &mut SgLbStats,
+    ) {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
-        let all_considered = g.wholly_considered(env);
-        let mut sgs = match self.sg_lb_stats_summed(env, sd, g, local_group, all_considered) {
-            Some((sgs, overloaded)) => {
+        let all_considered = if PLAIN { g.within_sd } else { g.wholly_considered(env) };
+        match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
+            Some((summed, overloaded)) => {
                 *sg_overloaded |= balancing_at_rd && overloaded;
                 #[cfg(debug_assertions)]
                 {
                     let mut scan_overloaded = false;
                     let scan = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, &mut scan_overloaded);
-                    debug_assert_eq!(sgs, scan, "summed group stats differ from the scan");
+                    debug_assert_eq!(summed, scan, "summed group stats differ from the scan");
                     debug_assert_eq!(balancing_at_rd && overloaded, scan_overloaded);
                 }
-                sgs
+                *sgs = summed;
             }
-            None => self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, sg_overloaded),
-        };
+            None => *sgs = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, sg_overloaded),
+        }
         sgs.group_weight = g.nr_cpus;
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
-            && env.idle != CpuIdleType::NotIdle
+            && (PLAIN || env.idle != CpuIdleType::NotIdle)
             && g.flags & SD_SHARE_CPUCAPACITY != 0
             && sgs.sum_h_nr_running > 1
         {
             sgs.group_smt_balance = true;
         }
         let depth = sd.depth as usize;
-        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), &sgs);
+        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), sgs);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
         }
-        sgs
     }
 
     /// The per-CPU loop of `update_sg_lb_stats` over the group's CPUs that
@@ -304,7 +313,7 @@ impl Sim {
     /// whether a CPU has more than one task; `None` when the sums cannot
     /// give it: sums not up to date, CPUs excluded, or a misfit or
     /// reduced-capacity load to find (the largest one needs the CPUs).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn sg_lb_stats_summed(
         &self,
         env: &LbEnv,
@@ -313,31 +322,44 @@ impl Sim {
         local_group: bool,
         all_considered: bool,
     ) -> Option<(SgLbStats, bool)> {
-        if !all_considered || self.rqs.any_changed() {
+        self.sg_lb_stats_summed_in::<false>(env, sd, g, local_group, all_considered)
+    }
+
+    /// [`Sim::sg_lb_stats_summed`]; `PLAIN` as in [`Sim::update_sg_lb_stats`].
+    #[inline]
+    fn sg_lb_stats_summed_in<const PLAIN: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        g: &GroupRef,
+        local_group: bool,
+        all_considered: bool,
+    ) -> Option<(SgLbStats, bool)> {
+        if !all_considered || (!PLAIN && self.rqs.any_changed()) {
             return None;
         }
         let s = self.fair.sg_sums.group(g.slot);
         if !local_group {
-            let misfit_to_find = if sd.has(SD_ASYM_CPUCAPACITY) {
-                s.nr_misfit != 0
+            let misfit_to_find = if !PLAIN && sd.has(SD_ASYM_CPUCAPACITY) {
+                s.nr_misfit() != 0
             } else {
-                env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
+                (PLAIN || env.idle != CpuIdleType::NotIdle) && s.nr_lone_reduced != 0
             };
             if misfit_to_find {
                 return None;
             }
         }
         let sgs = SgLbStats {
-            group_capacity: s.capacity,
-            group_load: s.load,
-            group_util: s.util,
-            group_runnable: s.runnable,
-            sum_h_nr_running: s.h_nr_running,
-            sum_nr_running: s.nr_running,
-            idle_cpus: s.idle_cpus,
+            group_capacity: s.capacity(),
+            group_load: s.load(),
+            group_util: s.util(),
+            group_runnable: s.runnable(),
+            sum_h_nr_running: s.h_nr_running(),
+            sum_nr_running: s.nr_running(),
+            idle_cpus: s.idle_cpus(),
             ..SgLbStats::default()
         };
-        Some((sgs, s.nr_overloaded != 0))
+        Some((sgs, s.nr_overloaded() != 0))
     }
 
     /// One CPU's part of `update_sg_lb_stats`.
@@ -390,13 +412,14 @@ impl Sim {
 
     /// `update_sd_pick_busiest`: whether `sg` is busier than the current busiest.
     /// `sd` is `env.sd`'s domain, read once per pass by the caller.
-    /// Kept out of line: inlined, its reads of the busiest group's
-    /// statistics kept them in registers across the whole group loop of
-    /// `update_sd_lb_stats`, which then spilled and reloaded about fifteen
-    /// values per group (callgrind: 19.8 M instructions more on the
-    /// standard bench).
-    #[inline(never)]
-    fn update_sd_pick_busiest(
+    /// Inlined into the group loop of `update_sd_lb_stats`. It was kept out
+    /// of line while each group's statistics were returned by value (inlined
+    /// then, it kept the busiest group's statistics in registers across the
+    /// loop, which spilled and reloaded about fifteen values per group:
+    /// 19.8 M instructions more on the standard bench); since they are
+    /// written into one buffer, inlining saves the call (12.2 M fewer).
+    #[inline(always)]
+    fn update_sd_pick_busiest<const PLAIN: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -409,7 +432,7 @@ impl Sim {
             return false;
         }
         // capacity_of(dst) is read only in asymmetric domains.
-        let asym = sd.has(SD_ASYM_CPUCAPACITY);
+        let asym = !PLAIN && sd.has(SD_ASYM_CPUCAPACITY);
         if asym && sgs.group_type == GroupType::MisfitTask {
             let dst_cap = self.capacity_of(env.dst_cpu);
             let max_cap = sg.span.iter().map(|c| self.capacity_of(c)).max().unwrap_or(0);
@@ -460,6 +483,58 @@ impl Sim {
         true
     }
 
+    /// One group of `update_sd_lb_stats`'s loop: its statistics (into
+    /// `sgs`), the local or busiest group's update, the domain's totals.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sd_lb_visit<'a, const PLAIN: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        g: &'a GroupRef,
+        local_group: bool,
+        sds: &mut SdLbStats<'a>,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
+        self.update_sg_lb_stats::<PLAIN>(env, sd, g, local_group, sg_overloaded, sgs);
+        if local_group {
+            sds.local = Some(g);
+            sds.local_stat = *sgs;
+        } else if self.update_sd_pick_busiest::<PLAIN>(env, sd, sds, g, sgs) {
+            sds.busiest = Some(g);
+            sds.busiest_stat = *sgs;
+        }
+        sds.total_load += sgs.group_load;
+        sds.total_capacity += sgs.group_capacity;
+        sds.sum_util += sgs.group_util;
+    }
+
+    /// The group loop of `update_sd_lb_stats` when dst is in `local` only:
+    /// `local`, then `rest` and `before` (the list from `local` on, wrapped).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sd_lb_groups<'a, const PLAIN: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        local: &'a GroupRef,
+        rest: &'a [GroupRef],
+        before: &'a [GroupRef],
+        sds: &mut SdLbStats<'a>,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        self.sd_lb_visit::<PLAIN>(env, sd, local, true, sds, sgs, sg_overloaded);
+        for g in rest {
+            self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
+        }
+        for g in before {
+            self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
+        }
+    }
+
     /// `update_sd_lb_stats`: the statistics of every group of the domain,
     /// the local and the busiest one. `sg_overloaded` and `sum_util` are
     /// returned in the result for the caller to apply.
@@ -474,24 +549,29 @@ impl Sim {
         let refs = &self.fair.sg_refs[env.sd.0 as usize];
         let sd = self.domains.sd(env.sd);
         let lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
-        let n = refs.len();
-        let mut i = lg.index as usize;
-        for k in 0..n {
-            let g = &refs[i];
-            i = if i + 1 == n { 0 } else { i + 1 };
-            let local_group = if lg.only { k == 0 } else { g.span.test(env.dst_cpu) };
-            debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
-            let sgs = self.update_sg_lb_stats(env, sd, g, local_group, &mut sg_overloaded);
-            if local_group {
-                sds.local = Some(g);
-                sds.local_stat = sgs;
-            } else if self.update_sd_pick_busiest(env, sd, &sds, g, &sgs) {
-                sds.busiest = Some(g);
-                sds.busiest_stat = sgs;
+        let mut sgs = SgLbStats::default();
+        let (before, from) = refs.split_at(lg.index as usize);
+        if lg.only {
+            // Its own group, then the others, which are not local: a loop
+            // of its own for them drops the local-group tests from it.
+            if let Some((local, rest)) = from.split_first() {
+                // No CPU excluded yet, the sums just synced, a symmetric
+                // domain: the usual pass, whose loops drop those tests too.
+                if !env.cpus_pruned
+                    && !self.rqs.any_changed()
+                    && !sd.has(SD_ASYM_CPUCAPACITY)
+                    && env.idle != CpuIdleType::NotIdle
+                {
+                    self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
+                } else {
+                    self.sd_lb_groups::<false>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
+                }
             }
-            sds.total_load += sgs.group_load;
-            sds.total_capacity += sgs.group_capacity;
-            sds.sum_util += sgs.group_util;
+        } else {
+            for g in from.iter().chain(before) {
+                let local_group = g.span.test(env.dst_cpu);
+                self.sd_lb_visit::<false>(env, sd, g, local_group, &mut sds, &mut sgs, &mut sg_overloaded);
+            }
         }
         if let Some(b) = sds.busiest {
             sds.prefer_sibling = b.flags & SD_PREFER_SIBLING != 0;

@@ -134,6 +134,7 @@ impl Sim {
     /// `sched_balance_trigger(rq)` from the tick of a busy CPU: run the
     /// periodic balance (the SCHED_SOFTIRQ's `sched_balance_domains`) when
     /// `rq.next_balance` has come.
+    #[inline(always)]
     pub fn sched_balance_trigger(&mut self, cpu: CpuId) -> crate::Result<()> {
         if self.domains.chain(cpu).is_empty() || self.now < self.rqs[cpu.idx()].next_balance {
             return Ok(());

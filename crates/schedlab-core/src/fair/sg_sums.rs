@@ -25,9 +25,10 @@ use super::lb_stats::GroupRef;
 use crate::engine::Sim;
 use crate::ids::CpuId;
 
-/// One CPU's terms in the sums of `update_sg_lb_stats`.
+/// One CPU's terms in the sums of `update_sg_lb_stats`, as its runqueue
+/// gives them (named; [`CpuTerms`] is the form the sums add up).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuTerms {
+pub struct CpuReading {
     /// `capacity_of(i)`.
     pub capacity: u64,
     /// `arch_scale_cpu_capacity(i)` (for `check_cpu_capacity`).
@@ -48,99 +49,162 @@ pub struct CpuTerms {
     pub misfit: bool,
 }
 
-/// The sums over one group's CPUs.
+/// Words of the summed terms: the four loads, then the counts two to a
+/// word in 32-bit lanes (see [`CpuTerms`]).
+const CAPACITY: usize = 0;
+const LOAD: usize = 1;
+const UTIL: usize = 2;
+const RUNNABLE: usize = 3;
+/// `h_nr_running | nr_running << 32`.
+const NR: usize = 4;
+/// `idle | overloaded << 32`.
+const IDLE: usize = 5;
+/// `misfit`.
+const MISFIT: usize = 6;
+/// Number of summed words.
+const WORDS: usize = 7;
+
+/// Low and high 32-bit lanes of a counts word.
+#[inline]
+fn lanes(w: u64) -> (u32, u32) {
+    (w as u32, (w >> 32) as u32)
+}
+
+/// One CPU's terms as the words the group sums add up: the loads as they
+/// are, the counts packed two to a word. A sum of packed words is the
+/// packed sums as long as no lane's sum reaches 2^32 (task and CPU counts
+/// of one group, far below it), and moving a sum by the wrapping
+/// difference of two CPUs' words is exact for the same reason (the packing
+/// is linear). So a CPU's change moves each of its groups by seven
+/// additions, with no per-field unpacking.
+#[derive(Clone, Copy, Debug, Default, Eq)]
+pub struct CpuTerms {
+    w: [u64; WORDS],
+    /// `arch_scale_cpu_capacity(i)`: only `lone_reduced` reads it.
+    capacity_orig: u64,
+}
+
+/// Word by word: the derived comparison of the array calls `memcmp`.
+impl PartialEq for CpuTerms {
+    #[inline]
+    fn eq(&self, o: &Self) -> bool {
+        let diff = self.w.iter().zip(&o.w).fold(self.capacity_orig ^ o.capacity_orig, |a, (x, y)| a | (x ^ y));
+        diff == 0
+    }
+}
+
+impl From<CpuReading> for CpuTerms {
+    #[inline]
+    fn from(r: CpuReading) -> Self {
+        let overloaded = !r.idle && r.nr_running > 1;
+        let mut w = [0u64; WORDS];
+        w[CAPACITY] = r.capacity;
+        w[LOAD] = r.load;
+        w[UTIL] = r.util;
+        w[RUNNABLE] = r.runnable;
+        w[NR] = r.h_nr_running as u64 | (r.nr_running as u64) << 32;
+        w[IDLE] = r.idle as u64 | (overloaded as u64) << 32;
+        w[MISFIT] = r.misfit as u64;
+        CpuTerms { w, capacity_orig: r.capacity_orig }
+    }
+}
+
+impl CpuTerms {
+    /// Not idle with one fair task: `lone_reduced` may hold, for some
+    /// `imbalance_pct`.
+    #[inline]
+    fn lone(&self) -> bool {
+        self.w[IDLE] as u32 == 0 && self.w[NR] as u32 == 1
+    }
+
+    /// Not idle, one fair task, and a capacity `check_cpu_capacity` calls
+    /// reduced at a domain of `imbalance_pct`.
+    #[inline]
+    fn lone_reduced(&self, imbalance_pct: u32) -> bool {
+        self.lone() && self.w[CAPACITY] * (imbalance_pct as u64) < self.capacity_orig * 100
+    }
+}
+
+/// The sums over one group's CPUs (the words of [`CpuTerms`], added).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroupSums {
-    /// Sum of `capacity_of`.
-    pub capacity: u64,
-    /// Sum of `cpu_load`.
-    pub load: u64,
-    /// Sum of `cpu_util_cfs`.
-    pub util: u64,
-    /// Sum of `cpu_runnable`.
-    pub runnable: u64,
-    /// Sum of `h_nr_runnable`.
-    pub h_nr_running: u32,
-    /// Sum of `nr_running`.
-    pub nr_running: u32,
-    /// Idle CPUs.
-    pub idle_cpus: u32,
-    /// Non-idle CPUs with more than one task (`sg_overloaded` at the root).
-    pub nr_overloaded: u32,
-    /// Non-idle CPUs with a misfit task.
-    pub nr_misfit: u32,
+    w: [u64; WORDS],
     /// Non-idle CPUs with one fair task and a capacity that
     /// `check_cpu_capacity` calls reduced at the group's domain.
     pub nr_lone_reduced: u32,
 }
 
 impl GroupSums {
-    /// Move the sums from a CPU's terms `old` to `new`, by `d` (their
-    /// difference in the plain sums) and by the difference of the one term
-    /// that depends on the group's domain (`imbalance_pct`).
+    /// Sum of `capacity_of`.
     #[inline]
-    fn apply(&mut self, d: &TermsDelta, old: &CpuTerms, new: &CpuTerms, imbalance_pct: u32) {
-        self.capacity = self.capacity.wrapping_add(d.capacity);
-        self.load = self.load.wrapping_add(d.load);
-        self.util = self.util.wrapping_add(d.util);
-        self.runnable = self.runnable.wrapping_add(d.runnable);
-        self.h_nr_running = self.h_nr_running.wrapping_add(d.h_nr_running);
-        self.nr_running = self.nr_running.wrapping_add(d.nr_running);
-        self.idle_cpus = self.idle_cpus.wrapping_add(d.idle_cpus);
-        self.nr_overloaded = self.nr_overloaded.wrapping_add(d.nr_overloaded);
-        self.nr_misfit = self.nr_misfit.wrapping_add(d.nr_misfit);
-        let (was, is) = (old.lone_reduced(imbalance_pct), new.lone_reduced(imbalance_pct));
-        self.nr_lone_reduced = self.nr_lone_reduced.wrapping_add(is as u32).wrapping_sub(was as u32);
+    pub fn capacity(&self) -> u64 {
+        self.w[CAPACITY]
     }
-}
-
-impl CpuTerms {
-    /// Not idle, one fair task, and a capacity `check_cpu_capacity` calls
-    /// reduced at a domain of `imbalance_pct`.
+    /// Sum of `cpu_load`.
     #[inline]
-    fn lone_reduced(&self, imbalance_pct: u32) -> bool {
-        !self.idle && self.h_nr_running == 1 && self.capacity * (imbalance_pct as u64) < self.capacity_orig * 100
+    pub fn load(&self) -> u64 {
+        self.w[LOAD]
+    }
+    /// Sum of `cpu_util_cfs`.
+    #[inline]
+    pub fn util(&self) -> u64 {
+        self.w[UTIL]
+    }
+    /// Sum of `cpu_runnable`.
+    #[inline]
+    pub fn runnable(&self) -> u64 {
+        self.w[RUNNABLE]
+    }
+    /// Sum of `h_nr_runnable`.
+    #[inline]
+    pub fn h_nr_running(&self) -> u32 {
+        lanes(self.w[NR]).0
+    }
+    /// Sum of `nr_running`.
+    #[inline]
+    pub fn nr_running(&self) -> u32 {
+        lanes(self.w[NR]).1
+    }
+    /// Idle CPUs.
+    #[inline]
+    pub fn idle_cpus(&self) -> u32 {
+        lanes(self.w[IDLE]).0
+    }
+    /// Non-idle CPUs with more than one task (`sg_overloaded` at the root).
+    #[inline]
+    pub fn nr_overloaded(&self) -> u32 {
+        lanes(self.w[IDLE]).1
+    }
+    /// Non-idle CPUs with a misfit task.
+    #[inline]
+    pub fn nr_misfit(&self) -> u32 {
+        self.w[MISFIT] as u32
     }
 
-    /// Not idle and more than one task.
+    /// Move the sums by `d` (the wrapping difference of a CPU's new and old
+    /// words) and, when either could be lone-reduced, by the change of the
+    /// one term that depends on the group's domain (`imbalance_pct`).
     #[inline]
-    fn overloaded(&self) -> bool {
-        !self.idle && self.nr_running > 1
-    }
-}
-
-/// The difference of two [`CpuTerms`] in the plain sums, as wrapping
-/// (two's complement) amounts: added to a sum that holds the old terms, it
-/// leaves one that holds the new.
-#[derive(Clone, Copy, Debug)]
-struct TermsDelta {
-    capacity: u64,
-    load: u64,
-    util: u64,
-    runnable: u64,
-    h_nr_running: u32,
-    nr_running: u32,
-    idle_cpus: u32,
-    nr_overloaded: u32,
-    nr_misfit: u32,
-}
-
-impl TermsDelta {
-    #[inline]
-    fn new(old: &CpuTerms, new: &CpuTerms) -> Self {
-        let flag = |n: bool, o: bool| (n as u32).wrapping_sub(o as u32);
-        TermsDelta {
-            capacity: new.capacity.wrapping_sub(old.capacity),
-            load: new.load.wrapping_sub(old.load),
-            util: new.util.wrapping_sub(old.util),
-            runnable: new.runnable.wrapping_sub(old.runnable),
-            h_nr_running: new.h_nr_running.wrapping_sub(old.h_nr_running),
-            nr_running: new.nr_running.wrapping_sub(old.nr_running),
-            idle_cpus: flag(new.idle, old.idle),
-            nr_overloaded: flag(new.overloaded(), old.overloaded()),
-            nr_misfit: flag(new.misfit, old.misfit),
+    fn apply(&mut self, d: &[u64; WORDS], lone: bool, old: &CpuTerms, new: &CpuTerms, imbalance_pct: u32) {
+        for (s, d) in self.w.iter_mut().zip(d) {
+            *s = s.wrapping_add(*d);
+        }
+        if lone {
+            let (was, is) = (old.lone_reduced(imbalance_pct), new.lone_reduced(imbalance_pct));
+            self.nr_lone_reduced = self.nr_lone_reduced.wrapping_add(is as u32).wrapping_sub(was as u32);
         }
     }
+}
+
+/// The wrapping difference of two CPUs' words: added to a sum that holds
+/// the old terms, it leaves one that holds the new.
+#[inline]
+fn words_delta(old: &CpuTerms, new: &CpuTerms) -> [u64; WORDS] {
+    let mut d = [0u64; WORDS];
+    for ((d, n), o) in d.iter_mut().zip(&new.w).zip(&old.w) {
+        *d = n.wrapping_sub(*o);
+    }
+    d
 }
 
 /// The sums of every group slot, and what each CPU last contributed.
@@ -211,9 +275,10 @@ impl SgSums {
             for g in groups {
                 let pct = self.groups[g.slot as usize].1;
                 let mut want = GroupSums::default();
+                let zero = CpuTerms::default();
                 for c in g.cpus(sg_cpus) {
                     let t = &self.terms[c.idx()];
-                    want.apply(&TermsDelta::new(&CpuTerms::default(), t), &CpuTerms::default(), t, pct);
+                    want.apply(&words_delta(&zero, t), true, &zero, t, pct);
                 }
                 if &want != self.group(g.slot) {
                     return Err(format!(
@@ -234,11 +299,13 @@ impl SgSums {
         if old == t {
             return;
         }
-        let d = TermsDelta::new(&old, &t);
+        let d = words_delta(&old, &t);
+        // Only a CPU lone before or after can change a lone-reduced count.
+        let lone = old.lone() || t.lone();
         let (a, b) = (self.cpu_slots_at[cpu] as usize, self.cpu_slots_at[cpu + 1] as usize);
         for &s in &self.cpu_slots[a..b] {
             let (sums, pct) = &mut self.groups[s as usize];
-            sums.apply(&d, &old, &t, *pct);
+            sums.apply(&d, lone, &old, &t, *pct);
         }
         self.terms[cpu] = t;
     }
@@ -250,7 +317,7 @@ impl Sim {
     pub fn sg_cpu_terms(&self, i: CpuId) -> CpuTerms {
         let rq = &self.rqs[i.idx()];
         let idle = rq.nr_running == 0 && rq.idle_cpu();
-        CpuTerms {
+        CpuReading {
             capacity: self.capacity_of(i),
             capacity_orig: self.machine.capacity_orig(i) as u64,
             load: rq.cpu_load(),
@@ -261,6 +328,7 @@ impl Sim {
             idle,
             misfit: !idle && self.misfit_task_load(i) != 0,
         }
+        .into()
     }
 
     /// Bring the group sums up to date with every runqueue changed since

@@ -6,7 +6,7 @@
 //! equal to its CPUs' terms.
 
 use super::balance::CpuIdleType;
-use super::sg_sums::{CpuTerms, SgSums};
+use super::sg_sums::{CpuReading, SgSums};
 use crate::engine::build::SimConfig;
 use crate::engine::Sim;
 use crate::ids::{CpuId, NSEC_PER_MSEC};
@@ -116,7 +116,7 @@ fn sums_follow_random_terms_on_a_large_machine() {
     for round in 0..2000 {
         let cpu = rnd(m.nr_cpus() as u64) as usize;
         let nr = rnd(4) as u32;
-        let t = CpuTerms {
+        let t = CpuReading {
             capacity: 600 + rnd(425),
             capacity_orig: 1024,
             load: rnd(3000),
@@ -127,7 +127,7 @@ fn sums_follow_random_terms_on_a_large_machine() {
             idle: nr == 0 && rnd(2) == 0,
             misfit: nr > 0 && rnd(5) == 0,
         };
-        sums.set_terms(cpu, t);
+        sums.set_terms(cpu, t.into());
         if round % 100 == 0 {
             sums.check_sums(&refs, &sg_cpus).unwrap();
         }

@@ -149,7 +149,7 @@ impl Sim {
                     // NUMA balancing's preferred node is not modelled: keep the
                     // task near its parent while the imbalance is allowed.
                     let cpus = lg.span.and(&allowed).weight() as i64;
-                    let imb_numa_nr = cpus.min(self.imb_numa_nr(sd));
+                    let imb_numa_nr = cpus.min(self.imb_numa_nr(sd_id));
                     let imbalance = (lsgs.idle_cpus as i64 - isgs.idle_cpus as i64).abs();
                     if adjust_numa_imbalance(imbalance, lsgs.sum_nr_running as i64 + 1, imb_numa_nr) == 0 {
                         return None;

@@ -49,6 +49,9 @@ pub struct FairState {
     pub(in crate::fair) eas: EasState,
     /// Static group descriptions per domain (`lb_stats::group_refs`).
     pub(in crate::fair) sg_refs: Vec<Vec<GroupRef>>,
+    /// `sd->imb_numa_nr` by domain (`busiest::imb_numa_nr_of`), read by
+    /// `calculate_imbalance` and the wakeup slow path.
+    pub(in crate::fair) imb_numa_nr: Vec<i64>,
     /// The CPUs of every group of `sg_refs`, each group's a run of this list.
     pub(in crate::fair) sg_cpus: Vec<CpuId>,
     /// Per CPU, per level of its chain: its own group's place in `sg_refs`
@@ -83,6 +86,7 @@ impl FairState {
         let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
         let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
         let sg_local = super::local_group::local_groups(domains, &sg_refs);
+        let imb_numa_nr = domains.sds.iter().map(|sd| super::busiest::imb_numa_nr_of(domains, sd)).collect();
         FairState {
             ses: nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
             llc,
@@ -92,6 +96,7 @@ impl FairState {
             sg_cpus,
             sg_local,
             sg_sums,
+            imb_numa_nr,
             base_slice_ns,
             max_load_balance_interval: (machine.hz.max(1) as u64 * nr as u64 / 10).max(1),
             lb_scratch: (Vec::new(), Vec::new()),

@@ -106,6 +106,7 @@ impl Sim {
     }
 
     /// `wake_wide`: a 1:N waker/wakee relation wider than the LLC.
+    #[inline(always)]
     pub fn wake_wide(&self, p: TaskId, waker: Option<TaskId>, this_cpu: CpuId) -> bool {
         let Some(w) = waker else { return false };
         let mut master = self.tasks[w.idx()].wakee_flips;

@@ -480,6 +480,7 @@ impl Collector {
         self.idle_ref_mut(cpu).boundary(t, was_busy, now_busy);
     }
 
+    #[inline(always)]
     fn on_switch(
         &mut self,
         t: Ns,
@@ -559,6 +560,7 @@ impl Collector {
         self.rt_running[cpu.idx()] = rt;
     }
 
+    #[inline(always)]
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
         self.ensure_task(task);
         self.note_selected(t, task);

@@ -162,6 +162,7 @@ impl CpuOccupancy {
     /// CPU `cpu` now runs a task (`busy`) or idles. The first call for an
     /// unknown CPU resolves it: the state it left (`was_busy`, i.e. whether the
     /// switch had a previous task) is taken to have held since the start.
+    #[inline(always)]
     pub fn set_busy(&mut self, cpu: CpuId, was_busy: bool, busy: bool) {
         self.ensure_cpu(cpu);
         let c = cpu.idx();

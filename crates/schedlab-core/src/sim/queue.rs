@@ -157,7 +157,7 @@ impl<E> EventQueue<E> {
         self.push_key_to(Some(lane), key, time, ev);
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_key_to(&mut self, lane: Option<usize>, key: u32, time: Ns, ev: E) {
         debug_assert!(key < self.keys, "key {key} out of range");
         let i = self.pos[key as usize];
@@ -352,7 +352,7 @@ impl<E> EventQueue<E> {
 
     /// Queue `ev` in the free `slot`: in `lane` if it keeps the lane's
     /// order, else in the heap.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, lane: Option<usize>, slot: u32, time: Ns, ev: E) {
         let time = self.check_time(time);
         self.seq += 1;
@@ -383,7 +383,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Take `slot` (at position `p`, in a lane) out of its lane.
-    #[inline]
+    #[inline(always)]
     fn unlink(&mut self, slot: u32, p: u32) {
         self.lanes[(p & !IN_LANE) as usize].unlink(&mut self.links, slot);
         self.in_lanes -= 1;
@@ -406,7 +406,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Put `node` at `i` or above it, moving the nodes it passes down.
-    #[inline]
+    #[inline(always)]
     fn sift_up(&mut self, mut i: usize, node: Node) {
         while i > 0 {
             let parent = (i - 1) / 2;
@@ -451,7 +451,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Put `node` at `i` or below it, moving the nodes it passes up.
-    #[inline]
+    #[inline(always)]
     fn sift_down(&mut self, mut i: usize, node: Node) {
         let n = self.heap.len();
         loop {

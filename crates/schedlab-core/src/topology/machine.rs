@@ -419,7 +419,7 @@ impl Machine {
     }
 
     /// The core type of `cpu`.
-    #[inline]
+    #[inline(always)]
     pub fn core_type(&self, cpu: CpuId) -> &CoreType {
         &self.core_types[self.cpus[cpu.idx()].core_type as usize]
     }
