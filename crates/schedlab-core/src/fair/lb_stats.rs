@@ -616,8 +616,12 @@ pub fn group_refs(
     machine: &crate::topology::Machine,
 ) -> (Vec<Vec<GroupRef>>, Vec<CpuId>) {
     let mut cpus = Vec::new();
-    // Build-time only: the slot of each distinct (CPUs, imbalance_pct).
-    let mut slots: std::collections::HashMap<(CpuMask, u32), u32> = std::collections::HashMap::new();
+    // Build-time only: the slot of each distinct (CPUs, imbalance_pct). A
+    // fixed-key hasher (`DefaultHasher::new`), not the randomly seeded one,
+    // so that a build costs the same instructions every time (callgrind
+    // figures repeat exactly); the map is only looked up, never iterated.
+    let mut slots: std::collections::HashMap<(CpuMask, u32), u32, crate::topology::FixedHasher> =
+        std::collections::HashMap::default();
     let refs = domains
         .sds
         .iter()

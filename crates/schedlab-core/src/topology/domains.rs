@@ -481,7 +481,9 @@ pub fn build_sched_domains(machine: &Machine) -> Result<Domains> {
         nr_levels: 0,
     };
     type Key = (SdLevel, CpuMask, u32, Vec<CpuMask>, u32, Option<SdId>);
-    let mut seen: std::collections::HashMap<Key, SdId> = std::collections::HashMap::new();
+    // Looked up, never iterated; a fixed-key hasher keeps a build's
+    // instruction count the same from run to run.
+    let mut seen: std::collections::HashMap<Key, SdId, super::FixedHasher> = std::collections::HashMap::default();
     for cpu in 0..n {
         let ch = &chains[cpu];
         let mut ids = vec![SdId(0); ch.len()];

@@ -17,5 +17,11 @@ pub use machine::{
     CoreType, CostParams, CpuInfo, CpufreqParams, Distance, Governor, IdleLevel, IdleState, Machine, Opp,
 };
 pub use show::{render_json, render_text};
+
+/// A hasher with fixed keys (`DefaultHasher::new`: SipHash with zero keys)
+/// for build-time maps that are only looked up: the std default seeds each
+/// map at random, which leaves results alone but moves a build's
+/// instruction count from run to run (engine_cost.py counts them).
+pub type FixedHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
 pub use spec::{parse_machine, set_governor, set_idle_governor};
 pub use sysfs::import_sysfs;
