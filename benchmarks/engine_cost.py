@@ -1,4 +1,5 @@
-"""Instruction counts of the engine, which repeat exactly (callgrind), for
+"""Instruction counts of the engine, which repeat to within a few hundred
+instructions (callgrind; the process's address layout moves a little), for
 the figures the README and crates/schedlab-core/src/engine/README.md quote.
 
     python benchmarks/engine_cost.py            # print the table
