@@ -591,7 +591,6 @@ def calibrated_machine(
 
     stored = reuse and _calibrate.probes_stored(d)
     if guest is not None:
-
         shape, binary = guest
         if stored:
             info_file = d / "probe-split" / "kernel.json"
