@@ -174,12 +174,10 @@ fn a_busy_gated_stall_acts_only_while_that_many_cpus_run_tasks() {
     assert!((148 * NSEC_PER_MSEC..153 * NSEC_PER_MSEC).contains(&beside), "ended at {beside}");
 }
 
-#[test]
-fn a_timer_due_on_a_stalled_cpu_fires_when_the_stall_ends() {
-    // A task pinned to CPU 4 computes 1 ms and sleeps 5 ms (its timer due
-    // at 6 ms); CPU 4 stalls from 5 to 25 ms: the timer's interrupt is
-    // taken at 25 ms, so the task is runnable again only then.
-    let mut ts = script_tasks(1, &[Action::Compute(NSEC_PER_MSEC), Action::Sleep(5 * NSEC_PER_MSEC)], 1);
+/// A task pinned to CPU 4 (the second LLC) that computes 1 ms then sleeps
+/// `sleep_ns`, while CPU 4 stalls from 5 to 25 ms.
+fn cpu4_sleeper_and_a_stall(sleep_ns: u64) -> crate::engine::Sim {
+    let mut ts = script_tasks(1, &[Action::Compute(NSEC_PER_MSEC), Action::Sleep(sleep_ns)], 1);
     ts[0].allowed = Some(CpuMask::from_cpus([CpuId(4)]));
     let mut w = script_workload(ts);
     w.irqs.push(IrqSpec {
@@ -191,7 +189,14 @@ fn a_timer_due_on_a_stalled_cpu_fires_when_the_stall_ends() {
         accounted: false,
         busy_cpus: 0,
     });
-    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim_with(TWO_LLC, &w, sim_config(Features::mainline()))
+}
+
+#[test]
+fn a_timer_due_on_a_stalled_cpu_fires_when_the_stall_ends() {
+    // The sleeper's timer is due at 6 ms, during the stall: its interrupt
+    // is taken at 25 ms, so the task is runnable again only then.
+    let mut sim = cpu4_sleeper_and_a_stall(5 * NSEC_PER_MSEC);
     let p = crate::ids::TaskId(0);
     sim.run(24 * NSEC_PER_MSEC).unwrap();
     assert!(!sim.tasks[p.idx()].on_rq, "woken while CPU 4 was stalled");
@@ -201,23 +206,11 @@ fn a_timer_due_on_a_stalled_cpu_fires_when_the_stall_ends() {
 
 #[test]
 fn a_wakeup_sent_to_a_stalled_cpu_arrives_when_the_stall_ends() {
-    // A task pinned to CPU 4 (the second LLC) sleeps from 1 ms on; CPU 4
-    // stalls from 5 to 25 ms. Woken at 6 ms from CPU 0 (the other LLC: the
-    // wakeup goes through CPU 4's wake list and an IPI), it is queued there
-    // only when the stall ends, as a descheduled vCPU takes its IPIs.
-    let mut ts = script_tasks(1, &[Action::Compute(NSEC_PER_MSEC), Action::Sleep(1_000 * NSEC_PER_MSEC)], 1);
-    ts[0].allowed = Some(CpuMask::from_cpus([CpuId(4)]));
-    let mut w = script_workload(ts);
-    w.irqs.push(IrqSpec {
-        name: "stall".into(),
-        cpus: CpuMask::from_cpus([CpuId(4)]),
-        interval: Dist::Fixed(5 * NSEC_PER_MSEC),
-        hardirq: Dist::Fixed(20 * NSEC_PER_MSEC),
-        softirq: Dist::Fixed(0),
-        accounted: false,
-        busy_cpus: 0,
-    });
-    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    // The sleeper sleeps from 1 ms on. Woken at 6 ms from CPU 0 (the other
+    // LLC: the wakeup goes through CPU 4's wake list and an IPI), it is
+    // queued there only when the stall ends, as a descheduled vCPU takes
+    // its IPIs.
+    let mut sim = cpu4_sleeper_and_a_stall(1_000 * NSEC_PER_MSEC);
     sim.run(6 * NSEC_PER_MSEC).unwrap();
     let p = crate::ids::TaskId(0);
     assert!(!sim.tasks[p.idx()].on_rq, "asleep before the wakeup");

@@ -313,21 +313,9 @@ impl Sim {
     /// whether a CPU has more than one task; `None` when the sums cannot
     /// give it: sums not up to date, CPUs excluded, or a misfit or
     /// reduced-capacity load to find (the largest one needs the CPUs).
-    #[cfg(test)]
-    pub(crate) fn sg_lb_stats_summed(
-        &self,
-        env: &LbEnv,
-        sd: &crate::topology::SchedDomain,
-        g: &GroupRef,
-        local_group: bool,
-        all_considered: bool,
-    ) -> Option<(SgLbStats, bool)> {
-        self.sg_lb_stats_summed_in::<false>(env, sd, g, local_group, all_considered)
-    }
-
-    /// [`Sim::sg_lb_stats_summed`]; `PLAIN` as in [`Sim::update_sg_lb_stats`].
+    /// `PLAIN` as in [`Sim::update_sg_lb_stats`]; tests call it with `false`.
     #[inline]
-    fn sg_lb_stats_summed_in<const PLAIN: bool>(
+    pub(crate) fn sg_lb_stats_summed_in<const PLAIN: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,

@@ -54,7 +54,7 @@ fn compare_along(s: &mut Sim, until_ms: u64) -> (u32, u32) {
                         let local = g.span.test(cpu);
                         let mut overloaded = false;
                         let scan = s.sg_lb_stats_scan(&env, sd, g, local, true, &mut overloaded);
-                        match s.sg_lb_stats_summed(&env, sd, g, local, true) {
+                        match s.sg_lb_stats_summed_in::<false>(&env, sd, g, local, true) {
                             Some((sgs, over)) => {
                                 assert_eq!(sgs, scan, "cpu {c} level {level} {idle:?} group {}", g.index);
                                 assert_eq!(sd.parent.is_none() && over, overloaded);
