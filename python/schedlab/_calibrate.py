@@ -284,16 +284,18 @@ def _stall_probe(f: Path) -> tuple[int, float, int, float, int] | None:
         raise _native.SpecError(f"{f}: not the stall probe's JSON ({e})") from e
 
 
+def _stall_probe_files(d: Path) -> list[tuple[int, Path]]:
+    """The per-count stall probes stored in `d` (``probe-stalls-K.json``),
+    by K."""
+    files = d.glob("probe-stalls-*.json")
+    counts = ((f.name[len("probe-stalls-") : -len(".json")], f) for f in files)
+    return sorted((int(k), f) for k, f in counts if k.isdigit())
+
+
 def stall_shares(d: Path) -> list[tuple[int, float]]:
     """(busy vCPUs, stalled fraction) of each per-count stall probe stored
     in `d` (``probe-stalls-K.json``), by K."""
-    out = []
-    for f in d.glob("probe-stalls-*.json"):
-        k = f.name[len("probe-stalls-") : -len(".json")]
-        got = _stall_probe(f) if k.isdigit() else None
-        if got is not None:
-            out.append((int(k), got[3]))
-    return sorted(out)
+    return [(k, got[3]) for k, f in _stall_probe_files(d) if (got := _stall_probe(f)) is not None]
 
 
 def stall_noise(d: Path) -> tuple[list[str], str] | None:
@@ -308,11 +310,7 @@ def stall_noise(d: Path) -> tuple[list[str], str] | None:
     busy and a halted one is idle, not stalled. An older calibration's
     ``probe-stalls.json`` (every vCPU spinning) gives one source that
     always acts."""
-    found = sorted(
-        (int(f.name[len("probe-stalls-") : -len(".json")]), f)
-        for f in d.glob("probe-stalls-*.json")
-        if f.name[len("probe-stalls-") : -len(".json")].isdigit()
-    )
+    found = _stall_probe_files(d)
     if not found and (d / "probe-stalls.json").is_file():
         found = [(0, d / "probe-stalls.json")]
     specs: list[str] = []

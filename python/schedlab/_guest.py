@@ -653,13 +653,16 @@ def stall_probe_lines(probe: str, nr_cpus: int) -> list[str]:
     ]
 
 
+def last_json_line(output: str) -> str | None:
+    """The last line of a probe's output that starts a JSON object (its
+    result: schedlab-wl prints it last), or None."""
+    return next((ln for ln in reversed(output.splitlines()) if ln.startswith("{")), None)
+
+
 def keep_stall_probes(text: Callable[[str], str], nr_cpus: int, out: Path) -> None:
     """Stores each stall probe's JSON the guest sent back (`stall_probe_lines`)
     as ``out/probe-stalls-K.json``, for `_calibrate.stall_noise`."""
     for k in range(1, nr_cpus + 1):
-        if text(f"stalls-{k}.rc").strip() != "0":
-            continue
-        for line in reversed(text(f"stalls-{k}.stdout").splitlines()):
-            if line.startswith("{"):
-                (out / f"probe-stalls-{k}.json").write_text(line + "\n")
-                break
+        line = last_json_line(text(f"stalls-{k}.stdout"))
+        if text(f"stalls-{k}.rc").strip() == "0" and line is not None:
+            (out / f"probe-stalls-{k}.json").write_text(line + "\n")

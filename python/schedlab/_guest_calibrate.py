@@ -17,6 +17,7 @@ from ._guest import (
     _kernel_info,
     check_static,
     keep_stall_probes,
+    last_json_line,
     stall_probe_lines,
 )
 
@@ -116,19 +117,13 @@ def calibrate_in_guest(
         if rc != "0":
             err = text(f"{probe}.stderr").strip()[-300:]
             raise GuestError(f"the {probe} probe failed in the guest (exit {rc or '?'}): {err}")
-    pipe_doc = None
-    for line in reversed(text("pipe.stdout").splitlines()):
-        if line.startswith("{"):
-            pipe_doc = json.loads(line)
-            break
-    if pipe_doc is None:
+    pipe_line = last_json_line(text("pipe.stdout"))
+    if pipe_line is None:
         raise GuestError(f"the pipe probe printed no JSON in the guest (see {result}/pipe.stdout)")
-    (out / "probe-pipe.json").write_text(json.dumps(pipe_doc, indent=2) + "\n")
-    if text("wake.rc").strip() == "0":
-        for line in reversed(text("wake.stdout").splitlines()):
-            if line.startswith("{"):
-                (out / "probe-wake.json").write_text(line + "\n")
-                break
+    (out / "probe-pipe.json").write_text(json.dumps(json.loads(pipe_line), indent=2) + "\n")
+    wake_line = last_json_line(text("wake.stdout"))
+    if text("wake.rc").strip() == "0" and wake_line is not None:
+        (out / "probe-wake.json").write_text(wake_line + "\n")
     keep_stall_probes(text, shape.cpus, out)
     machine = _native.topo_import(str(result / "sys"))
     for pin, _ in WAKEUP_PROBES:
