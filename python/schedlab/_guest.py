@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._kernel_profile import preempt_model
+from ._kernel_profile import parse_sched_tunables, preempt_model
 from ._native import SpecError
 from ._tracefs import SCHED_EVENTS
 
@@ -243,6 +243,10 @@ uname -r > /out/uname
 cat /proc/cmdline > /out/cmdline
 cat /sys/kernel/debug/sched/features > /out/sched_features 2>/dev/null
 cat /sys/kernel/debug/sched/preempt > /out/preempt 2>/dev/null
+for t in base_slice_ns migration_cost_ns nr_migrate tunable_scaling; do
+  f=/sys/kernel/debug/sched/$t
+  [ -r "$f" ] && echo "$t $(cat $f)" >> /out/sched_tunables
+done
 for d in /sys/kernel/debug/sched/domains/cpu*/domain*; do
   [ -r "$d/name" ] && echo "$d $(cat $d/name) $(cat $d/flags 2>/dev/null)" >> /out/sched_domains
 done
@@ -571,6 +575,7 @@ def _kernel_info(shape: GuestShape, text: Callable[[str], str]) -> dict[str, Any
         "cmdline": text("cmdline").strip(),
         "preempt_model": preempt_model("", "", text("preempt")),
         "sched_features": text("sched_features").split(),
+        "sched_tunables": parse_sched_tunables(text("sched_tunables")),
     }
 
 

@@ -215,3 +215,48 @@ def kernel_notes(info: dict[str, object]) -> list[str]:
             "switches when it leaves the kernel; the simulation switches at once"
         )
     return notes
+
+
+# The fair class's tunables in /sys/kernel/debug/sched/ (where v5.13 moved the
+# sysctls) that the model sets, by their file names: `_native.kernel_tunables`
+# gives the model's values for a CPU count; a recording stores the kernel's
+# (``sched_tunables`` in kernel.json) where debugfs is readable.
+SCHED_TUNABLES = ("base_slice_ns", "migration_cost_ns", "nr_migrate", "tunable_scaling")
+
+
+def parse_sched_tunables(text: str) -> dict[str, int]:
+    """``name value`` lines (what the guest's /init writes) as a dict of the
+    tunables in `SCHED_TUNABLES`; other names and non-integer values are
+    left out."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name in SCHED_TUNABLES and value.strip().isdigit():
+            found[name] = int(value)
+    return found
+
+
+def tunable_notes(info: dict[str, object], nr_cpus: int) -> list[str]:
+    """One note on the recorded kernel's scheduler tunables against the
+    simulation's on a machine of `nr_cpus` CPUs: equal, different (each
+    named), or not readable (the simulation's defaults then assumed); none
+    for a recording made before schedlab stored them."""
+    if "sched_tunables" not in info:
+        return []
+    model = _native.kernel_tunables(nr_cpus)
+    shown = ", ".join(f"{k} {model[k]}" for k in SCHED_TUNABLES)
+    raw = info.get("sched_tunables")
+    recorded = (
+        {str(k): v for k, v in raw.items() if isinstance(v, int)} if isinstance(raw, dict) else {}
+    )
+    if not recorded:
+        unread = "the kernel's scheduler tunables (debugfs) were not readable"
+        return [f"{unread}: the simulation assumes {shown}"]
+    differ = [
+        f"{k} {recorded[k]} (simulated: {model[k]})"
+        for k in SCHED_TUNABLES
+        if k in recorded and recorded[k] != model[k]
+    ]
+    if differ:
+        return [f"not modelled: the kernel's scheduler tunables differ: {', '.join(differ)}"]
+    return [f"the kernel's scheduler tunables (debugfs) are the simulation's: {shown}"]

@@ -24,7 +24,7 @@ import fnmatch
 import math
 from dataclasses import dataclass
 
-from . import trace
+from . import _native, trace
 
 _EVENTS = ("sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task")
 # The fields read (`trace`'s columns; NaN where an event lacks one).
@@ -40,14 +40,11 @@ _COLUMNS = [
     "dest_cpu",
 ]
 
-# sysctl_sched_base_slice (kernel/sched/fair.c, 0.7 ms since 2024), scaled by
-# get_update_sysctl_factor(): 1 + ilog2(min(CPUs, 8)) (SCHED_TUNABLESCALING_LOG).
-BASE_SLICE_NS = 700_000
-
 
 def base_slice_ns(nr_cpus: int) -> int:
-    """The fair class's default slice on a machine of `nr_cpus` CPUs."""
-    return BASE_SLICE_NS * (1 + (min(max(nr_cpus, 1), 8).bit_length() - 1))
+    """The fair class's default slice on a machine of `nr_cpus` CPUs, as the
+    model sets it (`sysctl_sched_base_slice`)."""
+    return _native.kernel_tunables(nr_cpus)["base_slice_ns"]
 
 
 @dataclass

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO
 
 from . import _native
-from ._kernel_profile import preempt_model
+from ._kernel_profile import SCHED_TUNABLES, parse_sched_tunables, preempt_model
 from ._native import SpecError
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -112,6 +112,13 @@ def _sched_features() -> list[str]:
     """`/sys/kernel/debug/sched/features`, when debugfs lets us read it
     (lockdown kernels do not)."""
     return _read(Path("/sys/kernel/debug/sched/features")).split()
+
+
+def _sched_tunables() -> dict[str, int]:
+    """The fair class's tunables that schedlab models, from
+    `/sys/kernel/debug/sched/`, when debugfs lets us read them."""
+    lines = (f"{t} {_read(Path('/sys/kernel/debug/sched') / t).strip()}" for t in SCHED_TUNABLES)
+    return parse_sched_tunables("\n".join(lines))
 
 
 def record(
@@ -221,6 +228,7 @@ def record(
         "trace_clock": clock,
         "nr_cpus": os.cpu_count(),
         "sched_features": _sched_features(),
+        "sched_tunables": _sched_tunables(),
         "events": enabled,
         "overruns": overruns,
         "argv": list(argv),

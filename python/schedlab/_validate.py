@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _native, _stalls, _tracefs
-from ._kernel_profile import kernel_notes, policy_for_kernel
+from ._kernel_profile import kernel_notes, policy_for_kernel, tunable_notes
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
 
@@ -297,6 +297,7 @@ def run_case(
     recovered: list[int] = []
     stalls: list[_stalls.LongRuns] = []
     info: dict[str, Any] = {}
+    cpus = 1
     for i in range(reps):
         out = work / case.name / f"real-{i}"
         kept = _recorded(out) if reuse else None
@@ -313,7 +314,8 @@ def run_case(
             [],
         )
         recovered.append(int(doc.get("inferred_switches") or 0))
-        stalls.append(_stalls.long_runs(text, case.comm, _nr_cpus(text, info), _hz(machine_text)))
+        cpus = _nr_cpus(text, info)
+        stalls.append(_stalls.long_runs(text, case.comm, cpus, _hz(machine_text)))
         if not doc.get("selected_tasks"):
             raise _native.SimulationError(
                 f"validate {case.name}: no task named '{case.comm}' in {out}/trace.txt"
@@ -336,7 +338,7 @@ def run_case(
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
-    notes += kernel_notes(info)
+    notes += kernel_notes(info) + tunable_notes(info, cpus)
     machine_path = machine_file or work / case.name / "real-0" / "machine.toml"
     machine = resolve_machine(str(machine_path))
     # A machine `schedlab calibrate` wrote carries its measured costs.

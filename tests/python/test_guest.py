@@ -84,6 +84,12 @@ def test_initramfs_holds_init_job_and_files(tmp_path: Path):
     )
 
 
+def test_the_guest_init_reads_the_modelled_tunables():
+    from schedlab._kernel_profile import SCHED_TUNABLES
+
+    assert f"for t in {' '.join(SCHED_TUNABLES)}; do" in g._INIT
+
+
 @pytest.mark.slow
 def test_a_guest_boots_and_reports_its_topology(tmp_path: Path):
     if shutil.which("qemu-system-x86_64") is None or not _static_busybox():
@@ -268,6 +274,11 @@ def test_record_in_a_guest_gives_trace_machine_and_launcher_flips(tmp_path: Path
     assert isinstance(info["launcher_wakee_flips"], int)
     assert info["host_loadavg"] >= 0
     assert "threads_per_core = 2" in (out / "machine.toml").read_text()
+    # Debian's 6.12 has the stable backport of the 0.70 ms base slice
+    # (2,100,000 ns on 4 CPUs): the model's tunables are the guest's.
+    from schedlab import _native
+
+    assert info["sched_tunables"] == _native.kernel_tunables(4)
 
 
 def _static_wl() -> Path | None:

@@ -4,7 +4,13 @@ behaviours by release, sched features as the kernel printed them."""
 import pytest
 
 from schedlab import _native
-from schedlab._kernel_profile import kernel_notes, policy_for_kernel, preempt_model
+from schedlab._kernel_profile import (
+    kernel_notes,
+    parse_sched_tunables,
+    policy_for_kernel,
+    preempt_model,
+    tunable_notes,
+)
 
 # /sys/kernel/debug/sched/features of Debian's 6.12.95 (bookworm-backports),
 # read in a QEMU guest.
@@ -147,3 +153,29 @@ def test_unmodelled_mainline_parameters_are_named():
 )
 def test_preempt_model_from_debugfs_cmdline_or_config(cmdline, config, debugfs, want):
     assert preempt_model(cmdline, config, debugfs) == want
+
+
+def test_sched_tunables_parse_from_the_guests_lines():
+    text = "base_slice_ns 2100000\nnr_migrate 32\nverbose Y\nmigration_cost_ns x\n\n"
+    assert parse_sched_tunables(text) == {"base_slice_ns": 2100000, "nr_migrate": 32}
+
+
+def test_tunable_notes_say_equal_differ_or_unread():
+    # Debian 6.12.95 on 4 vCPUs printed these (the model's: a 0.70 ms base slice).
+    same = {"base_slice_ns": 2100000, "migration_cost_ns": 500000, "nr_migrate": 32}
+    same["tunable_scaling"] = 1
+    [note] = tunable_notes({"sched_tunables": same}, 4)
+    assert note.startswith("the kernel's scheduler tunables (debugfs) are the simulation's")
+    # v6.6 .. v6.14 as released: 0.75 ms, 2,250,000 ns on 4 CPUs.
+    [note] = tunable_notes({"sched_tunables": {**same, "base_slice_ns": 2250000}}, 4)
+    assert note == (
+        "not modelled: the kernel's scheduler tunables differ: "
+        "base_slice_ns 2250000 (simulated: 2100000)"
+    )
+    # The same recorded value is the model's on 4 CPUs but not on 8.
+    [note] = tunable_notes({"sched_tunables": same}, 8)
+    assert "base_slice_ns 2100000 (simulated: 2800000)" in note
+    assert tunable_notes({"cmdline": ""}, 2) == []  # recorded before they were stored
+    [note] = tunable_notes({"sched_tunables": {}}, 2)
+    assert note.startswith("the kernel's scheduler tunables (debugfs) were not readable")
+    assert "base_slice_ns 1400000" in note

@@ -426,6 +426,23 @@ pub struct PolicyEntry {
     pub shown_by: String,
 }
 
+/// The fair class's tunables as the model sets them on a machine of
+/// `nr_cpus` CPUs, named as the kernel's `/sys/kernel/debug/sched/` files
+/// name them, so that a recording of a real kernel (which stores those files
+/// where debugfs is readable) can be checked against the simulation:
+/// `base_slice_ns` (`sysctl_sched_base_slice`, 0.70 ms scaled by
+/// `get_update_sysctl_factor`), `migration_cost_ns`, `nr_migrate`, and
+/// `tunable_scaling` (1, `SCHED_TUNABLESCALING_LOG`, the only scaling
+/// modelled).
+pub fn kernel_tunables(nr_cpus: usize) -> Vec<(&'static str, u64)> {
+    vec![
+        ("base_slice_ns", crate::fair::eevdf::base_slice_ns(nr_cpus)),
+        ("migration_cost_ns", crate::tunables::SYSCTL_SCHED_MIGRATION_COST_NS),
+        ("nr_migrate", crate::fair::balance::SYSCTL_SCHED_NR_MIGRATE as u64),
+        ("tunable_scaling", 1),
+    ]
+}
+
 /// Policies, kernel profiles and features.
 pub fn policy_list() -> Vec<PolicyEntry> {
     let mut v: Vec<PolicyEntry> = crate::policy::BASES

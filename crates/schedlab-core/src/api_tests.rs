@@ -77,3 +77,17 @@ fn an_interrupted_trace_keeps_its_last_events_and_says_so() {
     let whole = render_trace_tail(names, Vec::new(), &[], 4, &sim_events, 10);
     assert!(!whole.contains("only the last"));
 }
+
+#[test]
+fn kernel_tunables_as_debugfs_shows_them() {
+    let t = |n: usize| -> std::collections::BTreeMap<&str, u64> { kernel_tunables(n).into_iter().collect() };
+    // 0.70 ms x (1 + ilog2(min(n, 8))): Debian's 6.12.95 printed 2100000 in
+    // /sys/kernel/debug/sched/base_slice_ns on a 4-vCPU guest.
+    assert_eq!(t(1)["base_slice_ns"], 700_000);
+    assert_eq!(t(4)["base_slice_ns"], 2_100_000);
+    assert_eq!(t(8)["base_slice_ns"], 2_800_000);
+    assert_eq!(t(192)["base_slice_ns"], 2_800_000);
+    assert_eq!(t(4)["migration_cost_ns"], 500_000);
+    assert_eq!(t(4)["nr_migrate"], 32);
+    assert_eq!(t(4)["tunable_scaling"], 1);
+}

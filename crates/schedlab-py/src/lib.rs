@@ -204,6 +204,13 @@ fn policy_show(py: Python<'_>, policy: String) -> PyResult<PyObject> {
     document(py, &json)
 }
 
+/// The model's values of the kernel's `/sys/kernel/debug/sched/` tunables
+/// on a machine of `nr_cpus` CPUs (`api::kernel_tunables`), as a dict.
+#[pyfunction]
+fn kernel_tunables(nr_cpus: usize) -> std::collections::BTreeMap<&'static str, u64> {
+    api::kernel_tunables(nr_cpus).into_iter().collect()
+}
+
 /// Workload families and their parameters, as a list of dicts.
 #[pyfunction]
 fn workload_list(py: Python<'_>) -> PyResult<PyObject> {
@@ -265,6 +272,7 @@ fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy_list, m)?)?;
     m.add_function(wrap_pyfunction!(policy_show, m)?)?;
     m.add_function(wrap_pyfunction!(workload_list, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel_tunables, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_trace, m)?)?;
     Ok(())
 }
