@@ -260,3 +260,50 @@ def tunable_notes(info: dict[str, object], nr_cpus: int) -> list[str]:
     if differ:
         return [f"not modelled: the kernel's scheduler tunables differ: {', '.join(differ)}"]
     return [f"the kernel's scheduler tunables (debugfs) are the simulation's: {shown}"]
+
+
+def _printed_domains(lines: Sequence[object]) -> dict[int, list[tuple[str, frozenset[str]]]]:
+    """The kernel's sched domains per CPU from kernel.json's ``sched_domains``
+    (``/sys/kernel/debug/sched/domains/cpuC/domainL NAME FLAGS...`` lines),
+    lowest level first."""
+    found: dict[int, list[tuple[int, str, frozenset[str]]]] = {}
+    for line in lines:
+        path, name, *flags = str(line).split() or ["", ""]
+        m = re.search(r"cpu(\d+)/domain(\d+)", path)
+        if m:
+            level = (int(m.group(2)), name, frozenset(flags))
+            found.setdefault(int(m.group(1)), []).append(level)
+    return {cpu: [(n, f) for _, n, f in sorted(chain)] for cpu, chain in found.items()}
+
+
+def domain_notes(info: dict[str, object], machine_text: str) -> list[str]:
+    """Whether the machine the simulation runs on builds the sched domains
+    the recorded kernel printed in debugfs (names and flags, CPU by CPU; the
+    kernel names every NUMA level ``NUMA``, schedlab numbers them): one note,
+    none when the recording has no listing (this VM's kernel hides debugfs)."""
+    raw = info.get("sched_domains")
+    printed = _printed_domains(raw) if isinstance(raw, list) else {}
+    if not printed:
+        return []
+    doc = _native.topo_doc(machine_text, "toml", "machine.toml")
+    differ: list[str] = []
+    for cpu, chain in enumerate(doc["cpu_chains"]):
+        built = [
+            (
+                re.sub(r"^NUMA\d+$", "NUMA", doc["domains"][i]["level"]),
+                frozenset(doc["domains"][i]["flags"]),
+            )
+            for i in chain
+        ]
+        if built != printed.get(cpu, []):
+            names = " ".join(n for n, _ in built) or "none"
+            theirs = " ".join(n for n, _ in printed.get(cpu, [])) or "none"
+            differ.append(f"CPU {cpu}: {names} against the kernel's {theirs}")
+    if differ:
+        return [
+            f"not modelled: the machine's sched domains (names and flags) differ from those the "
+            f"kernel printed on {len(differ)} CPUs ({differ[0]})"
+        ]
+    levels = " ".join(n for n, _ in printed.get(0, []))
+    same = "the machine builds the sched domains the kernel printed (debugfs), flags included"
+    return [f"{same}, on every CPU: {levels}"]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _native, _stalls, _tracefs
-from ._kernel_profile import kernel_notes, policy_for_kernel, tunable_notes
+from ._kernel_profile import domain_notes, kernel_notes, policy_for_kernel, tunable_notes
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
 
@@ -342,7 +342,9 @@ def run_case(
     machine_path = machine_file or work / case.name / "real-0" / "machine.toml"
     machine = resolve_machine(str(machine_path))
     # A machine `schedlab calibrate` wrote carries its measured costs.
-    calibrated = "schedlab calibrate:" in Path(machine_path).read_text()
+    simulated_machine = Path(machine_path).read_text()
+    calibrated = "schedlab calibrate:" in simulated_machine
+    notes += domain_notes(info, simulated_machine)
 
     def spec(flips: Sequence[int]) -> str:
         value = flips_value(flips)

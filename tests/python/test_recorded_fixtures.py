@@ -22,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from schedlab import _native
+from schedlab._kernel_profile import domain_notes
 from schedlab.cli import app
 
 REC = Path(__file__).parent / "fixtures" / "recorded"
@@ -105,3 +106,36 @@ def test_guest_machine_builds_the_domains_the_guest_kernel_printed() -> None:
         ]
         kernel_chain = [(name, flags) for _, name, flags in sorted(printed[cpu])]  # type: ignore[misc]
         assert built == kernel_chain, cpu
+
+
+def test_validate_notes_that_the_guest_machine_builds_the_printed_domains() -> None:
+    d = REC / "guest-2c2t-workqueue"
+    kernel = json.loads((d / "kernel.json").read_text())
+    machine = (d / "machine.toml").read_text()
+    assert domain_notes(kernel, machine) == [
+        "the machine builds the sched domains the kernel printed (debugfs), flags included, "
+        "on every CPU: SMT MC"
+    ]
+    # A flag the kernel set and the machine does not build is named, CPU first.
+    altered = [line.replace(" SD_SHARE_CPUCAPACITY", "") for line in kernel["sched_domains"]]
+    [note] = domain_notes({**kernel, "sched_domains": altered}, machine)
+    assert note.startswith("not modelled: the machine's sched domains (names and flags) differ")
+    assert "on 4 CPUs (CPU 0: SMT MC against the kernel's SMT MC)" in note
+    # Nothing printed (this VM's kernel hides debugfs): no note.
+    assert domain_notes({"sched_domains": []}, machine) == []
+
+
+def test_numa_levels_compare_under_the_kernels_one_name() -> None:
+    """The kernel names every NUMA level NUMA; schedlab numbers them."""
+    presets = Path(__file__).parents[2] / "python/schedlab/presets/machines"
+    machine = (presets / "xeon-2s-20c.toml").read_text()
+    doc = _native.topo_doc(machine, "toml", "m")
+    lines = []
+    for cpu, chain in enumerate(doc["cpu_chains"]):
+        for lvl, i in enumerate(chain):
+            name = re.sub(r"^NUMA\d+$", "NUMA", doc["domains"][i]["level"])
+            flags = " ".join(doc["domains"][i]["flags"])
+            lines.append(f"/sys/kernel/debug/sched/domains/cpu{cpu}/domain{lvl} {name} {flags}")
+    assert any(" NUMA " in line for line in lines)
+    [note] = domain_notes({"sched_domains": lines}, machine)
+    assert note.endswith("on every CPU: SMT MC NUMA"), note
