@@ -236,8 +236,9 @@ impl Sim {
     ///
     /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
     /// domain's span), that the group sums are up to date, that the domain
-    /// is not asymmetric and that dst is idle or about to be, so those tests
-    /// drop out of its group loop.
+    /// is not asymmetric, that dst is idle or about to be and that no
+    /// group's `sgc->imbalance` is set, so those tests and lookups drop out
+    /// of its group loop.
     #[inline(always)]
     pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
@@ -274,8 +275,9 @@ impl Sim {
         {
             sgs.group_smt_balance = true;
         }
-        let depth = sd.depth as usize;
-        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), sgs);
+        debug_assert!(!PLAIN || !self.sg_imbalanced(sd.depth as usize, g));
+        let imbalanced = !PLAIN && self.sg_imbalanced(sd.depth as usize, g);
+        sgs.group_type = group_classify(sd.imbalance_pct, imbalanced, sgs);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
         }
@@ -544,11 +546,13 @@ impl Sim {
             // of its own for them drops the local-group tests from it.
             if let Some((local, rest)) = from.split_first() {
                 // No CPU excluded yet, the sums just synced, a symmetric
-                // domain: the usual pass, whose loops drop those tests too.
+                // domain, no group flagged imbalanced: the usual pass, whose
+                // loops drop those tests too.
                 if !env.cpus_pruned
                     && !self.rqs.any_changed()
                     && !sd.has(SD_ASYM_CPUCAPACITY)
                     && env.idle != CpuIdleType::NotIdle
+                    && !self.fair.nohz.any_sgc_imbalance()
                 {
                     self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
                 } else {
