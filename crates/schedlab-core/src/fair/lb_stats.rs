@@ -132,7 +132,8 @@ pub struct SdLbStats<'a> {
     pub local_stat: SgLbStats,
     /// Sum of the groups' utilisation (for SIS_UTIL).
     pub sum_util: u64,
-    /// Some CPU of the domain has more than one task (only computed at the root).
+    /// Some CPU of the domain has more than one task (read, and exact, only
+    /// at the root: the usual pass computes it at every level).
     pub sg_overloaded: bool,
 }
 
@@ -254,13 +255,15 @@ impl Sim {
         let all_considered = if PLAIN { g.within_sd } else { g.wholly_considered(env) };
         match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
             Some((summed, overloaded)) => {
-                *sg_overloaded |= balancing_at_rd && overloaded;
+                // Only the root domain's pass reads `sg_overloaded`: the
+                // usual pass ors it in whatever the level (no test per group).
+                *sg_overloaded |= (PLAIN || balancing_at_rd) && overloaded;
                 #[cfg(debug_assertions)]
                 {
                     let mut scan_overloaded = false;
                     let scan = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, &mut scan_overloaded);
                     debug_assert_eq!(summed, scan, "summed group stats differ from the scan");
-                    debug_assert_eq!(balancing_at_rd && overloaded, scan_overloaded);
+                    debug_assert!(!balancing_at_rd || overloaded == scan_overloaded);
                 }
                 *sgs = summed;
             }
