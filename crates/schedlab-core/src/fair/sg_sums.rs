@@ -220,6 +220,9 @@ pub struct SgSums {
     cpu_slots: Vec<u32>,
     /// By CPU: the terms now in its slots' sums.
     terms: Vec<CpuTerms>,
+    /// The smallest `imbalance_pct` of any slot: a CPU not lone-reduced at
+    /// it is lone-reduced at none (see [`SgSums::set_terms`]).
+    min_pct: u32,
 }
 
 impl SgSums {
@@ -250,6 +253,7 @@ impl SgSums {
         }
         cpu_slots_at.push(cpu_slots.len() as u32);
         SgSums {
+            min_pct: imbalance_pct.iter().copied().min().unwrap_or(0),
             groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(),
             cpu_slots_at,
             cpu_slots,
@@ -300,8 +304,12 @@ impl SgSums {
             return;
         }
         let d = words_delta(&old, &t);
-        // Only a CPU lone before or after can change a lone-reduced count.
-        let lone = old.lone() || t.lone();
+        // Only a CPU lone-reduced before or after can change a lone-reduced
+        // count, and `capacity * pct < capacity_orig * 100` holds for every
+        // pct below some bound, so a CPU lone-reduced at no slot's pct is not
+        // at the smallest: testing that once spares each slot the test (a
+        // lone task on an unreduced CPU, the usual case, moves no count).
+        let lone = old.lone_reduced(self.min_pct) || t.lone_reduced(self.min_pct);
         let (a, b) = (self.cpu_slots_at[cpu] as usize, self.cpu_slots_at[cpu + 1] as usize);
         for &s in &self.cpu_slots[a..b] {
             let (sums, pct) = &mut self.groups[s as usize];
