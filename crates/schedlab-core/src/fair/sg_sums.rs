@@ -212,17 +212,33 @@ fn words_delta(old: &CpuTerms, new: &CpuTerms) -> [u64; WORDS] {
 pub struct SgSums {
     /// By slot (`GroupRef::slot`): its sums and its domain's
     /// `imbalance_pct`, side by side so that moving a slot's sums costs one
-    /// bounds check.
+    /// bounds check. After the groups' slots, one for each CPU that is in
+    /// no group alone (see `CpuSlots::own`).
     groups: Vec<(GroupSums, u32)>,
-    /// By CPU: where its slots start in `cpu_slots` (one more entry than CPUs).
-    cpu_slots_at: Vec<u32>,
-    /// The slots of every CPU, CPU after CPU.
+    /// By CPU: its own slot, where its other slots are in `cpu_slots`, and
+    /// the rest of its terms.
+    cpus: Vec<CpuSlots>,
+    /// The slots of every CPU but its own, CPU after CPU.
     cpu_slots: Vec<u32>,
-    /// By CPU: the terms now in its slots' sums.
-    terms: Vec<CpuTerms>,
-    /// The smallest `imbalance_pct` of any slot: a CPU not lone-reduced at
-    /// it is lone-reduced at none (see [`SgSums::set_terms`]).
+    /// The smallest `imbalance_pct` of any group's slot: a CPU not
+    /// lone-reduced at it is lone-reduced at none (see [`SgSums::set_terms`]).
     min_pct: u32,
+}
+
+/// One CPU's place in the sums.
+#[derive(Clone, Copy, Debug)]
+struct CpuSlots {
+    /// The slot whose words are the CPU's terms: the group of it alone (the
+    /// lowest level's groups are single CPUs), whose sums are its terms, so
+    /// that a change writes them there instead of adding the difference
+    /// and keeping a copy; a slot of its own when it is in no group alone.
+    own: u32,
+    /// Its other slots: `cpu_slots[at..end]`.
+    at: u32,
+    /// End of its other slots.
+    end: u32,
+    /// `CpuTerms::capacity_orig` of its terms (not summed).
+    capacity_orig: u64,
 }
 
 impl SgSums {
@@ -231,6 +247,7 @@ impl SgSums {
     pub fn new(refs: &[Vec<GroupRef>], pct: &[u32], sg_cpus: &[CpuId], nr_cpus: usize) -> Self {
         let mut imbalance_pct = Vec::new();
         let mut per_cpu: Vec<Vec<u32>> = vec![Vec::new(); nr_cpus];
+        let mut own: Vec<Option<u32>> = vec![None; nr_cpus];
         for (sd, groups) in refs.iter().enumerate() {
             for g in groups {
                 // A slot shared by groups of the same CPUs is summed once.
@@ -241,24 +258,28 @@ impl SgSums {
                 debug_assert_eq!(g.slot as usize, imbalance_pct.len());
                 imbalance_pct.push(pct[sd]);
                 for c in g.cpus(sg_cpus) {
-                    per_cpu[c.idx()].push(g.slot);
+                    if g.nr_cpus == 1 && own[c.idx()].is_none() {
+                        own[c.idx()] = Some(g.slot);
+                    } else {
+                        per_cpu[c.idx()].push(g.slot);
+                    }
                 }
             }
         }
-        let mut cpu_slots_at = Vec::with_capacity(nr_cpus + 1);
+        let min_pct = imbalance_pct.iter().copied().min().unwrap_or(0);
+        let mut cpus = Vec::with_capacity(nr_cpus);
         let mut cpu_slots = Vec::new();
-        for slots in &per_cpu {
-            cpu_slots_at.push(cpu_slots.len() as u32);
+        for (slots, own) in per_cpu.iter().zip(&own) {
+            let own = own.unwrap_or_else(|| {
+                // In no group alone: a slot no group reads (its pct unused).
+                imbalance_pct.push(min_pct);
+                imbalance_pct.len() as u32 - 1
+            });
+            let at = cpu_slots.len() as u32;
             cpu_slots.extend_from_slice(slots);
+            cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig: 0 });
         }
-        cpu_slots_at.push(cpu_slots.len() as u32);
-        SgSums {
-            min_pct: imbalance_pct.iter().copied().min().unwrap_or(0),
-            groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(),
-            cpu_slots_at,
-            cpu_slots,
-            terms: vec![CpuTerms::default(); nr_cpus],
-        }
+        SgSums { min_pct, groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(), cpus, cpu_slots }
     }
 
     /// The sums of the group in `slot`.
@@ -268,8 +289,9 @@ impl SgSums {
     }
 
     /// The terms `cpu` last gave.
-    pub fn terms(&self, cpu: usize) -> &CpuTerms {
-        &self.terms[cpu]
+    pub fn terms(&self, cpu: usize) -> CpuTerms {
+        let c = &self.cpus[cpu];
+        CpuTerms { w: self.groups[c.own as usize].0.w, capacity_orig: c.capacity_orig }
     }
 
     /// Check that every group's sums are those of its CPUs' terms (the
@@ -281,7 +303,7 @@ impl SgSums {
                 let mut want = GroupSums::default();
                 let zero = CpuTerms::default();
                 for c in g.cpus(sg_cpus) {
-                    let t = &self.terms[c.idx()];
+                    let t = &self.terms(c.idx());
                     want.apply(&words_delta(&zero, t), true, &zero, t, pct);
                 }
                 if &want != self.group(g.slot) {
@@ -296,10 +318,14 @@ impl SgSums {
         Ok(())
     }
 
-    /// `cpu`'s terms are now `t`: move its groups' sums by the difference.
+    /// `cpu`'s terms are now `t`: move its groups' sums by the difference
+    /// and write them in its own slot.
     #[inline]
     pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
-        let old = self.terms[cpu];
+        let c = self.cpus[cpu];
+        let (own, pct) = &self.groups[c.own as usize];
+        let old = CpuTerms { w: own.w, capacity_orig: c.capacity_orig };
+        let own_pct = *pct;
         if old == t {
             return;
         }
@@ -310,12 +336,14 @@ impl SgSums {
         // at the smallest: testing that once spares each slot the test (a
         // lone task on an unreduced CPU, the usual case, moves no count).
         let lone = old.lone_reduced(self.min_pct) || t.lone_reduced(self.min_pct);
-        let (a, b) = (self.cpu_slots_at[cpu] as usize, self.cpu_slots_at[cpu + 1] as usize);
-        for &s in &self.cpu_slots[a..b] {
+        for &s in &self.cpu_slots[c.at as usize..c.end as usize] {
             let (sums, pct) = &mut self.groups[s as usize];
             sums.apply(&d, lone, &old, &t, *pct);
         }
-        self.terms[cpu] = t;
+        let own = &mut self.groups[c.own as usize].0;
+        own.w = t.w;
+        own.nr_lone_reduced = (lone && t.lone_reduced(own_pct)) as u32;
+        self.cpus[cpu].capacity_orig = t.capacity_orig;
     }
 }
 

@@ -136,6 +136,51 @@ fn sums_follow_random_terms_on_a_large_machine() {
 }
 
 #[test]
+fn a_cpu_in_no_group_alone_keeps_its_terms_in_a_slot_of_its_own() {
+    // A CPU's terms live in the slot of the group of it alone (the lowest
+    // level's); a CPU in none (here two CPUs only ever grouped together)
+    // gets a slot no group reads. Its terms read back, and the group sums
+    // follow them, lone-reduced count included.
+    use super::lb_stats::GroupRef;
+    let span = crate::cpumask::CpuMask::from_cpus([CpuId(0), CpuId(1)]);
+    let g = GroupRef {
+        index: 0,
+        span,
+        flags: 0,
+        cores: 2,
+        cpus_at: 0,
+        nr_cpus: 2,
+        slot: 0,
+        first: CpuId(0),
+        within_sd: true,
+    };
+    let refs = vec![vec![g]];
+    let sg_cpus = [CpuId(0), CpuId(1)];
+    let mut sums = SgSums::new(&refs, &[117], &sg_cpus, 2);
+    let reading = |capacity, nr| CpuReading {
+        capacity,
+        capacity_orig: 1024,
+        load: 100 * nr as u64,
+        util: 50,
+        runnable: 70,
+        h_nr_running: nr,
+        nr_running: nr,
+        idle: nr == 0,
+        misfit: false,
+    };
+    for (cpu, capacity, nr) in [(0, 800, 1), (1, 1024, 1), (0, 1024, 2), (1, 700, 1), (1, 700, 0)] {
+        let t = reading(capacity, nr).into();
+        sums.set_terms(cpu, t);
+        assert_eq!(sums.terms(cpu), t);
+        sums.check_sums(&refs, &sg_cpus).unwrap();
+    }
+    // 800 x 117 < 1024 x 100: CPU 0 alone was lone-reduced at first.
+    sums.set_terms(0, reading(800, 1).into());
+    assert_eq!(sums.group(0).nr_lone_reduced, 1);
+    assert_eq!(sums.group(0).nr_running(), 1);
+}
+
+#[test]
 fn groups_repeated_by_overlapping_numa_domains_share_one_sum() {
     // Kunpeng 920: four nodes at distances 12, 20, 22 and 24, so NUMA
     // levels whose domains (one per node pair or more) repeat each other's

@@ -118,7 +118,7 @@ impl Sim {
         }
         for c in 0..self.rqs.len() {
             let cpu = CpuId(c as u32);
-            if !self.rqs.is_changed(c) && self.fair.sg_sums.terms(c) != &self.sg_cpu_terms(cpu) {
+            if !self.rqs.is_changed(c) && self.fair.sg_sums.terms(c) != self.sg_cpu_terms(cpu) {
                 return Err(format!(
                     "cpu {c} changed unnoticed: group sums hold {:?}, its runqueue gives {:?}",
                     self.fair.sg_sums.terms(c),
