@@ -236,10 +236,10 @@ impl Sim {
     /// slot and copied to another for every group.
     ///
     /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
-    /// domain's span), that the group sums are up to date, that the domain
-    /// is not asymmetric, that dst is idle or about to be and that no
-    /// group's `sgc->imbalance` is set, so those tests and lookups drop out
-    /// of its group loop.
+    /// domain's span) and every group lies within it, that the group sums
+    /// are up to date, that the domain is not asymmetric, that dst is idle
+    /// or about to be and that no group's `sgc->imbalance` is set, so those
+    /// tests and lookups drop out of its group loop.
     #[inline(always)]
     pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
@@ -252,7 +252,8 @@ impl Sim {
     ) {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
-        let all_considered = if PLAIN { g.within_sd } else { g.wholly_considered(env) };
+        debug_assert!(!PLAIN || g.within_sd);
+        let all_considered = PLAIN || g.wholly_considered(env);
         match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
             Some((summed, overloaded)) => {
                 // Only the root domain's pass reads `sg_overloaded`: the
@@ -548,10 +549,11 @@ impl Sim {
             // Its own group, then the others, which are not local: a loop
             // of its own for them drops the local-group tests from it.
             if let Some((local, rest)) = from.split_first() {
-                // No CPU excluded yet, the sums just synced, a symmetric
-                // domain, no group flagged imbalanced: the usual pass, whose
-                // loops drop those tests too.
+                // No CPU excluded yet and no group beyond the domain, the
+                // sums just synced, a symmetric domain, no group flagged
+                // imbalanced: the usual pass, whose loops drop those tests.
                 if !env.cpus_pruned
+                    && lg.all_within
                     && !self.rqs.any_changed()
                     && !sd.has(SD_ASYM_CPUCAPACITY)
                     && env.idle != CpuIdleType::NotIdle
