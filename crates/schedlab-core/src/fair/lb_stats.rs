@@ -238,8 +238,9 @@ impl Sim {
     /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
     /// domain's span) and every group lies within it, that the group sums
     /// are up to date, that the domain is not asymmetric, that dst is idle
-    /// or about to be and that no group's `sgc->imbalance` is set, so those
-    /// tests and lookups drop out of its group loop.
+    /// or about to be, that no group's `sgc->imbalance` is set and that no
+    /// CPU has a lone task on a reduced capacity (no reduced-capacity load
+    /// to find), so those tests and lookups drop out of its group loop.
     #[inline(always)]
     pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
@@ -333,11 +334,12 @@ impl Sim {
             return None;
         }
         let s = self.fair.sg_sums.group(g.slot);
-        if !local_group {
+        debug_assert!(!PLAIN || s.nr_lone_reduced == 0);
+        if !PLAIN && !local_group {
             let misfit_to_find = if !PLAIN && sd.has(SD_ASYM_CPUCAPACITY) {
                 s.nr_misfit() != 0
             } else {
-                (PLAIN || env.idle != CpuIdleType::NotIdle) && s.nr_lone_reduced != 0
+                env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
             };
             if misfit_to_find {
                 return None;
@@ -558,6 +560,7 @@ impl Sim {
                     && !sd.has(SD_ASYM_CPUCAPACITY)
                     && env.idle != CpuIdleType::NotIdle
                     && !self.fair.nohz.any_sgc_imbalance()
+                    && !self.fair.sg_sums.any_lone_reduced()
                 {
                     self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
                 } else {

@@ -223,6 +223,9 @@ pub struct SgSums {
     /// The smallest `imbalance_pct` of any group's slot: a CPU not
     /// lone-reduced at it is lone-reduced at none (see [`SgSums::set_terms`]).
     min_pct: u32,
+    /// CPUs lone-reduced at `min_pct`: when none, no group's
+    /// `nr_lone_reduced` is set (the usual balance pass then skips the test).
+    nr_lone_reduced: u32,
 }
 
 /// One CPU's place in the sums.
@@ -279,7 +282,20 @@ impl SgSums {
             cpu_slots.extend_from_slice(slots);
             cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig: 0 });
         }
-        SgSums { min_pct, groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(), cpus, cpu_slots }
+        SgSums {
+            min_pct,
+            nr_lone_reduced: 0,
+            groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(),
+            cpus,
+            cpu_slots,
+        }
+    }
+
+    /// Whether some CPU has one fair task on a capacity reduced at some
+    /// group's `imbalance_pct`: else no group's `nr_lone_reduced` is set.
+    #[inline]
+    pub fn any_lone_reduced(&self) -> bool {
+        self.nr_lone_reduced != 0
     }
 
     /// The sums of the group in `slot`.
@@ -294,8 +310,9 @@ impl SgSums {
         CpuTerms { w: self.groups[c.own as usize].0.w, capacity_orig: c.capacity_orig }
     }
 
-    /// Check that every group's sums are those of its CPUs' terms (the
-    /// invariant checker's part): the first group that differs, as text.
+    /// Check that every group's sums are those of its CPUs' terms, and the
+    /// count of lone-reduced CPUs (the invariant checker's part): the first
+    /// difference, as text.
     pub fn check_sums(&self, refs: &[Vec<GroupRef>], sg_cpus: &[CpuId]) -> Result<(), String> {
         for (sd, groups) in refs.iter().enumerate() {
             for g in groups {
@@ -314,6 +331,10 @@ impl SgSums {
                     ));
                 }
             }
+        }
+        let lone_reduced = (0..self.cpus.len()).filter(|&c| self.terms(c).lone_reduced(self.min_pct)).count();
+        if lone_reduced != self.nr_lone_reduced as usize {
+            return Err(format!("{} CPUs counted lone-reduced, their terms give {lone_reduced}", self.nr_lone_reduced));
         }
         Ok(())
     }
@@ -334,7 +355,11 @@ impl SgSums {
         // pct below some bound, so a CPU lone-reduced at no slot's pct is not
         // at the smallest: testing that once spares each slot the test (a
         // lone task on an unreduced CPU, the usual case, moves no count).
-        let lone = old.lone_reduced(self.min_pct) || t.lone_reduced(self.min_pct);
+        let (was, is) = (old.lone_reduced(self.min_pct), t.lone_reduced(self.min_pct));
+        let lone = was || is;
+        if lone {
+            self.nr_lone_reduced = self.nr_lone_reduced + is as u32 - was as u32;
+        }
         for &s in &self.cpu_slots[c.at as usize..c.end as usize] {
             let (sums, pct) = &mut self.groups[s as usize];
             sums.apply(&d, lone, &old, &t, *pct);

@@ -178,6 +178,10 @@ fn a_cpu_in_no_group_alone_keeps_its_terms_in_a_slot_of_its_own() {
     sums.set_terms(0, reading(800, 1).into());
     assert_eq!(sums.group(0).nr_lone_reduced, 1);
     assert_eq!(sums.group(0).nr_running(), 1);
+    assert!(sums.any_lone_reduced());
+    sums.set_terms(0, reading(1024, 1).into());
+    assert!(!sums.any_lone_reduced());
+    sums.check_sums(&refs, &sg_cpus).unwrap();
 }
 
 #[test]
