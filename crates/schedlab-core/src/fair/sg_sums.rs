@@ -240,14 +240,17 @@ struct CpuSlots {
     at: u32,
     /// End of its other slots.
     end: u32,
-    /// `CpuTerms::capacity_orig` of its terms (not summed).
+    /// `arch_scale_cpu_capacity`, fixed with the machine (and
+    /// `CpuTerms::capacity_orig` of its terms: not summed).
     capacity_orig: u64,
 }
 
 impl SgSums {
     /// Empty sums for the groups `refs` (by domain, their slots numbered in
-    /// order) of domains whose `imbalance_pct` is `pct` (by domain).
-    pub fn new(refs: &[Vec<GroupRef>], pct: &[u32], sg_cpus: &[CpuId], nr_cpus: usize) -> Self {
+    /// order) of domains whose `imbalance_pct` is `pct` (by domain), on CPUs
+    /// whose `arch_scale_cpu_capacity` is `capacity_orig` (by CPU).
+    pub fn new(refs: &[Vec<GroupRef>], pct: &[u32], sg_cpus: &[CpuId], capacity_orig: &[u64]) -> Self {
+        let nr_cpus = capacity_orig.len();
         let mut imbalance_pct = Vec::new();
         let mut per_cpu: Vec<Vec<u32>> = vec![Vec::new(); nr_cpus];
         let mut own: Vec<Option<u32>> = vec![None; nr_cpus];
@@ -272,7 +275,7 @@ impl SgSums {
         let min_pct = imbalance_pct.iter().copied().min().unwrap_or(0);
         let mut cpus = Vec::with_capacity(nr_cpus);
         let mut cpu_slots = Vec::new();
-        for (slots, own) in per_cpu.iter().zip(&own) {
+        for ((slots, own), &capacity_orig) in per_cpu.iter().zip(&own).zip(capacity_orig) {
             let own = own.unwrap_or_else(|| {
                 // In no group alone: a slot no group reads (its pct unused).
                 imbalance_pct.push(min_pct);
@@ -280,7 +283,7 @@ impl SgSums {
             });
             let at = cpu_slots.len() as u32;
             cpu_slots.extend_from_slice(slots);
-            cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig: 0 });
+            cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig });
         }
         SgSums {
             min_pct,
@@ -302,6 +305,12 @@ impl SgSums {
     #[inline]
     pub fn group(&self, slot: u32) -> &GroupSums {
         &self.groups[slot as usize].0
+    }
+
+    /// `arch_scale_cpu_capacity(cpu)`, kept here for the sync's reads.
+    #[inline]
+    pub fn capacity_orig(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].capacity_orig
     }
 
     /// The terms `cpu` last gave.
@@ -377,11 +386,22 @@ impl Sim {
     pub fn sg_cpu_terms(&self, i: CpuId) -> CpuTerms {
         let rq = &self.rqs[i.idx()];
         let idle = rq.nr_running == 0 && rq.idle_cpu();
+        // arch_scale_cpu_capacity from the sums' per-CPU copy, and
+        // `cpu_util_cfs` (`cpu_util(cpu, NULL, -1, 0)`) with it, rather than
+        // twice from the machine's CPU and core-type tables.
+        let capacity_orig = self.fair.sg_sums.capacity_orig(i.idx());
+        debug_assert_eq!(capacity_orig, self.machine.capacity_orig(i) as u64);
+        let mut util = rq.cfs_avg.util_avg;
+        if crate::sched_feat!(self.features, UTIL_EST) {
+            util = util.max(rq.cfs_avg.util_est.ewma as u64);
+        }
+        let util = util.min(capacity_orig);
+        debug_assert_eq!(util, self.cpu_util_cfs(i));
         CpuReading {
             capacity: self.capacity_of(i),
-            capacity_orig: self.machine.capacity_orig(i) as u64,
+            capacity_orig,
             load: rq.cpu_load(),
-            util: self.cpu_util_cfs(i),
+            util,
             runnable: rq.cpu_runnable(),
             h_nr_running: rq.cfs.h_nr_runnable,
             nr_running: rq.nr_running,

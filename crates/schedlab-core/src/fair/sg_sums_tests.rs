@@ -105,7 +105,7 @@ fn sums_follow_random_terms_on_a_large_machine() {
     let d = build_sched_domains(&m).unwrap();
     let (refs, sg_cpus) = super::lb_stats::group_refs(&d, &m);
     let pct: Vec<u32> = d.sds.iter().map(|sd| sd.imbalance_pct).collect();
-    let mut sums = SgSums::new(&refs, &pct, &sg_cpus, m.nr_cpus());
+    let mut sums = SgSums::new(&refs, &pct, &sg_cpus, &vec![1024; m.nr_cpus()]);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut rnd = move |n: u64| {
         x ^= x << 13;
@@ -156,7 +156,7 @@ fn a_cpu_in_no_group_alone_keeps_its_terms_in_a_slot_of_its_own() {
     };
     let refs = vec![vec![g]];
     let sg_cpus = [CpuId(0), CpuId(1)];
-    let mut sums = SgSums::new(&refs, &[117], &sg_cpus, 2);
+    let mut sums = SgSums::new(&refs, &[117], &sg_cpus, &[1024, 1024]);
     let reading = |capacity, nr| CpuReading {
         capacity,
         capacity_orig: 1024,
