@@ -522,7 +522,14 @@ impl Sim {
         sgs: &mut SgLbStats,
         sg_overloaded: &mut bool,
     ) {
-        self.sd_lb_visit::<PLAIN>(env, sd, local, true, sds, sgs, sg_overloaded);
+        // The local group's statistics straight into `sds.local_stat`
+        // (sd_lb_visit's local arm, without the copy from the buffer).
+        debug_assert!(local.span.test(env.dst_cpu));
+        self.update_sg_lb_stats::<PLAIN>(env, sd, local, true, sg_overloaded, &mut sds.local_stat);
+        sds.local = Some(local);
+        sds.total_load += sds.local_stat.group_load;
+        sds.total_capacity += sds.local_stat.group_capacity;
+        sds.sum_util += sds.local_stat.group_util;
         for g in rest {
             self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
