@@ -128,6 +128,34 @@ fn pinned_task_is_not_pulled_and_interval_backs_off() {
 }
 
 #[test]
+fn pinned_tasks_flag_the_group_imbalanced_for_the_level_above() {
+    // sched_balance_rq: a pass below the top that found only tasks pinned
+    // away from dst (LBF_SOME_PINNED) with imbalance left sets the parent
+    // level's sgc->imbalance of its domain's group; the pass above then
+    // classifies that group group_imbalanced (the group loop's flagged
+    // path, not the usual pass's, which assumes no flag is set).
+    let mut s = sim(3, Features::mainline());
+    s.now = 10 * NSEC_PER_MSEC;
+    run(&mut s, 0, 0);
+    enqueue(&mut s, 1, 0);
+    enqueue(&mut s, 2, 0);
+    for p in 0..3 {
+        s.tasks[p].allowed = CpuMask::from_cpus([CpuId(0)]);
+    }
+    assert!(!s.fair.nohz.any_sgc_imbalance());
+    let mut cont = true;
+    assert_eq!(s.sched_balance_rq(CpuId(1), 0, CpuIdleType::Idle, &mut cont), 0);
+    assert!(s.fair.nohz.any_sgc_imbalance());
+    assert!(s.fair.nohz.sgc_imbalance(1, CpuId(0)));
+    // CPU 4 (the other LLC) balancing the package level sees LLC 0 flagged.
+    let env = s.lb_env(CpuId(4), 1, CpuIdleType::Idle);
+    s.sg_sums_sync();
+    let sds = s.update_sd_lb_stats(&env);
+    assert_eq!(sds.busiest.map(|g| g.first), Some(CpuId(0)));
+    assert_eq!(sds.busiest_stat.group_type, GroupType::Imbalanced);
+}
+
+#[test]
 fn newidle_pulls_only_when_avg_idle_covers_the_cost() {
     let mut f = Features::mainline();
     f.set(Feat::NI_RANDOM, false); // no dice: the decision is avg_idle's alone

@@ -241,7 +241,10 @@ impl Sim {
         let sd = self.domains.sd(env.sd);
         debug_assert_eq!(env.migration_type as u8, MT);
         debug_assert_eq!(sd.has(SD_ASYM_CPUCAPACITY), ASYM);
-        let mut busiest = None;
+        // The busiest CPU's id, `NONE` while there is none: a plain integer
+        // kept in a register, not an `Option` (a tag and a value) per update.
+        const NONE: u32 = u32::MAX;
+        let mut busiest = NONE;
         let (mut busiest_util, mut busiest_load, mut busiest_capacity, mut busiest_nr) = (0u64, 0u64, 1u64, 0u32);
         for i in cpus {
             let rq = &self.rqs[i.idx()];
@@ -263,7 +266,7 @@ impl Sim {
                     if load * busiest_capacity > busiest_load * capacity {
                         busiest_load = load;
                         busiest_capacity = capacity;
-                        busiest = Some(i);
+                        busiest = i.0;
                     }
                 }
                 x if x == MigrationType::Util as u8 => {
@@ -273,13 +276,13 @@ impl Sim {
                     }
                     if busiest_util < util {
                         busiest_util = util;
-                        busiest = Some(i);
+                        busiest = i.0;
                     }
                 }
                 x if x == MigrationType::Task as u8 => {
                     if busiest_nr < nr_running {
                         busiest_nr = nr_running;
-                        busiest = Some(i);
+                        busiest = i.0;
                     }
                 }
                 _ => {
@@ -287,12 +290,12 @@ impl Sim {
                     let m = self.misfit_task_load(i);
                     if m > busiest_load {
                         busiest_load = m;
-                        busiest = Some(i);
+                        busiest = i.0;
                     }
                 }
             }
         }
-        busiest
+        (busiest != NONE).then_some(CpuId(busiest))
     }
 }
 

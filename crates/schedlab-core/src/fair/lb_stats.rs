@@ -132,7 +132,8 @@ pub struct SdLbStats<'a> {
     pub local_stat: SgLbStats,
     /// Sum of the groups' utilisation (for SIS_UTIL).
     pub sum_util: u64,
-    /// Some CPU of the domain has more than one task (only computed at the root).
+    /// Some CPU of the domain has more than one task (read, and exact, only
+    /// at the root: the usual pass computes it at every level).
     pub sg_overloaded: bool,
 }
 
@@ -235,9 +236,11 @@ impl Sim {
     /// slot and copied to another for every group.
     ///
     /// `PLAIN`: the caller knows that no CPU was excluded (`env.cpus` is the
-    /// domain's span), that the group sums are up to date, that the domain
-    /// is not asymmetric and that dst is idle or about to be, so those tests
-    /// drop out of its group loop.
+    /// domain's span) and every group lies within it, that the group sums
+    /// are up to date, that the domain is not asymmetric, that dst is idle
+    /// or about to be, that no group's `sgc->imbalance` is set and that no
+    /// CPU has a lone task on a reduced capacity (no reduced-capacity load
+    /// to find), so those tests and lookups drop out of its group loop.
     #[inline(always)]
     pub fn update_sg_lb_stats<const PLAIN: bool>(
         &self,
@@ -250,16 +253,19 @@ impl Sim {
     ) {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
-        let all_considered = if PLAIN { g.within_sd } else { g.wholly_considered(env) };
+        debug_assert!(!PLAIN || g.within_sd);
+        let all_considered = PLAIN || g.wholly_considered(env);
         match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
             Some((summed, overloaded)) => {
-                *sg_overloaded |= balancing_at_rd && overloaded;
+                // Only the root domain's pass reads `sg_overloaded`: the
+                // usual pass ors it in whatever the level (no test per group).
+                *sg_overloaded |= (PLAIN || balancing_at_rd) && overloaded;
                 #[cfg(debug_assertions)]
                 {
                     let mut scan_overloaded = false;
                     let scan = self.sg_lb_stats_scan(env, sd, g, local_group, all_considered, &mut scan_overloaded);
                     debug_assert_eq!(summed, scan, "summed group stats differ from the scan");
-                    debug_assert_eq!(balancing_at_rd && overloaded, scan_overloaded);
+                    debug_assert!(!balancing_at_rd || overloaded == scan_overloaded);
                 }
                 *sgs = summed;
             }
@@ -274,8 +280,9 @@ impl Sim {
         {
             sgs.group_smt_balance = true;
         }
-        let depth = sd.depth as usize;
-        sgs.group_type = group_classify(sd.imbalance_pct, self.sg_imbalanced(depth, g), sgs);
+        debug_assert!(!PLAIN || !self.sg_imbalanced(sd.depth as usize, g));
+        let imbalanced = !PLAIN && self.sg_imbalanced(sd.depth as usize, g);
+        sgs.group_type = group_classify(sd.imbalance_pct, imbalanced, sgs);
         if sgs.group_type == GroupType::Overloaded {
             sgs.avg_load = sgs.group_load * SCHED_CAPACITY_SCALE / sgs.group_capacity.max(1);
         }
@@ -327,11 +334,12 @@ impl Sim {
             return None;
         }
         let s = self.fair.sg_sums.group(g.slot);
-        if !local_group {
+        debug_assert!(!PLAIN || s.nr_lone_reduced == 0);
+        if !PLAIN && !local_group {
             let misfit_to_find = if !PLAIN && sd.has(SD_ASYM_CPUCAPACITY) {
                 s.nr_misfit() != 0
             } else {
-                (PLAIN || env.idle != CpuIdleType::NotIdle) && s.nr_lone_reduced != 0
+                env.idle != CpuIdleType::NotIdle && s.nr_lone_reduced != 0
             };
             if misfit_to_find {
                 return None;
@@ -514,7 +522,14 @@ impl Sim {
         sgs: &mut SgLbStats,
         sg_overloaded: &mut bool,
     ) {
-        self.sd_lb_visit::<PLAIN>(env, sd, local, true, sds, sgs, sg_overloaded);
+        // The local group's statistics straight into `sds.local_stat`
+        // (sd_lb_visit's local arm, without the copy from the buffer).
+        debug_assert!(local.span.test(env.dst_cpu));
+        self.update_sg_lb_stats::<PLAIN>(env, sd, local, true, sg_overloaded, &mut sds.local_stat);
+        sds.local = Some(local);
+        sds.total_load += sds.local_stat.group_load;
+        sds.total_capacity += sds.local_stat.group_capacity;
+        sds.sum_util += sds.local_stat.group_util;
         for g in rest {
             self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
@@ -543,12 +558,16 @@ impl Sim {
             // Its own group, then the others, which are not local: a loop
             // of its own for them drops the local-group tests from it.
             if let Some((local, rest)) = from.split_first() {
-                // No CPU excluded yet, the sums just synced, a symmetric
-                // domain: the usual pass, whose loops drop those tests too.
+                // No CPU excluded yet and no group beyond the domain, the
+                // sums just synced, a symmetric domain, no group flagged
+                // imbalanced: the usual pass, whose loops drop those tests.
                 if !env.cpus_pruned
+                    && lg.all_within
                     && !self.rqs.any_changed()
                     && !sd.has(SD_ASYM_CPUCAPACITY)
                     && env.idle != CpuIdleType::NotIdle
+                    && !self.fair.nohz.any_sgc_imbalance()
+                    && !self.fair.sg_sums.any_lone_reduced()
                 {
                     self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
                 } else {

@@ -20,6 +20,10 @@ pub struct LocalGroup {
     /// Exactly one group holds it (overlapping NUMA groups may hold it
     /// twice), so the local group is the first and no other is.
     pub only: bool,
+    /// Every group of the domain lies within its span (all but overlapping
+    /// NUMA domains' groups), so a pass that excludes no CPU considers
+    /// every CPU of every group (`GroupRef::within_sd` of each).
+    pub all_within: bool,
 }
 
 impl LocalGroup {
@@ -37,6 +41,7 @@ impl LocalGroup {
             }
         }
         lg.only = holders == 1;
+        lg.all_within = refs.iter().all(|g| g.within_sd);
         lg
     }
 }

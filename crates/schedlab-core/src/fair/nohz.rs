@@ -42,6 +42,10 @@ pub struct NohzState {
     /// `sgc->imbalance`, indexed by `depth * nr_cpus + first CPU of the group`:
     /// the level below failed to balance because of affinity.
     sgc_imbalance: Vec<bool>,
+    /// How many of `sgc_imbalance` are set: usually none (only pinned tasks
+    /// set one), and then the usual balance pass's group loop
+    /// (`update_sg_lb_stats::<true>`) does not look them up.
+    nr_sgc_imbalanced: usize,
     /// Scratch for `nohz_idle_balance_run`'s snapshot of the mask (the
     /// balance passes it runs borrow the whole simulator), kept between
     /// runs so the walk allocates nothing once it has grown.
@@ -61,6 +65,7 @@ impl NohzState {
             kicks: 0,
             ilb_cpu: None,
             sgc_imbalance: vec![false; nr_cpus * (nr_levels + 1)],
+            nr_sgc_imbalanced: 0,
             walk: Vec::with_capacity(nr_cpus),
             nr_cpus,
         }
@@ -71,10 +76,23 @@ impl NohzState {
         self.sgc_imbalance.get(depth * self.nr_cpus + first.idx()).copied().unwrap_or(false)
     }
 
+    /// Whether some group's `sgc->imbalance` is set.
+    #[inline]
+    pub fn any_sgc_imbalance(&self) -> bool {
+        self.nr_sgc_imbalanced != 0
+    }
+
     /// Set `sgc->imbalance` of the group starting at `first` at `depth`.
     pub fn set_sgc_imbalance(&mut self, depth: usize, first: CpuId, v: bool) {
         if let Some(x) = self.sgc_imbalance.get_mut(depth * self.nr_cpus + first.idx()) {
-            *x = v;
+            if *x != v {
+                *x = v;
+                if v {
+                    self.nr_sgc_imbalanced += 1;
+                } else {
+                    self.nr_sgc_imbalanced -= 1;
+                }
+            }
         }
     }
 }
@@ -244,5 +262,31 @@ impl Sim {
         if flags & NOHZ_STATS_KICK != 0 {
             self.fair.nohz.next_blocked = now + NOHZ_BLOCKED_PERIOD_MS * NSEC_PER_MSEC;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count of set `sgc->imbalance` flags follows every set and clear,
+    /// repeated ones included, so `any_sgc_imbalance` is exact.
+    #[test]
+    fn sgc_imbalance_count_follows_the_flags() {
+        let mut n = NohzState::new(8, 3, CpuMask::new());
+        assert!(!n.any_sgc_imbalance());
+        n.set_sgc_imbalance(1, CpuId(2), true);
+        n.set_sgc_imbalance(1, CpuId(2), true);
+        n.set_sgc_imbalance(3, CpuId(0), true);
+        assert!(n.any_sgc_imbalance() && n.sgc_imbalance(1, CpuId(2)) && n.sgc_imbalance(3, CpuId(0)));
+        n.set_sgc_imbalance(1, CpuId(2), false);
+        assert!(n.any_sgc_imbalance());
+        n.set_sgc_imbalance(3, CpuId(0), false);
+        n.set_sgc_imbalance(3, CpuId(0), false);
+        n.set_sgc_imbalance(2, CpuId(5), false);
+        assert!(!n.any_sgc_imbalance());
+        // Out of range (a depth past the chain): ignored, as the lookup.
+        n.set_sgc_imbalance(9, CpuId(0), true);
+        assert!(!n.any_sgc_imbalance());
     }
 }

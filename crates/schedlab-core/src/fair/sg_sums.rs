@@ -212,22 +212,48 @@ fn words_delta(old: &CpuTerms, new: &CpuTerms) -> [u64; WORDS] {
 pub struct SgSums {
     /// By slot (`GroupRef::slot`): its sums and its domain's
     /// `imbalance_pct`, side by side so that moving a slot's sums costs one
-    /// bounds check.
+    /// bounds check. After the groups' slots, one for each CPU that is in
+    /// no group alone (see `CpuSlots::own`).
     groups: Vec<(GroupSums, u32)>,
-    /// By CPU: where its slots start in `cpu_slots` (one more entry than CPUs).
-    cpu_slots_at: Vec<u32>,
-    /// The slots of every CPU, CPU after CPU.
+    /// By CPU: its own slot, where its other slots are in `cpu_slots`, and
+    /// the rest of its terms.
+    cpus: Vec<CpuSlots>,
+    /// The slots of every CPU but its own, CPU after CPU.
     cpu_slots: Vec<u32>,
-    /// By CPU: the terms now in its slots' sums.
-    terms: Vec<CpuTerms>,
+    /// The smallest `imbalance_pct` of any group's slot: a CPU not
+    /// lone-reduced at it is lone-reduced at none (see [`SgSums::set_terms`]).
+    min_pct: u32,
+    /// CPUs lone-reduced at `min_pct`: when none, no group's
+    /// `nr_lone_reduced` is set (the usual balance pass then skips the test).
+    nr_lone_reduced: u32,
+}
+
+/// One CPU's place in the sums.
+#[derive(Clone, Copy, Debug)]
+struct CpuSlots {
+    /// The slot whose words are the CPU's terms: the group of it alone (the
+    /// lowest level's groups are single CPUs), whose sums are its terms, so
+    /// that a change writes them there instead of adding the difference
+    /// and keeping a copy; a slot of its own when it is in no group alone.
+    own: u32,
+    /// Its other slots: `cpu_slots[at..end]`.
+    at: u32,
+    /// End of its other slots.
+    end: u32,
+    /// `arch_scale_cpu_capacity`, fixed with the machine (and
+    /// `CpuTerms::capacity_orig` of its terms: not summed).
+    capacity_orig: u64,
 }
 
 impl SgSums {
     /// Empty sums for the groups `refs` (by domain, their slots numbered in
-    /// order) of domains whose `imbalance_pct` is `pct` (by domain).
-    pub fn new(refs: &[Vec<GroupRef>], pct: &[u32], sg_cpus: &[CpuId], nr_cpus: usize) -> Self {
+    /// order) of domains whose `imbalance_pct` is `pct` (by domain), on CPUs
+    /// whose `arch_scale_cpu_capacity` is `capacity_orig` (by CPU).
+    pub fn new(refs: &[Vec<GroupRef>], pct: &[u32], sg_cpus: &[CpuId], capacity_orig: &[u64]) -> Self {
+        let nr_cpus = capacity_orig.len();
         let mut imbalance_pct = Vec::new();
         let mut per_cpu: Vec<Vec<u32>> = vec![Vec::new(); nr_cpus];
+        let mut own: Vec<Option<u32>> = vec![None; nr_cpus];
         for (sd, groups) in refs.iter().enumerate() {
             for g in groups {
                 // A slot shared by groups of the same CPUs is summed once.
@@ -238,23 +264,41 @@ impl SgSums {
                 debug_assert_eq!(g.slot as usize, imbalance_pct.len());
                 imbalance_pct.push(pct[sd]);
                 for c in g.cpus(sg_cpus) {
-                    per_cpu[c.idx()].push(g.slot);
+                    if g.nr_cpus == 1 && own[c.idx()].is_none() {
+                        own[c.idx()] = Some(g.slot);
+                    } else {
+                        per_cpu[c.idx()].push(g.slot);
+                    }
                 }
             }
         }
-        let mut cpu_slots_at = Vec::with_capacity(nr_cpus + 1);
+        let min_pct = imbalance_pct.iter().copied().min().unwrap_or(0);
+        let mut cpus = Vec::with_capacity(nr_cpus);
         let mut cpu_slots = Vec::new();
-        for slots in &per_cpu {
-            cpu_slots_at.push(cpu_slots.len() as u32);
+        for ((slots, own), &capacity_orig) in per_cpu.iter().zip(&own).zip(capacity_orig) {
+            let own = own.unwrap_or_else(|| {
+                // In no group alone: a slot no group reads (its pct unused).
+                imbalance_pct.push(min_pct);
+                imbalance_pct.len() as u32 - 1
+            });
+            let at = cpu_slots.len() as u32;
             cpu_slots.extend_from_slice(slots);
+            cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig });
         }
-        cpu_slots_at.push(cpu_slots.len() as u32);
         SgSums {
+            min_pct,
+            nr_lone_reduced: 0,
             groups: imbalance_pct.iter().map(|&p| (GroupSums::default(), p)).collect(),
-            cpu_slots_at,
+            cpus,
             cpu_slots,
-            terms: vec![CpuTerms::default(); nr_cpus],
         }
+    }
+
+    /// Whether some CPU has one fair task on a capacity reduced at some
+    /// group's `imbalance_pct`: else no group's `nr_lone_reduced` is set.
+    #[inline]
+    pub fn any_lone_reduced(&self) -> bool {
+        self.nr_lone_reduced != 0
     }
 
     /// The sums of the group in `slot`.
@@ -263,13 +307,21 @@ impl SgSums {
         &self.groups[slot as usize].0
     }
 
-    /// The terms `cpu` last gave.
-    pub fn terms(&self, cpu: usize) -> &CpuTerms {
-        &self.terms[cpu]
+    /// `arch_scale_cpu_capacity(cpu)`, kept here for the sync's reads.
+    #[inline]
+    pub fn capacity_orig(&self, cpu: usize) -> u64 {
+        self.cpus[cpu].capacity_orig
     }
 
-    /// Check that every group's sums are those of its CPUs' terms (the
-    /// invariant checker's part): the first group that differs, as text.
+    /// The terms `cpu` last gave.
+    pub fn terms(&self, cpu: usize) -> CpuTerms {
+        let c = &self.cpus[cpu];
+        CpuTerms { w: self.groups[c.own as usize].0.w, capacity_orig: c.capacity_orig }
+    }
+
+    /// Check that every group's sums are those of its CPUs' terms, and the
+    /// count of lone-reduced CPUs (the invariant checker's part): the first
+    /// difference, as text.
     pub fn check_sums(&self, refs: &[Vec<GroupRef>], sg_cpus: &[CpuId]) -> Result<(), String> {
         for (sd, groups) in refs.iter().enumerate() {
             for g in groups {
@@ -277,7 +329,7 @@ impl SgSums {
                 let mut want = GroupSums::default();
                 let zero = CpuTerms::default();
                 for c in g.cpus(sg_cpus) {
-                    let t = &self.terms[c.idx()];
+                    let t = &self.terms(c.idx());
                     want.apply(&words_delta(&zero, t), true, &zero, t, pct);
                 }
                 if &want != self.group(g.slot) {
@@ -289,25 +341,42 @@ impl SgSums {
                 }
             }
         }
+        let lone_reduced = (0..self.cpus.len()).filter(|&c| self.terms(c).lone_reduced(self.min_pct)).count();
+        if lone_reduced != self.nr_lone_reduced as usize {
+            return Err(format!("{} CPUs counted lone-reduced, their terms give {lone_reduced}", self.nr_lone_reduced));
+        }
         Ok(())
     }
 
-    /// `cpu`'s terms are now `t`: move its groups' sums by the difference.
+    /// `cpu`'s terms are now `t`: move its groups' sums by the difference
+    /// and write them in its own slot.
     #[inline]
     pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
-        let old = self.terms[cpu];
-        if old == t {
-            return;
-        }
+        let c = self.cpus[cpu];
+        let (own, pct) = &self.groups[c.own as usize];
+        let old = CpuTerms { w: own.w, capacity_orig: c.capacity_orig };
+        let own_pct = *pct;
+        // No test for unchanged terms: 94% of the CPUs a pass re-reads did
+        // change, and adding a zero difference is cheaper than comparing.
         let d = words_delta(&old, &t);
-        // Only a CPU lone before or after can change a lone-reduced count.
-        let lone = old.lone() || t.lone();
-        let (a, b) = (self.cpu_slots_at[cpu] as usize, self.cpu_slots_at[cpu + 1] as usize);
-        for &s in &self.cpu_slots[a..b] {
+        // Only a CPU lone-reduced before or after can change a lone-reduced
+        // count, and `capacity * pct < capacity_orig * 100` holds for every
+        // pct below some bound, so a CPU lone-reduced at no slot's pct is not
+        // at the smallest: testing that once spares each slot the test (a
+        // lone task on an unreduced CPU, the usual case, moves no count).
+        let (was, is) = (old.lone_reduced(self.min_pct), t.lone_reduced(self.min_pct));
+        let lone = was || is;
+        if lone {
+            self.nr_lone_reduced = self.nr_lone_reduced + is as u32 - was as u32;
+        }
+        for &s in &self.cpu_slots[c.at as usize..c.end as usize] {
             let (sums, pct) = &mut self.groups[s as usize];
             sums.apply(&d, lone, &old, &t, *pct);
         }
-        self.terms[cpu] = t;
+        let own = &mut self.groups[c.own as usize].0;
+        own.w = t.w;
+        own.nr_lone_reduced = (lone && t.lone_reduced(own_pct)) as u32;
+        self.cpus[cpu].capacity_orig = t.capacity_orig;
     }
 }
 
@@ -317,11 +386,22 @@ impl Sim {
     pub fn sg_cpu_terms(&self, i: CpuId) -> CpuTerms {
         let rq = &self.rqs[i.idx()];
         let idle = rq.nr_running == 0 && rq.idle_cpu();
+        // arch_scale_cpu_capacity from the sums' per-CPU copy, and
+        // `cpu_util_cfs` (`cpu_util(cpu, NULL, -1, 0)`) with it, rather than
+        // twice from the machine's CPU and core-type tables.
+        let capacity_orig = self.fair.sg_sums.capacity_orig(i.idx());
+        debug_assert_eq!(capacity_orig, self.machine.capacity_orig(i) as u64);
+        let mut util = rq.cfs_avg.util_avg;
+        if crate::sched_feat!(self.features, UTIL_EST) {
+            util = util.max(rq.cfs_avg.util_est.ewma as u64);
+        }
+        let util = util.min(capacity_orig);
+        debug_assert_eq!(util, self.cpu_util_cfs(i));
         CpuReading {
             capacity: self.capacity_of(i),
-            capacity_orig: self.machine.capacity_orig(i) as u64,
+            capacity_orig,
             load: rq.cpu_load(),
-            util: self.cpu_util_cfs(i),
+            util,
             runnable: rq.cpu_runnable(),
             h_nr_running: rq.cfs.h_nr_runnable,
             nr_running: rq.nr_running,

@@ -105,7 +105,7 @@ fn sums_follow_random_terms_on_a_large_machine() {
     let d = build_sched_domains(&m).unwrap();
     let (refs, sg_cpus) = super::lb_stats::group_refs(&d, &m);
     let pct: Vec<u32> = d.sds.iter().map(|sd| sd.imbalance_pct).collect();
-    let mut sums = SgSums::new(&refs, &pct, &sg_cpus, m.nr_cpus());
+    let mut sums = SgSums::new(&refs, &pct, &sg_cpus, &vec![1024; m.nr_cpus()]);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut rnd = move |n: u64| {
         x ^= x << 13;
@@ -132,6 +132,55 @@ fn sums_follow_random_terms_on_a_large_machine() {
             sums.check_sums(&refs, &sg_cpus).unwrap();
         }
     }
+    sums.check_sums(&refs, &sg_cpus).unwrap();
+}
+
+#[test]
+fn a_cpu_in_no_group_alone_keeps_its_terms_in_a_slot_of_its_own() {
+    // A CPU's terms live in the slot of the group of it alone (the lowest
+    // level's); a CPU in none (here two CPUs only ever grouped together)
+    // gets a slot no group reads. Its terms read back, and the group sums
+    // follow them, lone-reduced count included.
+    use super::lb_stats::GroupRef;
+    let span = crate::cpumask::CpuMask::from_cpus([CpuId(0), CpuId(1)]);
+    let g = GroupRef {
+        index: 0,
+        span,
+        flags: 0,
+        cores: 2,
+        cpus_at: 0,
+        nr_cpus: 2,
+        slot: 0,
+        first: CpuId(0),
+        within_sd: true,
+    };
+    let refs = vec![vec![g]];
+    let sg_cpus = [CpuId(0), CpuId(1)];
+    let mut sums = SgSums::new(&refs, &[117], &sg_cpus, &[1024, 1024]);
+    let reading = |capacity, nr| CpuReading {
+        capacity,
+        capacity_orig: 1024,
+        load: 100 * nr as u64,
+        util: 50,
+        runnable: 70,
+        h_nr_running: nr,
+        nr_running: nr,
+        idle: nr == 0,
+        misfit: false,
+    };
+    for (cpu, capacity, nr) in [(0, 800, 1), (1, 1024, 1), (0, 1024, 2), (1, 700, 1), (1, 700, 0)] {
+        let t = reading(capacity, nr).into();
+        sums.set_terms(cpu, t);
+        assert_eq!(sums.terms(cpu), t);
+        sums.check_sums(&refs, &sg_cpus).unwrap();
+    }
+    // 800 x 117 < 1024 x 100: CPU 0 alone was lone-reduced at first.
+    sums.set_terms(0, reading(800, 1).into());
+    assert_eq!(sums.group(0).nr_lone_reduced, 1);
+    assert_eq!(sums.group(0).nr_running(), 1);
+    assert!(sums.any_lone_reduced());
+    sums.set_terms(0, reading(1024, 1).into());
+    assert!(!sums.any_lone_reduced());
     sums.check_sums(&refs, &sg_cpus).unwrap();
 }
 

@@ -84,7 +84,8 @@ impl FairState {
         }
         let (sg_refs, sg_cpus) = super::lb_stats::group_refs(domains, machine);
         let pct: Vec<u32> = domains.sds.iter().map(|sd| sd.imbalance_pct).collect();
-        let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, nr);
+        let capacity_orig: Vec<u64> = (0..nr).map(|c| machine.capacity_orig(CpuId(c as u32)) as u64).collect();
+        let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, &capacity_orig);
         let sg_local = super::local_group::local_groups(domains, &sg_refs);
         let imb_numa_nr = domains.sds.iter().map(|sd| super::busiest::imb_numa_nr_of(domains, sd)).collect();
         FairState {
@@ -118,7 +119,7 @@ impl Sim {
         }
         for c in 0..self.rqs.len() {
             let cpu = CpuId(c as u32);
-            if !self.rqs.is_changed(c) && self.fair.sg_sums.terms(c) != &self.sg_cpu_terms(cpu) {
+            if !self.rqs.is_changed(c) && self.fair.sg_sums.terms(c) != self.sg_cpu_terms(cpu) {
                 return Err(format!(
                     "cpu {c} changed unnoticed: group sums hold {:?}, its runqueue gives {:?}",
                     self.fair.sg_sums.terms(c),
