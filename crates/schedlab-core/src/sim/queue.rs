@@ -19,7 +19,7 @@
 //! a pop compares the heap's top with each lane's front); the heap holds
 //! 24-byte nodes and the payloads stay put in their slots.
 
-use super::lane::{Lane, Link, NIL};
+use super::lane::{Lane, Link, EMPTY_HEAD};
 use crate::ids::Ns;
 
 /// Position of a slot that is not queued.
@@ -78,6 +78,12 @@ pub struct EventQueue<E> {
     /// By slot: its order and neighbours while it is in a lane.
     links: Vec<Link>,
     lanes: [Lane; LANES],
+    /// The earliest of the lanes' `head_order`s (`EMPTY_HEAD` when all are
+    /// empty) and its lane, kept up to date when a lane's head changes
+    /// (an append to an empty lane, a pop or unlink of a head): a pop then
+    /// compares the heap's top with one order instead of every lane's front.
+    lane_min: u128,
+    lane_min_at: usize,
     /// Events in the lanes.
     in_lanes: usize,
     /// The heap's root was popped and not refilled yet (`heap[0]` is
@@ -112,6 +118,8 @@ impl<E> EventQueue<E> {
             evs: (0..n).map(|_| None).collect(),
             links: vec![Link::default(); n],
             lanes: [Lane::default(); LANES],
+            lane_min: EMPTY_HEAD,
+            lane_min_at: 0,
             in_lanes: 0,
             hole: false,
             keys,
@@ -176,7 +184,7 @@ impl<E> EventQueue<E> {
         self.seq += 1;
         let order = order_of(time, self.seq);
         if let Some(l) = lane {
-            if self.lanes[l].accepts(&self.links, order) {
+            if self.lanes[l].accepts(order) {
                 self.heap_remove(i as usize);
                 self.lane_append(l, key, order, ev);
                 return;
@@ -266,6 +274,7 @@ impl<E> EventQueue<E> {
             Front::Lane(l) => {
                 let s = self.lanes[l].head;
                 self.lanes[l].unlink(&mut self.links, s);
+                self.lanes_changed();
                 self.in_lanes -= 1;
                 s
             }
@@ -318,16 +327,28 @@ impl<E> EventQueue<E> {
     #[inline]
     fn front(&self) -> Option<(u128, Front)> {
         debug_assert!(!self.hole);
-        let mut best = self.heap.first().map(|n| (n.order, Front::Heap));
+        let top = self.heap.first().map_or(EMPTY_HEAD, |n| n.order);
+        if self.lane_min < top {
+            Some((self.lane_min, Front::Lane(self.lane_min_at)))
+        } else if top != EMPTY_HEAD {
+            Some((top, Front::Heap))
+        } else {
+            None
+        }
+    }
+
+    /// Find the earliest lane front again (a lane's head changed).
+    #[inline]
+    fn lanes_changed(&mut self) {
+        let (mut best, mut at) = (EMPTY_HEAD, 0);
         for (l, lane) in self.lanes.iter().enumerate() {
-            if lane.head != NIL {
-                let o = self.links[lane.head as usize].order;
-                if best.is_none_or(|(b, _)| o < b) {
-                    best = Some((o, Front::Lane(l)));
-                }
+            if lane.head_order < best {
+                best = lane.head_order;
+                at = l;
             }
         }
-        best
+        self.lane_min = best;
+        self.lane_min_at = at;
     }
 
     #[inline]
@@ -358,7 +379,7 @@ impl<E> EventQueue<E> {
         self.seq += 1;
         let order = order_of(time, self.seq);
         if let Some(l) = lane {
-            if self.lanes[l].accepts(&self.links, order) {
+            if self.lanes[l].accepts(order) {
                 self.lane_append(l, slot, order, ev);
                 return;
             }
@@ -378,6 +399,12 @@ impl<E> EventQueue<E> {
     fn lane_append(&mut self, l: usize, slot: u32, order: u128, ev: E) {
         self.evs[slot as usize] = Some(ev);
         self.lanes[l].push_back(&mut self.links, slot, order);
+        // Only an append to an empty lane changes its head, to `order`; a
+        // lane with a head already has one before `order`.
+        if order < self.lane_min {
+            self.lane_min = order;
+            self.lane_min_at = l;
+        }
         self.pos[slot as usize] = IN_LANE | l as u32;
         self.in_lanes += 1;
     }
@@ -385,7 +412,12 @@ impl<E> EventQueue<E> {
     /// Take `slot` (at position `p`, in a lane) out of its lane.
     #[inline(always)]
     fn unlink(&mut self, slot: u32, p: u32) {
-        self.lanes[(p & !IN_LANE) as usize].unlink(&mut self.links, slot);
+        let lane = &mut self.lanes[(p & !IN_LANE) as usize];
+        let was_head = lane.head == slot;
+        lane.unlink(&mut self.links, slot);
+        if was_head {
+            self.lanes_changed();
+        }
         self.in_lanes -= 1;
         self.pos[slot as usize] = NOT_QUEUED;
     }
