@@ -486,10 +486,12 @@ impl Sim {
             }
             self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
         }
-        self.rqs[cpu.idx()].curr = next;
+        // One borrow for the three writes (`rt_note_curr` reads none of them).
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.curr = next;
+        rq.seg_active = false;
+        rq.run_gen += 1;
         self.rt_note_curr(cpu, next);
-        self.rqs[cpu.idx()].seg_active = false;
-        self.rqs[cpu.idx()].run_gen += 1;
         self.queue.cancel_key(self.key_run_done(cpu));
         match next {
             Some(n) => {
@@ -498,7 +500,7 @@ impl Sim {
                 let t = &mut self.tasks[n.idx()];
                 t.work_left_wu += refill * super::cost::WU_PER_NS;
                 let cs = self.machine.cost.context_switch_ns;
-                let rq = &mut self.rqs[cpu.idx()];
+                let rq = self.rqs.untracked_mut(cpu.idx());
                 rq.ready_at = rq.ready_at.max(now) + cs;
                 if prev.is_none() {
                     self.smt_speed_changed(cpu);
