@@ -449,8 +449,9 @@ impl Sim {
     /// `__schedule(cpu)`: account the current task (it may have blocked),
     /// pick the next through the class stack, switch.
     pub fn schedule(&mut self, cpu: CpuId) -> crate::Result<()> {
-        self.rqs[cpu.idx()].need_resched = false;
-        let prev = self.rqs[cpu.idx()].curr;
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.need_resched = false;
+        let prev = rq.curr;
         if prev.is_some() {
             self.sync_segment(cpu);
             self.update_curr(cpu);
