@@ -178,8 +178,8 @@ impl<E> EventQueue<E> {
             self.insert(lane, key, time, ev);
             return;
         }
-        self.settle();
-        let i = self.pos[key as usize];
+        // The root may be a hole (a popped root not refilled yet): the key
+        // is not there, and nothing rises into it (see `heap_remove`).
         let time = self.check_time(time);
         self.seq += 1;
         let order = order_of(time, self.seq);
@@ -192,6 +192,15 @@ impl<E> EventQueue<E> {
         }
         let node = Node { order, slot: key };
         self.evs[key as usize] = Some(ev);
+        if self.hole {
+            // The moved event fills the hole (usually soon due, it sinks
+            // a few levels) and the last node its old place, instead of a
+            // refill (a walk to a leaf and back) and a move.
+            self.hole = false;
+            self.heap_remove(i as usize);
+            self.sift_down(0, node);
+            return;
+        }
         // A move to a later time (a fresh sequence number is later too)
         // sinks; one to an earlier time rises.
         let old = self.heap[i as usize];
@@ -214,8 +223,8 @@ impl<E> EventQueue<E> {
         if i & IN_LANE != 0 {
             self.unlink(key, i);
         } else {
-            self.settle();
-            self.heap_remove(self.pos[key as usize] as usize);
+            // A hole at the root stays for the next insert to fill.
+            self.heap_remove(i as usize);
         }
     }
 
@@ -422,9 +431,12 @@ impl<E> EventQueue<E> {
         self.pos[slot as usize] = NOT_QUEUED;
     }
 
-    /// Take the node at heap index `i` out of the heap.
+    /// Take the node at heap index `i` out of the heap. The root may be a
+    /// hole (`i` is not 0 then): its stale node is the last popped event,
+    /// ordered before every queued one, so no node rises into it.
     #[inline]
     fn heap_remove(&mut self, i: usize) {
+        debug_assert!(!self.hole || i > 0);
         self.pos[self.heap[i].slot as usize] = NOT_QUEUED;
         let last = self.heap.pop().expect("a queued key is in the heap");
         if i < self.heap.len() {
