@@ -16,8 +16,9 @@
 //! only, and its size is bounded by the keys plus the one-shot events in
 //! flight. Other events are one-shot, each in a slot taken from a free list.
 //! Push, pop, move and cancel are O(log n) in the heap, O(1) in a lane (and
-//! a pop compares the heap's top with each lane's front); the heap holds
-//! 24-byte nodes and the payloads stay put in their slots.
+//! a pop compares the heap's top with the earliest lane front); the heap holds
+//! 32-byte nodes (a `u128` order and a slot, aligned to 16 bytes) and the
+//! payloads stay put in their slots.
 
 use super::lane::{Lane, Link, EMPTY_HEAD};
 use crate::ids::Ns;
@@ -522,6 +523,12 @@ impl<E> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heap_node_is_32_bytes() {
+        // What the module doc and the engine README say.
+        assert_eq!(std::mem::size_of::<Node>(), 32);
+    }
 
     #[test]
     fn time_order_then_fifo() {
