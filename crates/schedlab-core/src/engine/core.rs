@@ -73,6 +73,17 @@ impl Sim {
         self.rqs[cpu.idx()].clock_pelt.clock_task
     }
 
+    /// `rq_clock_task(rq)` right after the caller updated the clock (the
+    /// fair hooks' `update_load_avg` starts with `update_rq_clock`) with
+    /// no switch since: a second update would stop at its test (or, at
+    /// time 0, redo the same update), so this reads the clock only.
+    #[inline]
+    pub(crate) fn rq_clock_task_updated(&self, cpu: CpuId) -> Ns {
+        let rq = &self.rqs[cpu.idx()];
+        debug_assert!(rq.clock == self.now && rq.clock_running == rq.curr.is_some(), "clock not updated");
+        rq.clock_pelt.clock_task
+    }
+
     /// `update_other_load_avgs`: decay the RT and IRQ averages of `cpu` to
     /// now (the blocked-averages update does this for every runqueue).
     /// Returns whether one of them decayed (crossed a PELT period).

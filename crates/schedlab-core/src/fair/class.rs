@@ -185,7 +185,7 @@ impl Sim {
     /// `enqueue_task_fair`.
     pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.enqueue_pelt_fair(cpu, p, flags);
-        let now = self.rq_clock_task(cpu);
+        let now = self.rq_clock_task_updated(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         cfs.enqueue_entity(&mut self.fair.ses, p, now, flags, &self.features);
         if self.tasks[p.idx()].policy == SchedPolicy::Idle {
@@ -208,7 +208,7 @@ impl Sim {
     /// `dequeue_task_fair`; `false` when DELAY_DEQUEUE keeps it queued.
     pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
         self.dequeue_pelt_fair(cpu, p, flags);
-        let now = self.rq_clock_task(cpu);
+        let now = self.rq_clock_task_updated(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         let done = cfs.dequeue_entity(&mut self.fair.ses, p, now, flags, &self.features);
         // A delayed entity stays counted until its dequeue completes, as
@@ -357,7 +357,7 @@ impl Sim {
     pub(crate) fn put_prev_task_fair(&mut self, cpu: CpuId, prev: TaskId) {
         self.update_load_avg(cpu, Some(prev));
         if self.rqs[cpu.idx()].cfs.curr == Some(prev) {
-            let now = self.rq_clock_task(cpu);
+            let now = self.rq_clock_task_updated(cpu);
             self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.fair.ses, now);
         }
     }
@@ -401,8 +401,8 @@ impl Sim {
     /// `first` when it takes the CPU from another task (`__set_next_task_fair`
     /// then starts the slice timer).
     pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId, first: bool) {
-        let now = self.rq_clock_task(cpu);
         self.update_load_avg(cpu, Some(next));
+        let now = self.rq_clock_task_updated(cpu);
         self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.fair.ses, next, now, &self.features);
         if first && sched_feat!(self.features, HRTICK) {
             self.hrtick_start_fair(cpu, next);
