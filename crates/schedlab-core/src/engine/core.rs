@@ -33,7 +33,8 @@ impl Sim {
         // update is not). A CPU that just went idle still syncs its PELT
         // clock, as the kernel's idle path does at delta 0.
         let rq = &self.rqs[cpu.idx()];
-        if rq.clock == self.now && self.now != 0 && rq.clock_running == rq.curr.is_some() {
+        if rq.clock_stamp == self.now {
+            debug_assert!(rq.clock == self.now && self.now != 0 && rq.clock_running == rq.curr.is_some());
             return;
         }
         self.update_rq_clock_to_now(cpu);
@@ -63,6 +64,8 @@ impl Sim {
         let running = rq.curr.is_some();
         rq.clock_running = running;
         let clock = rq.clock;
+        // At time 0 every call updates (the clock starts there).
+        rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
         rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
     }
 
@@ -501,6 +504,9 @@ impl Sim {
         // One borrow for the three writes (`rt_note_curr` reads none of them).
         let rq = &mut self.rqs[cpu.idx()];
         rq.curr = next;
+        if prev.is_some() != next.is_some() {
+            rq.clock_stamp = Ns::MAX;
+        }
         rq.seg_active = false;
         rq.run_gen += 1;
         self.rt_note_curr(cpu, next);
@@ -608,6 +614,7 @@ impl Sim {
         self.class_put_prev_task(src, p);
         self.leave_cpu_for_migration(p, src);
         self.rqs[src.idx()].curr = None;
+        self.rqs[src.idx()].clock_stamp = Ns::MAX;
         self.nr_busy -= 1;
         self.rqs[src.idx()].seg_active = false;
         self.rqs[src.idx()].run_gen += 1;

@@ -80,6 +80,12 @@ pub struct Rq {
     pub clock: Ns,
     /// Whether a task was running at that update.
     pub clock_running: bool,
+    /// `clock` when it is the current time (not 0) with `clock_running`
+    /// still matching `curr`, else `Ns::MAX`: `update_rq_clock`'s test is
+    /// one comparison with now (about 1.2 million a standard bench).
+    /// `update_rq_clock` sets it; a switch between a task and idle (or
+    /// any write of `curr` that changes `curr.is_some()`) resets it.
+    pub clock_stamp: Ns,
     /// IRQ time spent on this CPU (`cpu_irqtime`), ns: handlers add to it
     /// when they return.
     pub irq_time: Ns,
@@ -158,6 +164,7 @@ impl Rq {
             clock_pelt: RqClockPelt::default(),
             clock: 0,
             clock_running: false,
+            clock_stamp: Ns::MAX,
             irq_time: 0,
             prev_irq_time: 0,
             curr: None,
