@@ -175,12 +175,13 @@ impl CpuOccupancy {
         }
         // Leave the idle sets if it was idle, enter them if it is now (its
         // restricted waiters, which choose the set, did not change).
-        if was_idle != !busy {
+        let now_idle = !busy;
+        if was_idle != now_idle {
             let set = if r_pos { &mut self.idle_r } else { &mut self.idle_0 };
-            if busy {
-                *set -= 1;
-            } else {
+            if now_idle {
                 *set += 1;
+            } else {
+                *set -= 1;
             }
         }
     }
