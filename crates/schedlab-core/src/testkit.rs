@@ -154,6 +154,8 @@ pub fn sim_from_toml(toml: &str, ntasks: usize, features: Features) -> Sim {
 /// set, one runnable task, and the task's CPU is `cpu`. Nothing is queued.
 pub fn busy(sim: &mut Sim, cpu: u32, task: u32) {
     sim.rqs[cpu as usize].curr = Some(TaskId(task));
+    // A clock updated while idle is not current for a busy CPU.
+    sim.rqs[cpu as usize].clock_stamp = u64::MAX;
     sim.rqs[cpu as usize].nr_running = 1;
     sim.rqs[cpu as usize].cfs.h_nr_runnable = 1;
     sim.rqs[cpu as usize].cfs.nr_queued = 1;

@@ -33,7 +33,8 @@ impl Sim {
         // update is not). A CPU that just went idle still syncs its PELT
         // clock, as the kernel's idle path does at delta 0.
         let rq = &self.rqs[cpu.idx()];
-        if rq.clock == self.now && self.now != 0 && rq.clock_running == rq.curr.is_some() {
+        if rq.clock_stamp == self.now {
+            debug_assert!(rq.clock == self.now && self.now != 0 && rq.clock_running == rq.curr.is_some());
             return;
         }
         self.update_rq_clock_to_now(cpu);
@@ -42,7 +43,7 @@ impl Sim {
     /// `update_rq_clock`'s work when time passed or the task state changed.
     #[inline(never)]
     fn update_rq_clock_to_now(&mut self, cpu: CpuId) {
-        let cap = self.machine.capacity_orig(cpu) as u64;
+        debug_assert_eq!(self.rqs[cpu.idx()].capacity_orig, self.machine.capacity_orig(cpu));
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
         let nontask = sched_feat!(self.features, NONTASK_CAPACITY);
@@ -50,6 +51,7 @@ impl Sim {
         // group sums (capacity_of is `cpu_capacity`, set by
         // update_cpu_capacity): the CPU is not noted changed for them.
         let rq = self.rqs.untracked_mut(cpu.idx());
+        let cap = rq.capacity_orig as u64;
         // update_rq_clock_task: IRQ time that ran since the last update is
         // not task time (at most the elapsed time is taken each update).
         let delta = now.saturating_sub(rq.clock);
@@ -63,6 +65,8 @@ impl Sim {
         let running = rq.curr.is_some();
         rq.clock_running = running;
         let clock = rq.clock;
+        // At time 0 every call updates (the clock starts there).
+        rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
         rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
     }
 
@@ -71,6 +75,17 @@ impl Sim {
     pub fn rq_clock_task(&mut self, cpu: CpuId) -> Ns {
         self.update_rq_clock(cpu);
         self.rqs[cpu.idx()].clock_pelt.clock_task
+    }
+
+    /// `rq_clock_task(rq)` right after the caller updated the clock (the
+    /// fair hooks' `update_load_avg` starts with `update_rq_clock`) with
+    /// no switch since: a second update would stop at its test (or, at
+    /// time 0, redo the same update), so this reads the clock only.
+    #[inline]
+    pub(crate) fn rq_clock_task_updated(&self, cpu: CpuId) -> Ns {
+        let rq = &self.rqs[cpu.idx()];
+        debug_assert!(rq.clock == self.now && rq.clock_running == rq.curr.is_some(), "clock not updated");
+        rq.clock_pelt.clock_task
     }
 
     /// `update_other_load_avgs`: decay the RT and IRQ averages of `cpu` to
@@ -449,8 +464,9 @@ impl Sim {
     /// `__schedule(cpu)`: account the current task (it may have blocked),
     /// pick the next through the class stack, switch.
     pub fn schedule(&mut self, cpu: CpuId) -> crate::Result<()> {
-        self.rqs[cpu.idx()].need_resched = false;
-        let prev = self.rqs[cpu.idx()].curr;
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.need_resched = false;
+        let prev = rq.curr;
         if prev.is_some() {
             self.sync_segment(cpu);
             self.update_curr(cpu);
@@ -486,10 +502,15 @@ impl Sim {
             }
             self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
         }
-        self.rqs[cpu.idx()].curr = next;
+        // One borrow for the three writes (`rt_note_curr` reads none of them).
+        let rq = &mut self.rqs[cpu.idx()];
+        rq.curr = next;
+        if prev.is_some() != next.is_some() {
+            rq.clock_stamp = Ns::MAX;
+        }
+        rq.seg_active = false;
+        rq.run_gen += 1;
         self.rt_note_curr(cpu, next);
-        self.rqs[cpu.idx()].seg_active = false;
-        self.rqs[cpu.idx()].run_gen += 1;
         self.queue.cancel_key(self.key_run_done(cpu));
         match next {
             Some(n) => {
@@ -498,7 +519,7 @@ impl Sim {
                 let t = &mut self.tasks[n.idx()];
                 t.work_left_wu += refill * super::cost::WU_PER_NS;
                 let cs = self.machine.cost.context_switch_ns;
-                let rq = &mut self.rqs[cpu.idx()];
+                let rq = self.rqs.untracked_mut(cpu.idx());
                 rq.ready_at = rq.ready_at.max(now) + cs;
                 if prev.is_none() {
                     self.smt_speed_changed(cpu);
@@ -594,6 +615,7 @@ impl Sim {
         self.class_put_prev_task(src, p);
         self.leave_cpu_for_migration(p, src);
         self.rqs[src.idx()].curr = None;
+        self.rqs[src.idx()].clock_stamp = Ns::MAX;
         self.nr_busy -= 1;
         self.rqs[src.idx()].seg_active = false;
         self.rqs[src.idx()].run_gen += 1;

@@ -16,9 +16,8 @@ use std::ops::{Deref, Index, IndexMut};
 /// last [`Rqs::take_changed`].
 #[derive(Clone, Debug)]
 pub struct Rqs {
+    /// The runqueues; each one's `noted_changed` says it is in `changed`.
     rqs: Vec<Rq>,
-    /// Per CPU: in `changed` already.
-    is_changed: Vec<bool>,
     /// CPUs changed since the last take, in the order first changed.
     changed: Vec<u32>,
     /// The other list's storage, while not handed out (both hold up to
@@ -28,15 +27,18 @@ pub struct Rqs {
 
 impl Rqs {
     /// Wrap `rqs`; every CPU starts changed (nothing summed yet).
-    pub fn new(rqs: Vec<Rq>) -> Self {
+    pub fn new(mut rqs: Vec<Rq>) -> Self {
         let n = rqs.len();
-        Rqs { rqs, is_changed: vec![true; n], changed: (0..n as u32).collect(), spare: Vec::with_capacity(n) }
+        for rq in &mut rqs {
+            rq.noted_changed = true;
+        }
+        Rqs { rqs, changed: (0..n as u32).collect(), spare: Vec::with_capacity(n) }
     }
 
     /// Whether runqueue `i` changed since the last take.
     #[inline]
     pub fn is_changed(&self, i: usize) -> bool {
-        self.is_changed[i]
+        self.rqs[i].noted_changed
     }
 
     /// Whether some runqueue changed since the last take.
@@ -50,7 +52,7 @@ impl Rqs {
     /// [`Rqs::give_back`] so its storage is reused.
     pub fn take_changed(&mut self) -> Vec<u32> {
         for &i in &self.changed {
-            self.is_changed[i as usize] = false;
+            self.rqs[i as usize].noted_changed = false;
         }
         std::mem::replace(&mut self.changed, std::mem::take(&mut self.spare))
     }
@@ -110,11 +112,12 @@ impl Index<usize> for Rqs {
 impl IndexMut<usize> for Rqs {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut Rq {
-        if !self.is_changed[i] {
-            self.is_changed[i] = true;
+        let rq = &mut self.rqs[i];
+        if !rq.noted_changed {
+            rq.noted_changed = true;
             self.changed.push(i as u32);
         }
-        &mut self.rqs[i]
+        rq
     }
 }
 

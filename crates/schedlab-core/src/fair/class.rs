@@ -55,6 +55,19 @@ impl Sim {
     #[inline(always)]
     pub(crate) fn update_load_avg_flags(&mut self, cpu: CpuId, p: Option<TaskId>, flags: u32) {
         self.update_rq_clock(cpu);
+        self.update_load_avg_clocked(cpu, p, flags);
+    }
+
+    /// `update_load_avg_flags` where the caller has just updated the clock
+    /// (an `update_curr` of the running fair task, or an update of the
+    /// averages) with no switch since: the update's test would only return.
+    #[inline(always)]
+    pub(crate) fn update_load_avg_clocked(&mut self, cpu: CpuId, p: Option<TaskId>, flags: u32) {
+        debug_assert!(
+            self.rqs[cpu.idx()].clock == self.now
+                && self.rqs[cpu.idx()].clock_running == self.rqs[cpu.idx()].curr.is_some(),
+            "clock not updated"
+        );
         if let Some(p) = p {
             let rq = &self.rqs[cpu.idx()];
             let now = rq.clock_pelt.rq_clock_pelt();
@@ -185,7 +198,7 @@ impl Sim {
     /// `enqueue_task_fair`.
     pub(crate) fn enqueue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags) {
         self.enqueue_pelt_fair(cpu, p, flags);
-        let now = self.rq_clock_task(cpu);
+        let now = self.rq_clock_task_updated(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         cfs.enqueue_entity(&mut self.fair.ses, p, now, flags, &self.features);
         if self.tasks[p.idx()].policy == SchedPolicy::Idle {
@@ -208,7 +221,7 @@ impl Sim {
     /// `dequeue_task_fair`; `false` when DELAY_DEQUEUE keeps it queued.
     pub(crate) fn dequeue_task_fair(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags) -> bool {
         self.dequeue_pelt_fair(cpu, p, flags);
-        let now = self.rq_clock_task(cpu);
+        let now = self.rq_clock_task_updated(cpu);
         let cfs = &mut self.rqs[cpu.idx()].cfs;
         let done = cfs.dequeue_entity(&mut self.fair.ses, p, now, flags, &self.features);
         // A delayed entity stays counted until its dequeue completes, as
@@ -345,7 +358,8 @@ impl Sim {
     /// `task_tick_fair`: PELT, the overutilized check; reschedule when the
     /// slice ran out and another fair task waits.
     pub(crate) fn task_tick_fair(&mut self, cpu: CpuId, curr: TaskId, resched: bool) -> bool {
-        self.update_load_avg(cpu, Some(curr));
+        // `sched_tick`, the only caller, ran `update_curr` (the clock) first.
+        self.update_load_avg_clocked(cpu, Some(curr), 0);
         self.update_misfit_status(Some(curr), cpu);
         self.check_update_overutilized_status(cpu);
         resched && self.rqs[cpu.idx()].cfs.h_nr_runnable > 1
@@ -355,9 +369,12 @@ impl Sim {
     /// (also for a task that just blocked: it clears `cfs.curr` and requeues
     /// a delayed entity).
     pub(crate) fn put_prev_task_fair(&mut self, cpu: CpuId, prev: TaskId) {
-        self.update_load_avg(cpu, Some(prev));
+        // Every caller updated the clock just before: `__schedule`'s and
+        // the active balance's `update_curr` of `prev`, a policy change's
+        // dequeue.
+        self.update_load_avg_clocked(cpu, Some(prev), 0);
         if self.rqs[cpu.idx()].cfs.curr == Some(prev) {
-            let now = self.rq_clock_task(cpu);
+            let now = self.rq_clock_task_updated(cpu);
             self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.fair.ses, now);
         }
     }
@@ -401,8 +418,8 @@ impl Sim {
     /// `first` when it takes the CPU from another task (`__set_next_task_fair`
     /// then starts the slice timer).
     pub(crate) fn set_next_task_fair(&mut self, cpu: CpuId, next: TaskId, first: bool) {
-        let now = self.rq_clock_task(cpu);
         self.update_load_avg(cpu, Some(next));
+        let now = self.rq_clock_task_updated(cpu);
         self.rqs[cpu.idx()].cfs.set_next_entity(&mut self.fair.ses, next, now, &self.features);
         if first && sched_feat!(self.features, HRTICK) {
             self.hrtick_start_fair(cpu, next);

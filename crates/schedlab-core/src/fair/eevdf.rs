@@ -334,7 +334,13 @@ impl CfsRq {
 
     /// `vruntime_eligible`: `V >= vruntime`, without division.
     pub fn vruntime_eligible(&self, ses: &[SchedEntity], vruntime: u64) -> bool {
-        let (avg, load) = self.sums_with_curr(ses);
+        self.eligible_in(self.sums_with_curr(ses), vruntime)
+    }
+
+    /// `vruntime_eligible` with the sums (`sums_with_curr`) already read:
+    /// a pick tests every queued entity against the same sums.
+    #[inline]
+    fn eligible_in(&self, (avg, load): (i64, i64), vruntime: u64) -> bool {
         avg as i128 >= vruntime.wrapping_sub(self.zero_vruntime) as i64 as i128 * load as i128
     }
 
@@ -409,7 +415,9 @@ impl CfsRq {
         if self.nr_queued == 1 {
             return if self.curr_on_rq(ses).is_some() { self.curr } else { first };
         }
-        let curr = self.curr.filter(|&c| ses[c.idx()].on_rq && self.entity_eligible(ses, c));
+        // The sums are read once for the pick (nothing here changes them).
+        let sums = self.sums_with_curr(ses);
+        let curr = self.curr.filter(|&c| ses[c.idx()].on_rq && self.eligible_in(sums, ses[c.idx()].vruntime));
         if let Some(c) = curr {
             if protect && protect_slice(&ses[c.idx()]) {
                 return Some(c);
@@ -417,7 +425,7 @@ impl CfsRq {
         }
         let mut best: Option<TaskId> = None;
         for &t in &self.queue {
-            if !self.entity_eligible(ses, t) {
+            if !self.eligible_in(sums, ses[t.idx()].vruntime) {
                 continue;
             }
             if best.is_none_or(|b| entity_before(&ses[t.idx()], &ses[b.idx()])) {

@@ -69,6 +69,11 @@ pub struct FairState {
     /// examines them, and the detached batch (`env->tasks`); kept between
     /// passes so a balance allocates nothing once they have grown.
     pub(in crate::fair) lb_scratch: (Vec<TaskId>, Vec<TaskId>),
+    /// `per_cpu(sd_llc_size)`: the number of CPUs sharing each CPU's LLC,
+    /// by CPU, set with the domains as the kernel sets it in
+    /// `update_top_cache_domain`; `wake_wide` reads it at every wakeup
+    /// instead of counting the bits of a 1024-bit mask.
+    pub(in crate::fair) sd_llc_size: Vec<u32>,
 }
 
 impl FairState {
@@ -101,6 +106,7 @@ impl FairState {
             base_slice_ns,
             max_load_balance_interval: (machine.hz.max(1) as u64 * nr as u64 / 10).max(1),
             lb_scratch: (Vec::new(), Vec::new()),
+            sd_llc_size: (0..nr).map(|c| machine.llc_mask(CpuId(c as u32)).weight()).collect(),
         }
     }
 }

@@ -111,7 +111,7 @@ impl Sim {
         let Some(w) = waker else { return false };
         let mut master = self.tasks[w.idx()].wakee_flips;
         let mut slave = self.tasks[p.idx()].wakee_flips;
-        let factor = self.machine.llc_mask(this_cpu).weight();
+        let factor = self.fair.sd_llc_size[this_cpu.idx()];
         if master < slave {
             std::mem::swap(&mut master, &mut slave);
         }

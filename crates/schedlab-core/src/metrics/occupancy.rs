@@ -22,19 +22,34 @@
 use crate::cpumask::CpuMask;
 use crate::ids::CpuId;
 
+/// One CPU's occupancy state.
+#[derive(Clone, Copy, Debug)]
+struct CpuOcc {
+    /// Whether its state is known (for real traces a CPU is unknown until
+    /// its first `sched_switch`).
+    known: bool,
+    /// Whether it runs a task (meaningful when known).
+    busy: bool,
+    /// Unrestricted tasks waiting on it.
+    a: u32,
+    /// Restricted tasks waiting on another CPU that allow this CPU.
+    r: u32,
+}
+
+impl CpuOcc {
+    #[inline]
+    fn is_idle(&self) -> bool {
+        self.known && !self.busy
+    }
+}
+
 /// Occupancy state and integrals. Times are in the collector's counted
 /// window only (the collector passes counted durations to [`Self::advance`]).
 #[derive(Clone, Debug)]
 pub struct CpuOccupancy {
-    /// Whether each CPU's state is known (for real traces a CPU is unknown
-    /// until its first `sched_switch`).
-    known: Vec<bool>,
-    /// Whether each CPU runs a task (meaningful when known).
-    busy: Vec<bool>,
-    /// Unrestricted tasks waiting on each CPU.
-    a: Vec<u32>,
-    /// Restricted tasks waiting on another CPU that allow this CPU.
-    r: Vec<u32>,
+    /// Per CPU, its state and waiter counts in one record: a switch reads
+    /// and writes them behind one bounds check.
+    cpus: Vec<CpuOcc>,
     nr_wait_all: u32,
     nz_count: u32,
     nz_sum: u64,
@@ -55,10 +70,7 @@ impl CpuOccupancy {
     /// real trace, resolved at each CPU's first switch).
     pub fn new(nr_cpus: usize, start_idle: bool) -> Self {
         let mut o = Self {
-            known: Vec::new(),
-            busy: Vec::new(),
-            a: Vec::new(),
-            r: Vec::new(),
+            cpus: Vec::new(),
             nr_wait_all: 0,
             nz_count: 0,
             nz_sum: 0,
@@ -75,25 +87,22 @@ impl CpuOccupancy {
 
     /// Number of CPUs tracked.
     pub fn nr_cpus(&self) -> usize {
-        self.known.len()
+        self.cpus.len()
     }
 
     /// Make room for CPU `cpu` (a real trace may name a CPU beyond the count
     /// it announced). New CPUs are unknown, as if present since the start.
     pub fn ensure_cpu(&mut self, cpu: CpuId) {
-        if cpu.idx() >= self.known.len() {
-            let add = cpu.idx() + 1 - self.known.len();
+        if cpu.idx() >= self.cpus.len() {
+            let add = cpu.idx() + 1 - self.cpus.len();
             self.total_ns += self.counted_ns * add as u128;
             self.grow(cpu.idx() + 1, false);
         }
     }
 
     fn grow(&mut self, n: usize, known_idle: bool) {
-        let old = self.known.len();
-        self.known.resize(n, known_idle);
-        self.busy.resize(n, false);
-        self.a.resize(n, 0);
-        self.r.resize(n, 0);
+        let old = self.cpus.len();
+        self.cpus.resize(n, CpuOcc { known: known_idle, busy: false, a: 0, r: 0 });
         if known_idle {
             self.idle_0 += (n - old) as u32;
         }
@@ -101,7 +110,7 @@ impl CpuOccupancy {
 
     #[inline]
     fn is_idle(&self, c: usize) -> bool {
-        self.known[c] && !self.busy[c]
+        self.cpus[c].is_idle()
     }
 
     /// Idle CPUs now (known ones).
@@ -118,7 +127,7 @@ impl CpuOccupancy {
             n += self.idle_0;
             if self.nz_count == 1 {
                 let c = self.nz_sum as usize;
-                if self.is_idle(c) && self.r[c] == 0 {
+                if self.cpus[c].is_idle() && self.cpus[c].r == 0 {
                     n -= 1;
                 }
             }
@@ -134,24 +143,14 @@ impl CpuOccupancy {
         }
         let dt = dt_ns as u128;
         self.counted_ns += dt;
-        self.total_ns += dt * self.known.len() as u128;
+        self.total_ns += dt * self.cpus.len() as u128;
         self.idle_ns += dt * self.nr_idle() as u128;
         self.wasted_ns += dt * self.nr_wasted() as u128;
     }
 
-    fn leave_idle_sets(&mut self, c: usize) {
-        if self.is_idle(c) {
-            if self.r[c] > 0 {
-                self.idle_r -= 1;
-            } else {
-                self.idle_0 -= 1;
-            }
-        }
-    }
-
     fn enter_idle_sets(&mut self, c: usize) {
         if self.is_idle(c) {
-            if self.r[c] > 0 {
+            if self.cpus[c].r > 0 {
                 self.idle_r += 1;
             } else {
                 self.idle_0 += 1;
@@ -165,29 +164,36 @@ impl CpuOccupancy {
     #[inline(always)]
     pub fn set_busy(&mut self, cpu: CpuId, was_busy: bool, busy: bool) {
         self.ensure_cpu(cpu);
-        let c = cpu.idx();
-        if !self.known[c] {
-            if !was_busy {
-                self.idle_ns += self.counted_ns;
-            }
-            self.known[c] = true;
-            self.busy[c] = busy;
-            self.enter_idle_sets(c);
-            return;
+        let x = &mut self.cpus[cpu.idx()];
+        let first = !x.known;
+        let was_idle = x.is_idle();
+        x.known = true;
+        x.busy = busy;
+        let r_pos = x.r > 0;
+        if first && !was_busy {
+            self.idle_ns += self.counted_ns;
         }
-        self.leave_idle_sets(c);
-        self.busy[c] = busy;
-        self.enter_idle_sets(c);
+        // Leave the idle sets if it was idle, enter them if it is now (its
+        // restricted waiters, which choose the set, did not change).
+        let now_idle = !busy;
+        if was_idle != now_idle {
+            let set = if r_pos { &mut self.idle_r } else { &mut self.idle_0 };
+            if now_idle {
+                *set += 1;
+            } else {
+                *set -= 1;
+            }
+        }
     }
 
     /// Resolve CPUs never seen switching as idle for the whole window (a CPU
     /// with no switch in a whole trace most likely slept in NOHZ idle).
     pub fn resolve_unknown_as_idle(&mut self) {
-        for c in 0..self.known.len() {
-            if !self.known[c] {
+        for c in 0..self.cpus.len() {
+            if !self.cpus[c].known {
                 self.idle_ns += self.counted_ns;
-                self.known[c] = true;
-                self.busy[c] = false;
+                self.cpus[c].known = true;
+                self.cpus[c].busy = false;
                 self.enter_idle_sets(c);
             }
         }
@@ -195,14 +201,15 @@ impl CpuOccupancy {
 
     fn bump_r(&mut self, c: usize, up: bool) {
         let idle = self.is_idle(c);
-        let before = self.r[c] > 0;
+        let x = &mut self.cpus[c];
+        let before = x.r > 0;
         if up {
-            self.r[c] += 1;
+            x.r += 1;
         } else {
-            debug_assert!(self.r[c] > 0);
-            self.r[c] = self.r[c].saturating_sub(1);
+            debug_assert!(x.r > 0);
+            x.r = x.r.saturating_sub(1);
         }
-        let after = self.r[c] > 0;
+        let after = x.r > 0;
         if idle && before != after {
             if after {
                 self.idle_0 -= 1;
@@ -221,16 +228,17 @@ impl CpuOccupancy {
         let w = cpu.idx();
         match mask {
             None => {
-                let was = self.a[w];
+                let x = &mut self.cpus[w];
+                let was = x.a;
                 if up {
-                    self.a[w] += 1;
+                    x.a += 1;
                     self.nr_wait_all += 1;
                 } else {
-                    debug_assert!(self.a[w] > 0);
-                    self.a[w] = self.a[w].saturating_sub(1);
+                    debug_assert!(x.a > 0);
+                    x.a = x.a.saturating_sub(1);
                     self.nr_wait_all = self.nr_wait_all.saturating_sub(1);
                 }
-                match (was > 0, self.a[w] > 0) {
+                match (was > 0, x.a > 0) {
                     (false, true) => {
                         self.nz_count += 1;
                         self.nz_sum += w as u64;
@@ -243,7 +251,7 @@ impl CpuOccupancy {
                 }
             }
             Some(m) => {
-                let n = self.known.len();
+                let n = self.cpus.len();
                 for c in m.iter() {
                     if c.idx() >= n {
                         break;
@@ -327,7 +335,7 @@ mod tests {
             let mut slow_wasted = 0u128;
             for op in ops {
                 match op {
-                    Op::Busy(c, b) => o.set_busy(CpuId(c as u32), o.busy[c], b),
+                    Op::Busy(c, b) => o.set_busy(CpuId(c as u32), o.cpus[c].busy, b),
                     Op::Wait(c, m) => {
                         let m = m.map(|bits| CpuMask::from_cpus(
                             (0..6).filter(|i| bits & (1 << i) != 0).map(|i| CpuId(i as u32))));

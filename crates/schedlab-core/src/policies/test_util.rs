@@ -27,6 +27,8 @@ pub fn sim(class: ClassKind, ntasks: usize) -> Sim {
 /// own queues.
 pub fn busy(s: &mut Sim, cpu: u32, t: u32) {
     s.rqs[cpu as usize].curr = Some(TaskId(t));
+    // A clock updated while idle is not current for a busy CPU.
+    s.rqs[cpu as usize].clock_stamp = u64::MAX;
     s.rqs[cpu as usize].nr_running = 1;
     s.tasks[t as usize].on_rq = true;
     s.tasks[t as usize].cpu = CpuId(cpu);

@@ -16,10 +16,11 @@
 //! only, and its size is bounded by the keys plus the one-shot events in
 //! flight. Other events are one-shot, each in a slot taken from a free list.
 //! Push, pop, move and cancel are O(log n) in the heap, O(1) in a lane (and
-//! a pop compares the heap's top with each lane's front); the heap holds
-//! 24-byte nodes and the payloads stay put in their slots.
+//! a pop compares the heap's top with the earliest lane front); the heap holds
+//! 32-byte nodes (a `u128` order and a slot, aligned to 16 bytes) and the
+//! payloads stay put in their slots.
 
-use super::lane::{Lane, Link, NIL};
+use super::lane::{Lane, Link, EMPTY_HEAD};
 use crate::ids::Ns;
 
 /// Position of a slot that is not queued.
@@ -78,6 +79,12 @@ pub struct EventQueue<E> {
     /// By slot: its order and neighbours while it is in a lane.
     links: Vec<Link>,
     lanes: [Lane; LANES],
+    /// The earliest of the lanes' `head_order`s (`EMPTY_HEAD` when all are
+    /// empty) and its lane, kept up to date when a lane's head changes
+    /// (an append to an empty lane, a pop or unlink of a head): a pop then
+    /// compares the heap's top with one order instead of every lane's front.
+    lane_min: u128,
+    lane_min_at: usize,
     /// Events in the lanes.
     in_lanes: usize,
     /// The heap's root was popped and not refilled yet (`heap[0]` is
@@ -112,6 +119,8 @@ impl<E> EventQueue<E> {
             evs: (0..n).map(|_| None).collect(),
             links: vec![Link::default(); n],
             lanes: [Lane::default(); LANES],
+            lane_min: EMPTY_HEAD,
+            lane_min_at: 0,
             in_lanes: 0,
             hole: false,
             keys,
@@ -170,13 +179,13 @@ impl<E> EventQueue<E> {
             self.insert(lane, key, time, ev);
             return;
         }
-        self.settle();
-        let i = self.pos[key as usize];
+        // The root may be a hole (a popped root not refilled yet): the key
+        // is not there, and nothing rises into it (see `heap_remove`).
         let time = self.check_time(time);
         self.seq += 1;
         let order = order_of(time, self.seq);
         if let Some(l) = lane {
-            if self.lanes[l].accepts(&self.links, order) {
+            if self.lanes[l].accepts(order) {
                 self.heap_remove(i as usize);
                 self.lane_append(l, key, order, ev);
                 return;
@@ -184,6 +193,15 @@ impl<E> EventQueue<E> {
         }
         let node = Node { order, slot: key };
         self.evs[key as usize] = Some(ev);
+        if self.hole {
+            // The moved event fills the hole (usually soon due, it sinks
+            // a few levels) and the last node its old place, instead of a
+            // refill (a walk to a leaf and back) and a move.
+            self.hole = false;
+            self.heap_remove(i as usize);
+            self.sift_down(0, node);
+            return;
+        }
         // A move to a later time (a fresh sequence number is later too)
         // sinks; one to an earlier time rises.
         let old = self.heap[i as usize];
@@ -206,8 +224,8 @@ impl<E> EventQueue<E> {
         if i & IN_LANE != 0 {
             self.unlink(key, i);
         } else {
-            self.settle();
-            self.heap_remove(self.pos[key as usize] as usize);
+            // A hole at the root stays for the next insert to fill.
+            self.heap_remove(i as usize);
         }
     }
 
@@ -266,6 +284,7 @@ impl<E> EventQueue<E> {
             Front::Lane(l) => {
                 let s = self.lanes[l].head;
                 self.lanes[l].unlink(&mut self.links, s);
+                self.lanes_changed();
                 self.in_lanes -= 1;
                 s
             }
@@ -318,16 +337,28 @@ impl<E> EventQueue<E> {
     #[inline]
     fn front(&self) -> Option<(u128, Front)> {
         debug_assert!(!self.hole);
-        let mut best = self.heap.first().map(|n| (n.order, Front::Heap));
+        let top = self.heap.first().map_or(EMPTY_HEAD, |n| n.order);
+        if self.lane_min < top {
+            Some((self.lane_min, Front::Lane(self.lane_min_at)))
+        } else if top != EMPTY_HEAD {
+            Some((top, Front::Heap))
+        } else {
+            None
+        }
+    }
+
+    /// Find the earliest lane front again (a lane's head changed).
+    #[inline]
+    fn lanes_changed(&mut self) {
+        let (mut best, mut at) = (EMPTY_HEAD, 0);
         for (l, lane) in self.lanes.iter().enumerate() {
-            if lane.head != NIL {
-                let o = self.links[lane.head as usize].order;
-                if best.is_none_or(|(b, _)| o < b) {
-                    best = Some((o, Front::Lane(l)));
-                }
+            if lane.head_order < best {
+                best = lane.head_order;
+                at = l;
             }
         }
-        best
+        self.lane_min = best;
+        self.lane_min_at = at;
     }
 
     #[inline]
@@ -358,7 +389,7 @@ impl<E> EventQueue<E> {
         self.seq += 1;
         let order = order_of(time, self.seq);
         if let Some(l) = lane {
-            if self.lanes[l].accepts(&self.links, order) {
+            if self.lanes[l].accepts(order) {
                 self.lane_append(l, slot, order, ev);
                 return;
             }
@@ -378,6 +409,12 @@ impl<E> EventQueue<E> {
     fn lane_append(&mut self, l: usize, slot: u32, order: u128, ev: E) {
         self.evs[slot as usize] = Some(ev);
         self.lanes[l].push_back(&mut self.links, slot, order);
+        // Only an append to an empty lane changes its head, to `order`; a
+        // lane with a head already has one before `order`.
+        if order < self.lane_min {
+            self.lane_min = order;
+            self.lane_min_at = l;
+        }
         self.pos[slot as usize] = IN_LANE | l as u32;
         self.in_lanes += 1;
     }
@@ -385,14 +422,22 @@ impl<E> EventQueue<E> {
     /// Take `slot` (at position `p`, in a lane) out of its lane.
     #[inline(always)]
     fn unlink(&mut self, slot: u32, p: u32) {
-        self.lanes[(p & !IN_LANE) as usize].unlink(&mut self.links, slot);
+        let lane = &mut self.lanes[(p & !IN_LANE) as usize];
+        let was_head = lane.head == slot;
+        lane.unlink(&mut self.links, slot);
+        if was_head {
+            self.lanes_changed();
+        }
         self.in_lanes -= 1;
         self.pos[slot as usize] = NOT_QUEUED;
     }
 
-    /// Take the node at heap index `i` out of the heap.
+    /// Take the node at heap index `i` out of the heap. The root may be a
+    /// hole (`i` is not 0 then): its stale node is the last popped event,
+    /// ordered before every queued one, so no node rises into it.
     #[inline]
     fn heap_remove(&mut self, i: usize) {
+        debug_assert!(!self.hole || i > 0);
         self.pos[self.heap[i].slot as usize] = NOT_QUEUED;
         let last = self.heap.pop().expect("a queued key is in the heap");
         if i < self.heap.len() {
@@ -478,6 +523,12 @@ impl<E> EventQueue<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heap_node_is_32_bytes() {
+        // What the module doc and the engine README say.
+        assert_eq!(std::mem::size_of::<Node>(), 32);
+    }
 
     #[test]
     fn time_order_then_fifo() {
