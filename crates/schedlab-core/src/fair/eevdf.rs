@@ -40,8 +40,13 @@ use crate::sched_feat;
 
 pub use super::weight::{calc_delta, calc_delta_fair, inv_weight, nice_to_weight, SCHED_PRIO_TO_WEIGHT, WMULT_CONST};
 
-/// `normalized_sysctl_sched_base_slice`: 0.70 ms in the linux-next fair.c
-/// read for this model (v6.6 .. v6.1x shipped 0.75 ms), before CPU scaling.
+/// `normalized_sysctl_sched_base_slice`: 0.70 ms, before CPU scaling, since
+/// v6.15 (2ae891b82695, "sched: Reduce the default slice to avoid tasks
+/// getting an extra tick"), which the 6.12 stable line took as well: Debian's
+/// 6.12.95 prints 2100000 in /sys/kernel/debug/sched/base_slice_ns on 4
+/// CPUs, and `validate` compares every guest recording's value with
+/// `api::kernel_tunables`. v6.6 .. v6.14 as first released had 0.75 ms; every
+/// profile here uses 0.70 ms.
 pub const NORMALIZED_SYSCTL_SCHED_BASE_SLICE_NS: Ns = 700_000;
 
 /// `get_update_sysctl_factor()` with the default SCHED_TUNABLESCALING_LOG:
