@@ -268,7 +268,10 @@ def _printed_domains(lines: Sequence[object]) -> dict[int, list[tuple[str, froze
     lowest level first."""
     found: dict[int, list[tuple[int, str, frozenset[str]]]] = {}
     for line in lines:
-        path, name, *flags = str(line).split() or ["", ""]
+        words = str(line).split()
+        if len(words) < 2:
+            continue  # no name: not a line the guest's /init writes
+        path, name, *flags = words
         m = re.search(r"cpu(\d+)/domain(\d+)", path)
         if m:
             level = (int(m.group(2)), name, frozenset(flags))
