@@ -233,7 +233,7 @@ impl Sim {
             return if core_t { this } else { prev };
         }
         let idle =
-            |cpu: CpuId, l: usize| self.machine.llc_mask(cpu).weight().saturating_sub(self.fair.llc[l].nr_busy_cpus);
+            |cpu: CpuId, l: usize| self.fair.sd_llc_size[cpu.idx()].saturating_sub(self.fair.llc[l].nr_busy_cpus);
         let (idle_t, idle_p) = (idle(this, lt), idle(prev, lp));
         match idle_t.cmp(&idle_p) {
             std::cmp::Ordering::Greater => this,
