@@ -238,10 +238,21 @@ def validate_cmd(
         typer.Option(
             "--stalls/--no-stalls",
             help="With --qemu and its calibration: simulate every case beside the vCPU stalls the "
-            "guest's stall probe measured (the stall noise family; its spec is in the notes). "
+            "guest's stall probe measured (the spec is in the notes). "
             "--no-stalls simulates a machine that never stalls.",
         ),
     ] = True,
+    stall_model: Annotated[
+        str,
+        typer.Option(
+            "--stall-model",
+            metavar="host|independent",
+            help="How a guest's measured stalls are simulated: host (the host the stall probes "
+            "fit: vCPUs time-shared by the recording host's CPUs with its slice and its own "
+            "threads' share, the overcommit noise family) or independent (one busy-gated stall "
+            "source per count of busy vCPUs, each CPU on its own).",
+        ),
+    ] = "host",
     suite: Annotated[
         bool,
         typer.Option(
@@ -267,7 +278,7 @@ def validate_cmd(
     if suite:
         _validate_suite_cmd(
             out, reps, seeds, scale, cases, parent_wakee_flips, qemu, wl_bin, machine, reuse,
-            calibrate, noise or (), stalls, markdown, title, json_out,
+            calibrate, noise or (), stalls, markdown, title, json_out, stall_model,
         )  # fmt: skip
         return
     results = _interruptible(
@@ -285,6 +296,7 @@ def validate_cmd(
         calibrate=calibrate,
         noise=noise or (),
         stalls=stalls,
+        stall_model=stall_model,
     )
     if markdown is not None:
         _write_output(markdown, _validate.markdown(results, title))
@@ -337,6 +349,7 @@ def _validate_suite_cmd(
     markdown: Path | None,
     title: str,
     json_out: bool,
+    stall_model: str = "host",
 ) -> None:
     """`validate --suite`: the three topologies of `_validate_suite.SUITE`."""
     from . import _validate_suite
@@ -375,6 +388,7 @@ def _validate_suite_cmd(
         reuse=reuse,
         parent_wakee_flips=parent_wakee_flips,
         stalls=stalls,
+        stall_model=stall_model,
         noise=noise,
         on_section=write,
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import shutil
 import statistics
@@ -34,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _native, _stalls, _tracefs
+from . import _hostshare, _native, _stalls, _tracefs
 from ._kernel_profile import domain_notes, kernel_notes, policy_for_kernel, tunable_notes
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
@@ -272,6 +273,7 @@ def run_case(
     noise: Sequence[str] = (),
     vcpu_stalls: Sequence[str] = (),
     own_stalls: bool = False,
+    stall_model: str = "host",
 ) -> dict[str, Any]:
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
     compares the means. `parent_wakee_flips` is the count the simulated tasks
@@ -286,13 +288,17 @@ def run_case(
     run beside each simulation. `vcpu_stalls` are a guest's vCPU stalls (`stall`
     specs from its calibration), run beside each recording's simulation
     unless, with `own_stalls`, the recording stored its own
-    (``probe-stalls-K.json``, measured after it in its boot), which then win."""
+    (``probe-stalls-K.json``, measured after it in its boot), which then win:
+    with `stall_model` "host", as the host those probes fit (`_hostshare`:
+    the `overcommit` family, vCPUs time-shared by the recording host's CPUs),
+    with "independent", as one busy-gated `stall` source per count."""
     from . import _calibrate
 
     real_runs: list[dict[str, float]] = []
     rep_flips: list[list[int]] = []
     rep_stalls: list[tuple[str, ...]] = []
     own_shares: list[list[tuple[int, float]]] = []
+    host_fits: list[tuple[int, str, str]] = []  # (recording, spec, how it was fitted)
     host_load: list[str] = []
     recovered: list[int] = []
     stalls: list[_stalls.LongRuns] = []
@@ -331,10 +337,18 @@ def run_case(
             rep_flips.append([parent_wakee_flips])
         else:
             rep_flips.append(recording_flips(text, info))
-        measured = _calibrate.stall_noise(out) if own_stalls else None
+        measured = None
+        fitted = _hostshare.fit(out, int(info.get("host_cpus") or 0)) if own_stalls else None
+        if fitted is not None and stall_model == "host":
+            measured = ([fitted.spec()], fitted.describe())
+            host_fits.append((i, fitted.spec(), fitted.describe()))
+        elif own_stalls:
+            # Independent stalls, asked for or the only model the probes
+            # allow (no per-count probes, no host CPU count).
+            measured = _calibrate.stall_noise(out)
+            if measured:
+                own_shares.append(_calibrate.stall_shares(out))
         rep_stalls.append(tuple(measured[0]) if measured else tuple(vcpu_stalls))
-        if measured:
-            own_shares.append(_calibrate.stall_shares(out))
     policy, notes = policy_for_kernel(
         str(info.get("kernel_release", "")), list(info.get("sched_features", []))
     )
@@ -424,7 +438,7 @@ def run_case(
             *_recovered_note(recovered),
             *_opt(_stalls.note(stalls, any(s for s in rep_stalls))),
             *[f"simulated beside the noise `{n}`" for n in noise],
-            *_stall_notes(rep_stalls, own_shares, vcpu_stalls),
+            *_stall_notes(rep_stalls, own_shares, vcpu_stalls, host_fits),
             *_opt(
                 f"the host's 1-minute load average as each recording's boot ended: "
                 f"{', '.join(host_load)} (on {info.get('host_cpus', '?')} host CPUs; the more "
@@ -445,11 +459,19 @@ def _stall_notes(
     rep_stalls: Sequence[tuple[str, ...]],
     own_shares: Sequence[Sequence[tuple[int, float]]],
     fallback: Sequence[str],
+    host_fits: Sequence[tuple[int, str, str]] = (),
 ) -> list[str]:
     """How the recordings' simulations stalled: beside the stalls each
     measured after itself (its share stalled per count of busy vCPUs), or
-    beside the calibration's."""
+    the host its stall probes fit (`host_fits`, each described), or beside
+    the calibration's."""
     notes = []
+    if host_fits:
+        per = "; ".join(f"recording {i}: `{spec}`, {how}" for i, spec, how in host_fits)
+        notes.append(
+            "each recording simulated on vCPUs time-shared by the host its stall probes (1 s with "
+            f"1 to N vCPUs spinning, right after it in its boot) fit: {per}"
+        )
     if own_shares:
         per = "; ".join(
             f"recording {i}: " + ", ".join(f"{k} busy {100 * s:.0f}%" for k, s in shares)
@@ -492,6 +514,7 @@ def validate(
     calibrate: bool | None = None,
     noise: Sequence[str] = (),
     stalls: bool = True,
+    stall_model: str = "host",
 ) -> list[dict[str, Any]]:
     """Every case, natively on this host (under `schedlab record`) or, with
     `qemu` (a `GuestShape` spec), inside a QEMU guest booted from Debian's
@@ -504,8 +527,12 @@ def validate(
     ``out/calibrate`` are used instead) and the cases are simulated on
     ``out/calibrate/machine.toml``, the imported machine with the measured
     costs (`calibrated_machine`). There, with `stalls`, the stalls the
-    guest's stall probe measured (`_calibrate.stall_noise`) are simulated
-    beside every case as the `stall` noise family, after `noise`."""
+    guest's stall probes measured are simulated beside every case, after
+    `noise`: as the host they fit (`stall_model` "host": `_hostshare`, the
+    `overcommit` family) or as independent per-count `stall` sources
+    ("independent": `_calibrate.stall_noise`)."""
+    if stall_model not in ("host", "independent"):
+        raise _native.SpecError(f"--stall-model: expected host or independent, got '{stall_model}'")
     results: list[dict[str, Any]] = []
     record: Callable[[list[str], Path], dict[str, Any]]
     if calibrate is None:
@@ -548,6 +575,12 @@ def validate(
         from . import _calibrate
 
         measured = _calibrate.stall_noise(out / "calibrate") if qemu is not None else None
+        if stall_model == "host" and qemu is not None:
+            # The calibration boot's host: this one (the recordings carry
+            # their own count in kernel.json).
+            fitted = _hostshare.fit(out / "calibrate", os.cpu_count() or 1)
+            if fitted is not None:
+                measured = ([fitted.spec()], fitted.describe())
         if stalls and measured is not None:
             cal_stalls = measured[0]
             calibration["stalls"] = (" ".join(measured[0]), measured[1])
@@ -569,6 +602,7 @@ def validate(
                 noise,
                 vcpu_stalls=cal_stalls,
                 own_stalls=stalls and qemu is not None,
+                stall_model=stall_model,
             )
         )
         if calibration is not None:

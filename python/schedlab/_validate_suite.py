@@ -65,6 +65,7 @@ def run_suite(
     reuse: bool = False,
     parent_wakee_flips: int | None = None,
     stalls: bool = True,
+    stall_model: str = "host",
     noise: Sequence[str] = (),
     topologies: Sequence[Topology] = SUITE,
     on_section: Callable[[list[tuple[Topology, list[dict[str, Any]]]]], None] | None = None,
@@ -90,6 +91,7 @@ def run_suite(
             reuse=reuse,
             calibrate=True,
             stalls=stalls,
+            stall_model=stall_model,
             noise=noise,
         )
         done.append((topo, results))

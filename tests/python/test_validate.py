@@ -397,19 +397,28 @@ def test_validate_qemu_calibrates_from_stored_guest_probes_without_booting(
     assert sims[0]["context_switches"] != sims[1]["context_switches"]
     # A recording that stored the stall probes run after it in its boot is
     # simulated beside its own stalls instead (here: none with one or two
-    # vCPUs busy, so it runs as if it never stalled).
+    # vCPUs busy, so it runs as if it never stalled), as independent stalls
+    # or as the host they fit (the default, given the host's CPU count).
     rec = tmp_path / "schbench" / "real-0"
     for k in (1, 2, 3, 4):
         gaps = 300 if k > 2 else 0
         probe = {"family": "stalls", "gaps": gaps, "per_s": gaps / 3, "mean_ns": 4_000_000,
-                 "threshold_ns": 500000, "cpus": k, "stalled_fraction": gaps / 750}  # fmt: skip
+                 "threshold_ns": 500000, "cpus": k, "stalled_fraction": gaps / 750,
+                 "duration_ns": 3_000_000_000, "total_ns": gaps * 4_000_000}  # fmt: skip
         (rec / f"probe-stalls-{k}.json").write_text(json.dumps(probe))
     info = json.loads((rec / "kernel.json").read_text())
     assert not any("load average" in n for n in runs[True]["notes"])
     (rec / "kernel.json").write_text(json.dumps(dict(info, host_loadavg=3.62, host_cpus=2)))
-    (own,) = _validate.validate(
+    (host,) = _validate.validate(
         tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
         wl_bin=wl, reuse=True,
+    )  # fmt: skip
+    note = next(n for n in host["notes"] if n.startswith("each recording simulated on vCPUs"))
+    assert "recording 0: `overcommit:host_cpus=2," in note
+    assert "3 busy 40% (model" in note
+    (own,) = _validate.validate(
+        tmp_path, reps=1, seeds=1, cases=[case], qemu="sockets=1,cores=2,threads=2",
+        wl_bin=wl, reuse=True, stall_model="independent",
     )  # fmt: skip
     assert not any("calibration's vCPU stalls" in n for n in own["notes"])
     note = next(n for n in own["notes"] if n.startswith("each recording simulated beside"))

@@ -155,6 +155,7 @@ impl Sim {
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,
+            host: workload.host.clone().map(|h| Box::new(super::host::Host::new(h, nr, cfg.seed))),
             nr_busy: 0,
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first).with_dbs_first(dbs_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],
@@ -206,6 +207,7 @@ impl Sim {
             }
         }
         sim.irq_start();
+        sim.host_start();
         Ok(sim)
     }
 }

@@ -17,6 +17,8 @@ impl Sim {
     ///   runqueue's within what the tasks homed on it can contribute (blocked
     ///   and departed tasks' share decays, so one extra 1024 of slack);
     /// - `nr_busy` counts the CPUs that run a task;
+    /// - with an `overcommit` host, each host CPU runs one vCPU, one other
+    ///   thread or nothing, and no vCPU waits while one is free;
     /// - with clamps in use, each runqueue's clamp buckets count exactly its
     ///   queued tasks that count (`engine::uclamp`);
     /// - the fair class's own invariants (`Sim::check_fair`: its entities
@@ -27,6 +29,9 @@ impl Sim {
         let busy = (0..nr).filter(|&c| self.rqs[c].curr.is_some()).count() as u32;
         if busy != self.nr_busy {
             return Err(format!("nr_busy {} but {busy} CPUs run a task", self.nr_busy));
+        }
+        if let Some(h) = &self.host {
+            h.check()?;
         }
         let mut queued = vec![0u32; nr];
         let mut in_flight = vec![0u32; nr];

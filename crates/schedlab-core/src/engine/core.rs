@@ -499,6 +499,7 @@ impl Sim {
                 self.put_prev_task_idle(cpu);
                 self.exit_idle(cpu);
                 self.nr_busy += 1;
+                self.vcpu_busy(cpu);
             }
             self.emit(Event::Switch { cpu, prev: None, prev_state: PrevState::Runnable, next });
         }
@@ -529,6 +530,7 @@ impl Sim {
             None => {
                 // prev is a task here (prev == next returned above).
                 self.nr_busy -= 1;
+                self.vcpu_halt(cpu);
                 self.enter_idle(cpu);
                 self.smt_speed_changed(cpu);
                 Ok(())
@@ -617,6 +619,7 @@ impl Sim {
         self.rqs[src.idx()].curr = None;
         self.rqs[src.idx()].clock_stamp = Ns::MAX;
         self.nr_busy -= 1;
+        self.vcpu_halt(src);
         self.rqs[src.idx()].seg_active = false;
         self.rqs[src.idx()].run_gen += 1;
         self.queue.cancel_key(self.key_run_done(src));

@@ -41,6 +41,10 @@
 //! timer, its sleepers' timers and IPIs wait (`stall_until`, checked in
 //! `Sim::handle`): a descheduled vCPU runs nothing, not even its interrupts.
 //!
+//! A vCPU waiting for a host CPU (`engine/host.rs`, the `overcommit`
+//! family) is stalled the same way with `stall_until` at `HOST_HELD`, an
+//! end not known yet: its events are held and queued again when it runs.
+//!
 //! A source with `busy_cpus = K` fires only while the CPU runs a task and
 //! exactly K CPUs do (`Sim::nr_busy`); its other interrupts are dropped
 //! when they come, so with exponential intervals it is a Poisson stream
@@ -172,6 +176,10 @@ impl Sim {
     /// `Ev::Irq`: stream `i` raises an interrupt now.
     pub(super) fn irq_raise(&mut self, i: u32) -> crate::Result<()> {
         let (cpu, source) = (self.irq_streams[i as usize].cpu, self.irq_streams[i as usize].source);
+        // A vCPU waiting for a host CPU takes the interrupt when it runs.
+        if self.host.is_some() && self.host_hold(cpu, super::Ev::Irq { stream: i }) {
+            return Ok(());
+        }
         let busy_until = self.irq[cpu.idx()].busy_until;
         if busy_until > self.now {
             // A handler runs: this interrupt is taken when it returns.
@@ -296,7 +304,9 @@ impl Sim {
     #[inline]
     pub(super) fn defer_ipi_if_stalled(&mut self, cpu: CpuId, ev: Ev) -> bool {
         let Some(t) = self.stalled(cpu) else { return false };
-        self.at_in(super::LANE_IPI, t, ev);
+        if !self.host_hold(cpu, ev) {
+            self.at_in(super::LANE_IPI, t, ev);
+        }
         true
     }
 

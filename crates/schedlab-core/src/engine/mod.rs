@@ -20,6 +20,7 @@ pub mod check;
 pub mod core;
 pub mod cost;
 pub mod exec;
+pub mod host;
 pub mod idle;
 pub mod ipc;
 pub mod irq;
@@ -135,6 +136,17 @@ pub enum Ev {
         /// CPU.
         cpu: CpuId,
     },
+    /// A vCPU has run a host slice (`engine/host.rs`).
+    HostSlice {
+        /// The vCPU.
+        cpu: CpuId,
+        /// `Host::slice_gen` when armed.
+        gen: u64,
+    },
+    /// One of the host's other threads takes a host CPU.
+    HostOther,
+    /// A run of the host's other threads ends.
+    HostOtherEnd,
     /// The workload's duration has elapsed.
     Stop,
 }
@@ -282,6 +294,8 @@ pub struct Sim {
     irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
     irq: Vec<irq::CpuIrq>,
+    /// The host time-sharing the CPUs as vCPUs (`overcommit`), if any.
+    host: Option<Box<host::Host>>,
     /// CPUs running a task (not idle): what a `busy_cpus` interrupt source
     /// (`IrqSpec::busy_cpus`) is gated on. Kept by `context_switch`.
     nr_busy: u32,
@@ -418,6 +432,9 @@ impl Sim {
                 }
                 // A stalled vCPU takes its tick when it runs again.
                 if let Some(t) = self.stalled(cpu) {
+                    if self.host_hold(cpu, ev) {
+                        return Ok(());
+                    }
                     self.queue.push_key_in(LANE_TICK, self.key_tick(cpu), t, Ev::Tick { cpu, gen });
                     return Ok(());
                 }
@@ -426,6 +443,9 @@ impl Sim {
             }
             Ev::HrTick(cpu) => {
                 if let Some(t) = self.stalled(cpu) {
+                    if self.host_hold(cpu, ev) {
+                        return Ok(());
+                    }
                     self.queue.push_key(self.key_hrtick(cpu), t, Ev::HrTick(cpu));
                     return Ok(());
                 }
@@ -440,6 +460,9 @@ impl Sim {
                 // The hrtimer fires on the CPU the task slept on: a stalled
                 // vCPU takes its interrupt when it runs again.
                 if let Some(t) = self.stalled(cpu) {
+                    if self.host_hold(cpu, ev) {
+                        return Ok(());
+                    }
                     self.queue.push_key(self.key_timer(task), t, ev);
                     return Ok(());
                 }
@@ -500,6 +523,22 @@ impl Sim {
                 self.stats.handled += 1;
                 self.dbs_irq_work(cpu)
             }
+            Ev::HostSlice { cpu, gen } => {
+                if self.host_slice(cpu, gen) {
+                    self.stats.handled += 1;
+                }
+                Ok(())
+            }
+            Ev::HostOther => {
+                self.stats.handled += 1;
+                self.host_other();
+                Ok(())
+            }
+            Ev::HostOtherEnd => {
+                self.stats.handled += 1;
+                self.host_other_end();
+                Ok(())
+            }
             Ev::Stop => {
                 self.stats.handled += 1;
                 self.stopped = true;
@@ -515,6 +554,8 @@ impl Sim {
     }
 }
 
+#[cfg(test)]
+mod host_tests;
 #[cfg(test)]
 mod idle_tests;
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //!
 //! Merged fields:
 //! * `irqs`: concatenated;
+//! * `host`: the one part's that has it (`overcommit`); two hosts, or a host
+//!   beside a `stall` source (two models of the same stalls), are refused;
 //! * `duration_ns`: the longest of the parts' durations (a part without one
 //!   ends when its tasks exit; the run ends when every non-noise task has
 //!   exited or the longest duration has passed);
@@ -151,7 +153,7 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
             "workload",
             "workload",
             "expected at least one workload whose tasks end (a benchmark), got only noise \
-             (rt-periodic, kworkers, irq, stall)",
+             (rt-periodic, kworkers, irq, stall, overcommit)",
         ));
     };
     let mut out = Workload { warmup_ns: parts[main].warmup_ns, ..Workload::of(Vec::new(), parts[main].primary) };
@@ -185,11 +187,24 @@ pub fn compose(parts: Vec<Workload>) -> Result<Composed> {
         out.sems.extend(w.sems);
         out.masks.extend(w.masks);
         out.irqs.extend(w.irqs);
+        if w.host.is_some() {
+            if out.host.is_some() {
+                return Err(SchedlabError::spec("workload", "overcommit", "at most one overcommit host, got two"));
+            }
+            out.host = w.host;
+        }
         out.duration_ns = match (out.duration_ns, w.duration_ns) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
         names.push(w.name);
+    }
+    if out.host.is_some() && out.irqs.iter().any(|q| !q.accounted) {
+        return Err(SchedlabError::spec(
+            "workload",
+            "overcommit",
+            "either an overcommit host or stall sources (two models of a vCPU's stalls), not both",
+        ));
     }
     out.name = names.join(" + ");
     Ok(Composed { workload: out, parts: info, task_part, main })

@@ -19,6 +19,7 @@ pub mod noise;
 pub(crate) mod omp;
 pub mod ompbarrier;
 pub mod ops;
+pub mod overcommit;
 pub mod pgbench;
 pub mod pipe;
 pub mod program;
@@ -417,6 +418,7 @@ impl Workload {
             sems: Vec::new(),
             masks: Vec::new(),
             irqs: Vec::new(),
+            host: None,
             duration_ns: None,
             warmup_ns: 0,
             primary,
@@ -452,6 +454,9 @@ pub struct Workload {
     pub masks: Vec<CpuMask>,
     /// Interrupt sources.
     pub irqs: Vec<IrqSpec>,
+    /// The host that time-shares the machine's CPUs as vCPUs (the
+    /// `overcommit` family), if any.
+    pub host: Option<overcommit::HostSpec>,
     /// Stop the run at this time (a benchmark's runtime); `None` = when all
     /// tasks have exited.
     pub duration_ns: Option<Ns>,

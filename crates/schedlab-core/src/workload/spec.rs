@@ -10,8 +10,8 @@ use super::dist::{format_dist, parse_dist};
 use super::sched_keys::{take_sched_keys, PolicyDefault, SCHED_KEY_DOCS};
 use super::wakee_flips::{apply_parent_wakee_flips, build_order, take_parent_wakee_flips, ForkOrder};
 use super::{
-    android, chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, pgbench, pipe, schbench, sieve,
-    stall, video, workqueue, Dist, Workload,
+    android, chameneos, dbquery, hackbench, irq, kvcache, nas, noise, ompbarrier, overcommit, pgbench, pipe, schbench,
+    sieve, stall, video, workqueue, Dist, Workload,
 };
 use crate::cpumask::CpuMask;
 use crate::error::{Result, SchedlabError};
@@ -126,7 +126,7 @@ struct Family {
 const FAIR: PolicyDefault = PolicyDefault::Fair;
 
 #[rustfmt::skip]
-const FAMILIES: [Family; 18] = [
+const FAMILIES: [Family; 19] = [
     Family { name: "hackbench", summary: hackbench::SUMMARY, structure: hackbench::STRUCTURE, source: hackbench::SOURCE,
              params: hackbench::PARAMS, build: hackbench::build, policy: FAIR, fork_order: build_order },
     Family { name: "schbench", summary: schbench::SUMMARY, structure: schbench::STRUCTURE, source: schbench::SOURCE,
@@ -165,6 +165,9 @@ const FAMILIES: [Family; 18] = [
              params: irq::PARAMS, build: irq::build, policy: PolicyDefault::NoTasks, fork_order: build_order },
     Family { name: "stall", summary: stall::SUMMARY, structure: stall::STRUCTURE, source: stall::SOURCE,
              params: stall::PARAMS, build: stall::build, policy: PolicyDefault::NoTasks, fork_order: build_order },
+    Family { name: "overcommit", summary: overcommit::SUMMARY, structure: overcommit::STRUCTURE,
+             source: overcommit::SOURCE, params: overcommit::PARAMS, build: overcommit::build,
+             policy: PolicyDefault::NoTasks, fork_order: build_order },
 ];
 
 /// The `cpus`/`preferred` and policy keys every family takes, as documented

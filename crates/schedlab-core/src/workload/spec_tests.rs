@@ -68,7 +68,7 @@ fn unknown_family_lists_valid() {
             assert_eq!((kind.as_str(), name.as_str()), ("workload", "hackbenc"));
             assert_eq!(
                 valid,
-                "hackbench, schbench, workqueue, sieve, pipe, barrier, nas, chameneos, kv-cache, pgbench, db-query, video-enc, video-dec, android, rt-periodic, kworkers, irq, stall"
+                "hackbench, schbench, workqueue, sieve, pipe, barrier, nas, chameneos, kv-cache, pgbench, db-query, video-enc, video-dec, android, rt-periodic, kworkers, irq, stall, overcommit"
             );
         }
         other => panic!("{other:?}"),
@@ -120,7 +120,7 @@ fn percent_resolves_against_machine() {
 #[test]
 fn families_are_documented() {
     let fams = workload_families();
-    assert_eq!(fams.len(), 19);
+    assert_eq!(fams.len(), 20);
     for f in &fams {
         assert!(!f.summary.is_empty());
         for p in &f.params {

@@ -1,0 +1,165 @@
+//! The `overcommit` host: vCPUs time-shared by fewer host CPUs.
+
+use crate::cpumask::CpuMask;
+use crate::engine::host::VcpuState;
+use crate::engine::task::TaskState;
+use crate::engine::Sim;
+use crate::features::Features;
+use crate::ids::{CpuId, TaskId, NSEC_PER_MSEC};
+use crate::testkit::{script_tasks, script_workload, sim_config, sim_with, TWO_LLC};
+use crate::workload::overcommit::HostSpec;
+use crate::workload::{Action, Dist};
+
+const MS: u64 = NSEC_PER_MSEC;
+
+fn host(host_cpus: u32, slice_ms: u64, wake_preempt: bool) -> HostSpec {
+    HostSpec {
+        host_cpus,
+        slice: Dist::Fixed(slice_ms * MS),
+        other_interval: Dist::Fixed(0),
+        other_run: Dist::Fixed(MS),
+        wake_preempt,
+    }
+}
+
+/// `n` tasks, task i pinned to CPU i, each running `actions`, on the
+/// 8-CPU test machine with `host` (or none).
+fn pinned(n: usize, actions: &[Action], host: Option<HostSpec>) -> Sim {
+    let mut ts = script_tasks(n, actions, 1);
+    for (i, t) in ts.iter_mut().enumerate() {
+        t.allowed = Some(CpuMask::from_cpus([CpuId(i as u32)]));
+    }
+    let mut w = script_workload(ts);
+    w.host = host;
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    sim
+}
+
+/// When every task of `sim` has exited.
+fn finish(sim: &mut Sim) -> u64 {
+    sim.run(u64::MAX).unwrap();
+    assert!(sim.tasks.iter().all(|t| t.state == TaskState::Dead));
+    sim.now
+}
+
+#[test]
+fn four_busy_vcpus_on_two_host_cpus_take_twice_as_long() {
+    // 100 ms of work on each of 4 vCPUs, 2 host CPUs: 400 ms of vCPU time
+    // over 2 host CPUs ends near 200 ms; with no host, near 100 ms.
+    let work = [Action::Compute(100 * MS)];
+    let alone = finish(&mut pinned(4, &work, None));
+    assert!(alone < 102 * MS, "ended at {alone}");
+    let mut sim = pinned(4, &work, Some(host(2, 4, true)));
+    let shared = finish(&mut sim);
+    assert!((199 * MS..206 * MS).contains(&shared), "ended at {shared}");
+    // Each vCPU waited about half of the time, and the waits were charged
+    // to the tasks (their CPU time is the wall time, not the work).
+    let stalled = sim.host.as_ref().unwrap().stalled_ns;
+    assert!((390 * MS..410 * MS).contains(&stalled), "stalled {stalled}");
+}
+
+#[test]
+fn as_many_host_cpus_as_busy_vcpus_stall_nothing() {
+    let work = [Action::Compute(100 * MS)];
+    let mut sim = pinned(2, &work, Some(host(2, 4, true)));
+    let end = finish(&mut sim);
+    assert!(end < 102 * MS, "ended at {end}");
+    assert_eq!(sim.host.as_ref().unwrap().stalled_ns, 0);
+}
+
+#[test]
+fn at_most_host_cpus_vcpus_run_at_once_and_they_take_turns() {
+    // Three busy vCPUs on two host CPUs with 4 ms slices: at any instant
+    // one waits, and over 60 ms each waits about a third of the time.
+    let mut sim = pinned(3, &[Action::Compute(1_000 * MS)], Some(host(2, 4, true)));
+    let mut waited = [0u32; 3];
+    for step in 1..=60 {
+        sim.run(step * MS).unwrap();
+        let h = sim.host.as_ref().unwrap();
+        let states = &h.state[..3];
+        assert_eq!(states.iter().filter(|s| **s == VcpuState::Running).count(), 2, "at {step} ms: {states:?}");
+        for (w, s) in waited.iter_mut().zip(states) {
+            *w += u32::from(*s == VcpuState::Waiting);
+        }
+    }
+    assert!(waited.iter().all(|&w| (16..=24).contains(&w)), "waited {waited:?} of 60 ms");
+}
+
+/// A sleeper pinned to CPU 2 (awake at `wake_ms`) while CPUs 0 and 1 run
+/// long tasks on a host of 2 CPUs with 10 ms slices: when the sleeper first
+/// runs after its timer.
+fn sleeper_first_run_after_wake(wake_preempt: bool, wake_ms: u64) -> u64 {
+    let mut ts = script_tasks(2, &[Action::Compute(1_000 * MS)], 1);
+    ts.extend(script_tasks(1, &[Action::Sleep(wake_ms * MS), Action::Compute(MS)], 1));
+    for (i, t) in ts.iter_mut().enumerate() {
+        t.allowed = Some(CpuMask::from_cpus([CpuId(i as u32)]));
+    }
+    let mut w = script_workload(ts);
+    w.host = Some(host(2, 10, wake_preempt));
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    let p = TaskId(2);
+    sim.run(wake_ms * MS - 1).unwrap();
+    while sim.rqs[2].curr != Some(p) || sim.stalled(CpuId(2)).is_some() {
+        sim.run(sim.now + 100_000).unwrap();
+    }
+    sim.now - wake_ms * MS
+}
+
+#[test]
+fn a_woken_vcpu_preempts_or_waits_its_turn() {
+    // The sleeper's vCPU starts halted at 0 and takes a host CPU from one
+    // of the two long tasks' vCPUs at its first run; it halts at its sleep.
+    // At 25 ms both host CPUs run the long tasks again (10 ms slices). With
+    // wake=preempt its timer's wakeup runs at once; with wake=queue it waits
+    // for the next slice's end, at 30 ms.
+    let preempt = sleeper_first_run_after_wake(true, 25);
+    assert!(preempt < MS / 2, "ran {preempt} ns after its timer");
+    let queued = sleeper_first_run_after_wake(false, 25);
+    assert!(queued > 4 * MS, "ran {queued} ns after its timer");
+}
+
+#[test]
+fn a_waiting_vcpu_takes_its_held_events_when_it_runs() {
+    // CPUs 0-2 busy on one host CPU with 10 ms slices. A task on CPU 2
+    // sleeps 1 ms after 1 ms of work: its timer comes while CPU 2 waits,
+    // so it wakes only when the vCPU runs again; the invariant checker
+    // runs after every event.
+    let mut ts = script_tasks(2, &[Action::Compute(1_000 * MS)], 1);
+    ts.extend(script_tasks(1, &[Action::Compute(MS), Action::Sleep(MS), Action::Compute(1_000 * MS)], 1));
+    ts.extend(script_tasks(1, &[Action::Compute(1_000 * MS)], 1));
+    for (i, t) in ts.iter_mut().enumerate() {
+        t.allowed = Some(CpuMask::from_cpus([CpuId(if i == 3 { 2 } else { i as u32 })]));
+    }
+    let mut w = script_workload(ts);
+    w.host = Some(host(1, 10, false));
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    sim.run(200 * MS).unwrap();
+    let h = sim.host.as_ref().unwrap();
+    assert!(h.stalled_ns > 300 * MS, "stalled {}", h.stalled_ns);
+    assert_eq!(h.state.iter().filter(|s| **s == VcpuState::Running).count(), 1);
+}
+
+#[test]
+fn the_hosts_other_threads_take_their_share() {
+    // One busy vCPU on one host CPU whose other threads run 5 ms every
+    // 10 ms: 100 ms of work takes about 200 ms.
+    let mut h = host(1, 4, true);
+    h.other_interval = Dist::Fixed(10 * MS);
+    h.other_run = Dist::Fixed(5 * MS);
+    let end = finish(&mut pinned(1, &[Action::Compute(100 * MS)], Some(h)));
+    assert!((190 * MS..210 * MS).contains(&end), "ended at {end}");
+}
+
+#[test]
+fn a_host_and_stall_sources_are_not_composed() {
+    let m = crate::workload::testdrv::test_machine(8);
+    let parts: Vec<_> = ["hackbench", "overcommit", "stall"]
+        .iter()
+        .map(|s| crate::workload::build_workload(s, "spec", "cli", &m).unwrap())
+        .collect();
+    let e = crate::workload::compose::compose(parts).unwrap_err().to_string();
+    assert!(e.contains("not both"), "{e}");
+}

@@ -1,0 +1,156 @@
+//! The `overcommit` family: the machine's CPUs are vCPU threads that a host
+//! with fewer CPUs time-shares, as a QEMU TCG guest with more vCPUs than its
+//! host has CPUs (or any overcommitted VM without steal-time accounting).
+//!
+//! Where the `stall` family stalls each CPU on its own (a rate and a
+//! duration), this one keeps the host's state: at most `host_cpus` vCPUs
+//! execute at once, a vCPU that runs a guest task is a runnable host thread,
+//! an idle one halts and gives its host CPU up, and one that has run a host
+//! `slice` while others wait goes to the back of the host's queue. So one
+//! vCPU stalls because another runs, and a guest whose tasks wait on a
+//! stalled vCPU sees the others go on. The engine carries it
+//! (`engine/host.rs`); a stalled vCPU's running task is charged the time, as
+//! in the `stall` family, and its ticks, timers and IPIs wait for it.
+//!
+//! The host's own threads (the emulator's main loop, the host's daemons)
+//! are `other`: runs of `other_run` arriving at `other_interval` across the
+//! host, each taking a host CPU from the vCPUs.
+
+use super::spec::{Kind, ParamDef, Params, AUTO};
+use super::{Dist, PrimaryMetric, Workload};
+use crate::error::Result;
+use crate::ids::Ns;
+
+const NS_PER_US: Ns = 1_000;
+const NS_PER_MS: Ns = 1_000_000;
+
+/// The host a machine's vCPUs are time-shared by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostSpec {
+    /// Host CPUs the vCPU threads share.
+    pub host_cpus: u32,
+    /// How long a vCPU runs on a host CPU before the host gives the CPU to a
+    /// waiting vCPU.
+    pub slice: Dist,
+    /// Time between two runs of the host's other threads, across the host
+    /// (`Fixed(0)`: none).
+    pub other_interval: Dist,
+    /// Length of one run of the host's other threads.
+    pub other_run: Dist,
+    /// A halted vCPU that wakes while every host CPU is taken preempts the
+    /// vCPU that has run longest (the host's wakeup preemption of a thread
+    /// that slept); otherwise it waits its turn.
+    pub wake_preempt: bool,
+}
+
+/// Structure, for `schedlab workload show`.
+pub(crate) const STRUCTURE: &str = "no tasks: the machine's CPUs are vCPUs time-shared by `host_cpus` host CPUs; \
+a vCPU running a task needs a host CPU, an idle one halts; after `slice` on a host CPU with others waiting a vCPU \
+stalls at the back of the host's queue; a halted vCPU that wakes with none free preempts the longest-running one \
+(wake=preempt); the host's other threads take a host CPU for `other_run` every `other_interval`.";
+
+/// What it was modelled on.
+pub(crate) const SOURCE: &str = "kernel/sched/core.c (update_rq_clock_task: no steal time without paravirt); a host \
+scheduler time-sharing QEMU TCG vCPU threads (one thread per vCPU, halted in HLT when the guest idles)";
+
+/// One line for `schedlab workload list`.
+pub(crate) const SUMMARY: &str = "noise: the CPUs are vCPUs time-shared by a host with `host_cpus` CPUs (a TCG or \
+overcommitted guest without steal time); a stalled vCPU's task is charged. No tasks";
+
+/// Parameters, in normalised-name order.
+pub(crate) const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        name: "host_cpus",
+        kind: Kind::Count { min: 1, max: crate::cpumask::MAX_CPUS as u64 },
+        default: AUTO,
+        unit: "count",
+        doc: "host CPUs the vCPU threads share. Default: half the machine's CPUs, rounded up (a guest \
+              overcommitted two to one).",
+    },
+    ParamDef {
+        name: "other_interval",
+        kind: Kind::Dist { default_unit_ns: NS_PER_US, max_ns: 10_000 * NS_PER_MS },
+        default: "0",
+        unit: "us",
+        doc: "time between two runs of the host's other threads (across the host; 0: none): a duration, \
+              exp:MEAN or uniform:LO-HI. `validate` measures it in a guest from the stall probe.",
+    },
+    ParamDef {
+        name: "other_run",
+        kind: Kind::Dist { default_unit_ns: NS_PER_US, max_ns: 1_000 * NS_PER_MS },
+        default: "exp:1ms",
+        unit: "us",
+        doc: "length of one run of the host's other threads, which takes a host CPU (a free one, else one \
+              a vCPU ran on: that vCPU stalls).",
+    },
+    ParamDef {
+        name: "slice",
+        kind: Kind::Dist { default_unit_ns: NS_PER_US, max_ns: 1_000 * NS_PER_MS },
+        default: "4ms",
+        unit: "us",
+        doc: "how long a vCPU runs on a host CPU before the host gives it to a waiting vCPU. Default 4 ms: \
+              a host kernel preempts a CPU-bound thread at the first tick past its slice, and at HZ=250 \
+              (Debian's) ticks are 4 ms apart; a guest's calibration measures it (the stall probe's mean \
+              run between gaps).",
+    },
+    ParamDef {
+        name: "wake",
+        kind: Kind::Choice(&["preempt", "queue"]),
+        default: "preempt",
+        unit: "word",
+        doc: "a halted vCPU woken while every host CPU is taken: preempt (the vCPU that has run longest \
+              since it got its host CPU stalls; a host thread that slept has lag to spend) or queue (it \
+              waits at the back of the host's queue).",
+    },
+];
+
+/// Builds the host (no tasks).
+pub(crate) fn build(p: &mut Params) -> Result<Workload> {
+    let half = (p.machine.nr_cpus() as u64).div_ceil(2).max(1);
+    let host_cpus = p.count_or("host_cpus", half)? as u32;
+    let other_interval = p.dist_or("other_interval", None)?;
+    let other_run = p.dist_or("other_run", None)?;
+    let slice = p.dist_or("slice", None)?;
+    if slice.mean() == 0 {
+        return Err(p.invalid("slice", "a slice above 0"));
+    }
+    if other_interval.mean() > 0 && other_run.mean() == 0 {
+        return Err(p.invalid("other_run", "a run above 0 when other_interval is given"));
+    }
+    let wake_preempt = p.choice("wake")? == "preempt";
+    Ok(Workload {
+        host: Some(HostSpec { host_cpus, slice, other_interval, other_run, wake_preempt }),
+        ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::workload::build_workload;
+    use crate::workload::testdrv::test_machine;
+    use crate::workload::Dist;
+
+    #[test]
+    fn overcommit_builds_a_host_and_no_tasks() {
+        let m = test_machine(8);
+        let w = build_workload("overcommit", "spec", "cli", &m).unwrap();
+        let h = w.host.unwrap();
+        assert!(w.tasks.is_empty() && w.irqs.is_empty());
+        assert_eq!(
+            (h.host_cpus, h.slice, h.other_interval, h.wake_preempt),
+            (4, Dist::Fixed(4_000_000), Dist::Fixed(0), true)
+        );
+        let w = build_workload("overcommit:host_cpus=2,slice=exp:3ms,wake=queue", "spec", "cli", &m).unwrap();
+        let h = w.host.unwrap();
+        assert_eq!((h.host_cpus, h.slice, h.wake_preempt), (2, Dist::Exp { mean: 3_000_000 }, false));
+    }
+
+    #[test]
+    fn overcommit_refuses_a_zero_slice_and_a_zero_host() {
+        let m = test_machine(8);
+        let e = build_workload("overcommit:slice=0", "spec", "cli", &m).unwrap_err().to_string();
+        assert!(e.contains("workload.slice"), "{e}");
+        let e = build_workload("overcommit:host_cpus=0", "spec", "cli", &m).unwrap_err().to_string();
+        assert!(e.contains("workload.host_cpus"), "{e}");
+    }
+}
