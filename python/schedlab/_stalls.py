@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import _native, trace
@@ -110,7 +111,7 @@ def long_runs(text: str, comm: str, nr_cpus: int, hz: int) -> LongRuns:
             name = str(r.next_comm)
             if name not in selected:
                 selected[name] = fnmatch.fnmatchcase(name, comm)
-            if selected[name]:
+            if selected[name] and nxt != 0:  # never the idle task (`*` selects all others)
                 running[cpu] = (nxt, t)
         elif event == "sched_migrate_task":
             if not math.isnan(r.pid) and int(r.pid) in waiting_on:
@@ -120,14 +121,18 @@ def long_runs(text: str, comm: str, nr_cpus: int, hz: int) -> LongRuns:
     return LongRuns(long_ns / total_ns if total_ns else 0.0, limit, long_count, count)
 
 
-def note(found: list[LongRuns], simulated: bool = False) -> str | None:
+def note(
+    found: list[LongRuns], simulated: bool = False, sim_shares: Sequence[float] = ()
+) -> str | None:
     """The validate note for a case's recordings, or None when no recording
     has as much as 1% of its threads' CPU time in such runs. `simulated`:
-    the case is simulated beside a `stall` noise source."""
+    the case is simulated beside stalls (`stall` or `overcommit` noise);
+    `sim_shares`: the same share in each recording's simulated trace."""
     shares = [f.share for f in found]
     if not shares or max(shares) < 0.01:
         return None
     pct = ", ".join(f"{100 * s:.0f}%" for s in shares)
+    sim_pct = ", ".join(f"{100 * s:.0f}%" for s in sim_shares)
     limit_ms = found[0].limit_ns / 1e6
     return (
         f"the recorded threads ran past the slice and a tick ({limit_ms:.1f} ms) with others "
@@ -135,7 +140,12 @@ def note(found: list[LongRuns], simulated: bool = False) -> str | None:
         "preempts them before that, so the CPU stalled with the clock running (a vCPU the host "
         "descheduled, in a TCG guest) and the kernel charged the stall to them; "
         + (
-            "the simulated machine stalls too (the stall noise below)"
+            "the simulated machine stalls too (how: below)"
+            + (
+                f"; the simulated tasks' trace gives {sim_pct} (per recording, its seed 0)"
+                if sim_pct
+                else ""
+            )
             if simulated
             else "the simulated machine does not stall"
         )

@@ -364,12 +364,23 @@ def run_case(
         value = flips_value(flips)
         return case.workload + (f",parent_wakee_flips={value}" if value else "")
 
+    # With stalls simulated, seed 0 keeps its trace for the stalls'
+    # footprint (`_stalls.long_runs` on the simulated tasks), by flips and
+    # stalls.
+    sim_long: dict[tuple[tuple[int, ...], tuple[str, ...]], float] = {}
+
     def simulate(flips: Sequence[int], beside: Sequence[str]) -> list[dict[str, float]]:
         sources = [spec(flips), *noise, *beside]
-        return [
-            run_sources(machine, resolve_workloads(sources), policy, seed).metrics
-            for seed in range(seeds)
-        ]
+        runs = []
+        for seed in range(seeds):
+            keep = bool(beside) and seed == 0
+            res = run_sources(machine, resolve_workloads(sources), policy, seed, trace=keep)
+            if keep and res.trace is not None:
+                hz = _hz(simulated_machine)
+                found = _stalls.long_runs(res.trace, "*", cpus, hz)
+                sim_long[(tuple(flips), tuple(beside))] = found.share
+            runs.append(res.metrics)
+        return runs
 
     # One simulation per distinct list (and stalls) and seed, weighted by
     # how many recordings had them (equal ones give identical runs). A
@@ -436,7 +447,13 @@ def run_case(
             case.note,
             *notes,
             *_recovered_note(recovered),
-            *_opt(_stalls.note(stalls, any(s for s in rep_stalls))),
+            *_opt(
+                _stalls.note(
+                    stalls,
+                    any(s for s in rep_stalls),
+                    [sim_long[r] for k in keys if (r := (tuple(run_as[k]), k[1])) in sim_long],
+                )
+            ),
             *[f"simulated beside the noise `{n}`" for n in noise],
             *_stall_notes(rep_stalls, own_shares, vcpu_stalls, host_fits),
             *_opt(

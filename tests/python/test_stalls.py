@@ -78,4 +78,14 @@ def test_the_note_names_each_recordings_share_from_one_percent() -> None:
     assert "stalled" in text
     assert text.endswith("the simulated machine does not stall")
     beside = _stalls.note([high, low], simulated=True)
-    assert beside is not None and beside.endswith("stalls too (the stall noise below)")
+    assert beside is not None and beside.endswith("stalls too (how: below)")
+    # The simulated trace's own share, per recording, when validate kept it.
+    both = _stalls.note([high, low], simulated=True, sim_shares=[0.52, 0.36])
+    assert both is not None and both.endswith("trace gives 52%, 36% (per recording, its seed 0)")
+
+
+def test_the_idle_task_is_never_a_selected_thread() -> None:
+    # `*` (a simulated trace's tasks) selects every task but the idle one.
+    # A runs, the CPU idles 10 ms, A runs again: A's run is the one counted.
+    trace = _trace(None, 1.010) + _switch(0, 1.020, IDLE, "R", A) + "\n"
+    assert _stalls.long_runs(trace, "*", 2, 250).total_runs == 1
