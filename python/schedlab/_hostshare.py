@@ -6,20 +6,22 @@ calibration runs the stall probe with K = 1 to N vCPUs spinning
 clock, their count, total and mean). The host that `overcommit` models has H
 CPUs (the host's CPU count, stored with the recording), gives a vCPU a slice
 S before a waiting one runs, and runs other threads of its own that take
-about B of its CPUs in runs of about D. Then K busy vCPUs get H - B CPUs
-between them, so each stalls a share 1 - (H - B) / K of the time, and none
-while K <= H - B. Fitted, each from one probe:
+B(K) of its CPUs while K vCPUs are busy (the emulator's own work grows with
+the vCPUs it runs: in the 8-vCPU guest from 0.6 host CPUs with 2 spinning to
+1.3 with 8), in runs of about D. Then K busy vCPUs get H - B(K) CPUs between
+them, so each stalls a share 1 - (H - B(K)) / K of the time. Measured:
 
-- B = H - N (1 - f_N), from the probe with every vCPU spinning (share
-  stalled f_N), when N > H (otherwise the host's own threads took idle host
-  CPUs and the probes cannot see them: B = 0);
-- S = the mean run between two gaps in that probe (spinning time over gaps);
-- D = the mean gap of the probe with K = H vCPUs spinning, where the vCPUs
-  alone fit the host and only the host's threads stall them (S when that
-  probe saw no gap).
+- B(K) = H - K (1 - f_K), what the K spinning vCPUs did not get (share
+  stalled f_K), from each probe with K >= H; below H the host's threads take
+  idle host CPUs and the probes cannot see them, so B(H) stands for those;
+- S = the mean run between two gaps with every vCPU spinning (spinning time
+  over gaps);
+- D = the mean gap with K = H vCPUs spinning, where the vCPUs alone fit the
+  host and only its own threads stall them (S when that probe saw no gap).
 
-The other probes (K between) are not fitted: `validate` prints each one's
-measured share beside the model's, which checks the model.
+What the fit does not use checks it: the probes below H, and the stalls'
+footprint in a trace (`_stalls.py`), which `validate` measures in each
+recording and in its simulation.
 """
 
 from __future__ import annotations
@@ -50,13 +52,18 @@ class HostFit:
 
     host_cpus: int
     slice_ns: int
-    other_share: float
+    #: B(K) for K = 1, 2, ... N busy vCPUs: host CPUs its own threads take.
+    other_share: list[float]
     other_run_ns: int
     probes: list[Probe]
 
+    def other(self, busy: int) -> float:
+        """B(K): host CPUs its own threads take with `busy` vCPUs busy."""
+        return self.other_share[min(max(busy, 1), len(self.other_share)) - 1]
+
     def predicted(self, busy: int) -> float:
         """The share of time a vCPU stalls with `busy` vCPUs busy."""
-        room = self.host_cpus - self.other_share
+        room = self.host_cpus - self.other(busy)
         return max(0.0, 1.0 - room / busy) if busy else 0.0
 
     def spec(self) -> str:
@@ -69,14 +76,15 @@ class HostFit:
             f"overcommit:host_cpus={self.host_cpus}",
             f"slice=uniform:{s // 2}us-{s * 3 // 2}us",
         ]
-        if self.other_share > 0 and self.other_run_ns > 0:
+        if any(b > 0 for b in self.other_share):
+            shares = ";".join(f"{b:g}" for b in self.other_share)
             d = max(1, round(self.other_run_ns / 1e3))
-            every = max(1, round(d / self.other_share))
-            parts += [f"other_interval=exp:{every}us", f"other_run=exp:{d}us"]
+            parts += [f"other_share={shares}", f"other_run=exp:{d}us"]
         return ",".join(parts)
 
     def describe(self) -> str:
         """How it was fitted, and each probe measured against the model."""
+        shares = ", ".join(f"{b:.2f}" for b in self.other_share)
         checks = ", ".join(
             f"{p.busy} busy {100 * p.fraction:.0f}% (model {100 * self.predicted(p.busy):.0f}%)"
             for p in self.probes
@@ -84,9 +92,10 @@ class HostFit:
         return (
             f"host of {self.host_cpus} CPUs (the recording host's count); slice "
             f"{self.slice_ns / 1e6:.1f} ms (mean run between gaps with every vCPU spinning); the "
-            f"host's own threads take {self.other_share:.2f} of its CPUs (what every vCPU spinning "
-            f"did not get) in runs of {self.other_run_ns / 1e6:.1f} ms (the mean gap with "
-            f"{self.host_cpus} spinning); share of time stalled, measured (model): {checks}"
+            f"host's own threads take {shares} of its CPUs with 1, 2, ... vCPUs busy (what as "
+            f"many spinning vCPUs did not get, from {self.host_cpus} up) in runs of "
+            f"{self.other_run_ns / 1e6:.1f} ms (the mean gap with {self.host_cpus} spinning); "
+            f"share of time stalled, measured (model): {checks}"
         )
 
 
@@ -125,7 +134,10 @@ def fit(d: Path, host_cpus: int) -> HostFit | None:
         return None
     running_ns = top.busy * top.duration_ns - top.total_ns
     slice_ns = max(1, running_ns // top.gaps)
-    share = min(max(0.0, host_cpus - top.busy * (1.0 - top.fraction)), host_cpus - 0.01)
+    seen = {p.busy: host_cpus - p.busy * (1.0 - p.fraction) for p in probes if p.busy >= host_cpus}
+    first = seen[min(seen)]
+    shares = [seen.get(k, first) if k >= host_cpus else first for k in range(1, top.busy + 1)]
+    shares = [round(min(max(0.0, b), host_cpus - 0.01), 3) for b in shares]
     at_host = next((p for p in probes if p.busy == host_cpus and p.gaps > 0), None)
     run_ns = at_host.mean_ns if at_host is not None else slice_ns
-    return HostFit(host_cpus, slice_ns, round(share, 3), run_ns, probes)
+    return HostFit(host_cpus, slice_ns, shares, run_ns, probes)

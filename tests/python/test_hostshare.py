@@ -13,14 +13,17 @@ from schedlab import _hostshare, _native
 MS = 1_000_000
 
 
-def _write_probes(d: Path, host: int, share: float, slice_ns: int, run_ns: int, vcpus: int) -> None:
+def _write_probes(
+    d: Path, host: int, share: float, slice_ns: int, run_ns: int, vcpus: int, per_busy: float = 0
+) -> None:
     """The stall probes a host of `host` CPUs would give, its own threads
-    taking `share` of them in runs of `run_ns`, its slice `slice_ns`: with K
-    spinning, each stalls 1 - (host - share) / K of 1 s; at K = host the gaps
-    are the other threads' runs, above it the slices' turns."""
+    taking `share` + `per_busy` K of them in runs of `run_ns` with K busy,
+    its slice `slice_ns`: with K spinning, each stalls 1 - (host - share -
+    per_busy K) / K of 1 s; at K = host the gaps are the other threads'
+    runs, above it the slices' turns."""
     d.mkdir(parents=True, exist_ok=True)
     for k in range(1, vcpus + 1):
-        f = max(0.0, 1 - (host - share) / k)
+        f = max(0.0, 1 - (host - share - per_busy * k) / k)
         total = round(k * 1e9 * f)
         gaps = round(k * 1e9 * (1 - f) / slice_ns) if k > host else round(total / run_ns)
         doc = {"family": "stalls", "cpus": k, "duration_ns": 1_000_000_000, "gaps": gaps,
@@ -34,14 +37,28 @@ def test_the_fit_finds_the_host_that_made_the_probes(tmp_path: Path) -> None:
     fit = _hostshare.fit(tmp_path, 2)
     assert fit is not None
     got = (fit.host_cpus, fit.slice_ns, fit.other_share, fit.other_run_ns)
-    assert got == (2, 4 * MS, 0.5, 5 * MS)
-    # The probe it did not fit (3 spinning) is the model's check.
-    assert fit.predicted(3) == pytest.approx(0.5)
-    assert "3 busy 50% (model 50%)" in fit.describe()
+    assert got == (2, 4 * MS, [0.5] * 4, 5 * MS)
+    # The probe below the host's count (1 spinning) is the model's check.
+    assert fit.predicted(1) == 0.0
+    assert "1 busy 0% (model 0%), 2 busy 25% (model 25%)" in fit.describe()
     assert fit.spec() == (
         "overcommit:host_cpus=2,slice=uniform:2000us-6000us,"
-        "other_interval=exp:10000us,other_run=exp:5000us"
+        "other_share=0.5;0.5;0.5;0.5,other_run=exp:5000us"
     )
+
+
+def test_host_threads_that_grow_with_the_busy_vcpus_are_fitted(tmp_path: Path) -> None:
+    # 8 vCPUs on 2 host CPUs whose own threads take 0.3 + 0.1 per busy vCPU
+    # (the 8-vCPU guest's probes look like this: 0.56 with 2 spinning, 1.28
+    # with 8); below 2 the probes cannot see them: the 2-busy share stands.
+    _write_probes(tmp_path, 2, 0.3, 3 * MS, 5 * MS, 8, per_busy=0.1)
+    fit = _hostshare.fit(tmp_path, 2)
+    assert fit is not None
+    want = [0.5, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1]
+    assert fit.other_share == pytest.approx(want, abs=0.002)
+    assert fit.predicted(6) == pytest.approx(1 - (2 - 0.9) / 6, abs=0.001)
+    assert "other_share=0.5;0.5;0.6;0.7;0.8;0.9;1;1.1,other_run=exp:5000us" in fit.spec()
+    assert "take 0.50, 0.50, 0.60" in fit.describe()
 
 
 def test_no_fit_without_overcommit_or_probes(tmp_path: Path) -> None:
@@ -58,8 +75,10 @@ def test_the_fitted_host_slows_a_busy_guest_as_the_probes_did(
     tmp_path: Path, tiny_machine: Path
 ) -> None:
     # 4 CPU-bound threads on 4 vCPUs over 2 host CPUs, a quarter of one
-    # taken by the host's threads: (2 - 0.25) / 4 of each vCPU is left, so
-    # the same work takes about 4 / 1.75 = 2.3 times as long.
+    # asked for by the host's threads: (2 - 0.25) / 4 of each vCPU is left
+    # (a little more, since a run that comes while both host CPUs run
+    # others is lost), so the same work takes about 4 / 1.75 = 2.3 times as
+    # long.
     _write_probes(tmp_path, host=2, share=0.25, slice_ns=4 * MS, run_ns=3 * MS, vcpus=4)
     fit = _hostshare.fit(tmp_path, 2)
     assert fit is not None

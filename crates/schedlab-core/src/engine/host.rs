@@ -7,7 +7,11 @@
 //! vCPU that has run a host `slice` while another waits goes to the back of
 //! the queue and the front one runs; a vCPU that halts gives its host CPU to
 //! the front one. The host's other threads take a host CPU now and then
-//! (`other_interval`, `other_run`): a free one, or one a vCPU runs on (that
+//! (`other_share` host CPUs, per count of busy vCPUs, in runs of
+//! `other_run`: a Poisson stream at the highest share's rate, each run kept
+//! with probability share(busy now) / highest share, which is thinning,
+//! exact for a rate that changes at any time): a free one, or one a vCPU
+//! runs on (that
 //! vCPU waits at the front of the queue, since the host hands the CPU back
 //! to the thread that a short run interrupted).
 //!
@@ -31,6 +35,7 @@ use super::{Ev, Sim, LANE_IPI, LANE_TICK};
 use crate::ids::{CpuId, Ns};
 use crate::sim::Rng;
 use crate::workload::overcommit::HostSpec;
+use crate::workload::Dist;
 
 /// `CpuIrq::stall_until` of a vCPU that waits for a host CPU: until further
 /// notice.
@@ -98,6 +103,25 @@ impl Host {
         }
     }
 
+    /// The time to the next run of the host's other threads at the highest
+    /// share's rate; None without other threads.
+    fn other_gap(&mut self) -> Option<Ns> {
+        let top = self.spec.other_share.iter().copied().fold(0.0, f64::max);
+        if top <= 0.0 {
+            return None;
+        }
+        let mean = (self.spec.other_run.mean() as f64 / top).max(1.0) as Ns;
+        Some(Dist::Exp { mean }.sample(&mut self.rng).max(1))
+    }
+
+    /// The share of the host's CPUs its other threads ask for with `busy`
+    /// vCPUs busy, over the highest share.
+    fn other_keep(&self, busy: usize) -> f64 {
+        let s = &self.spec.other_share;
+        let top = s.iter().copied().fold(0.0, f64::max);
+        s[busy.clamp(1, s.len()) - 1] / top
+    }
+
     /// The running vCPU that has held its host CPU longest (lowest id on a tie).
     fn longest_running(&self) -> Option<CpuId> {
         let running = self.state.iter().enumerate().filter(|(_, s)| **s == VcpuState::Running);
@@ -130,9 +154,8 @@ impl Sim {
     /// The host's first other-thread run, if it has other threads.
     pub(super) fn host_start(&mut self) {
         let Some(h) = self.host.as_mut() else { return };
-        if h.spec.other_interval.mean() > 0 {
-            let first = h.spec.other_interval.sample(&mut h.rng);
-            self.at(first, Ev::HostOther);
+        if let Some(gap) = h.other_gap() {
+            self.at(gap, Ev::HostOther);
         }
     }
 
@@ -316,17 +339,20 @@ impl Sim {
         true
     }
 
-    /// `Ev::HostOther`: one of the host's other threads runs: it takes a
-    /// free host CPU, or a vCPU's (while fewer than every host CPU runs
-    /// other threads already).
+    /// `Ev::HostOther`: one of the host's other threads runs (with the
+    /// probability of its share at the busy count now): it takes a free
+    /// host CPU, or a vCPU's (while fewer than every host CPU runs other
+    /// threads already).
     pub(super) fn host_other(&mut self) {
+        let nr_busy = self.nr_busy as usize;
         let h = self.host.as_mut().expect("host");
-        let next = h.spec.other_interval.sample(&mut h.rng).max(1);
+        let next = h.other_gap().expect("a stream that fired");
         let run = h.spec.other_run.sample(&mut h.rng).max(1);
+        let kept = h.rng.next_f64() < h.other_keep(nr_busy);
         let now = self.now;
         self.at(now + next, Ev::HostOther);
         let h = self.host.as_mut().expect("host");
-        if h.others == h.spec.host_cpus {
+        if !kept || h.others == h.spec.host_cpus {
             return;
         }
         h.others += 1;

@@ -16,7 +16,7 @@ fn host(host_cpus: u32, slice_ms: u64, wake_preempt: bool) -> HostSpec {
     HostSpec {
         host_cpus,
         slice: Dist::Fixed(slice_ms * MS),
-        other_interval: Dist::Fixed(0),
+        other_share: Vec::new(),
         other_run: Dist::Fixed(MS),
         wake_preempt,
     }
@@ -144,13 +144,15 @@ fn a_waiting_vcpu_takes_its_held_events_when_it_runs() {
 
 #[test]
 fn the_hosts_other_threads_take_their_share() {
-    // One busy vCPU on one host CPU whose other threads run 5 ms every
-    // 10 ms: 100 ms of work takes about 200 ms.
+    // One busy vCPU on one host CPU whose own threads ask for half of it in
+    // runs of 5 ms (a Poisson stream, 100 a second): a run that comes while
+    // another holds the CPU is lost, so they hold it 0.5 / 1.5 of the time
+    // and 1 s of work takes about 1.5 s.
     let mut h = host(1, 4, true);
-    h.other_interval = Dist::Fixed(10 * MS);
+    h.other_share = vec![0.5];
     h.other_run = Dist::Fixed(5 * MS);
-    let end = finish(&mut pinned(1, &[Action::Compute(100 * MS)], Some(h)));
-    assert!((190 * MS..210 * MS).contains(&end), "ended at {end}");
+    let end = finish(&mut pinned(1, &[Action::Compute(1_000 * MS)], Some(h)));
+    assert!((1_400 * MS..1_600 * MS).contains(&end), "ended at {end}");
 }
 
 #[test]
@@ -162,4 +164,26 @@ fn a_host_and_stall_sources_are_not_composed() {
         .collect();
     let e = crate::workload::compose::compose(parts).unwrap_err().to_string();
     assert!(e.contains("not both"), "{e}");
+}
+
+#[test]
+fn the_hosts_threads_ask_for_the_share_of_the_busy_count() {
+    // Half a host CPU per busy vCPU, runs of 5 ms. One busy vCPU on one
+    // host CPU: 1 s of work takes about 1.5 s (above). Four busy vCPUs on
+    // four host CPUs: 2 host CPUs asked for, lost only when all four are
+    // taken (Erlang's loss formula: 9.5%), so each vCPU keeps about 55% of
+    // its CPU and ends near 1.8 s; with the one-busy share for every count,
+    // near 1.1 s.
+    let with = |n: usize, share: Vec<f64>| {
+        let mut h = host(n as u32, 4, true);
+        h.other_share = share;
+        h.other_run = Dist::Fixed(5 * MS);
+        finish(&mut pinned(n, &[Action::Compute(1_000 * MS)], Some(h)))
+    };
+    let one = with(1, vec![0.5, 1.0, 1.5, 2.0]);
+    assert!((1_400 * MS..1_600 * MS).contains(&one), "ended at {one}");
+    let four = with(4, vec![0.5, 1.0, 1.5, 2.0]);
+    assert!((1_700 * MS..1_950 * MS).contains(&four), "four busy ended at {four}");
+    let flat = with(4, vec![0.5]);
+    assert!(flat < 1_250 * MS, "four busy with a flat share ended at {flat}");
 }

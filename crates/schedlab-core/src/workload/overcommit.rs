@@ -12,9 +12,11 @@
 //! (`engine/host.rs`); a stalled vCPU's running task is charged the time, as
 //! in the `stall` family, and its ticks, timers and IPIs wait for it.
 //!
-//! The host's own threads (the emulator's main loop, the host's daemons)
-//! are `other`: runs of `other_run` arriving at `other_interval` across the
-//! host, each taking a host CPU from the vCPUs.
+//! The host's own threads (the emulator's main loop and its global lock, the
+//! host's daemons) take `other_share` of the host's CPUs, which may depend
+//! on how many vCPUs are busy (an emulator's own work grows with the vCPUs it
+//! runs): runs of `other_run` arriving as a Poisson stream, each taking a
+//! host CPU from the vCPUs.
 
 use super::spec::{Kind, ParamDef, Params, AUTO};
 use super::{Dist, PrimaryMetric, Workload};
@@ -32,9 +34,10 @@ pub struct HostSpec {
     /// How long a vCPU runs on a host CPU before the host gives the CPU to a
     /// waiting vCPU.
     pub slice: Dist,
-    /// Time between two runs of the host's other threads, across the host
-    /// (`Fixed(0)`: none).
-    pub other_interval: Dist,
+    /// Host CPUs the host's other threads ask for while K vCPUs are busy:
+    /// entry K - 1 (the first also for none busy, the last for more); empty:
+    /// none.
+    pub other_share: Vec<f64>,
     /// Length of one run of the host's other threads.
     pub other_run: Dist,
     /// A halted vCPU that wakes while every host CPU is taken preempts the
@@ -47,7 +50,7 @@ pub struct HostSpec {
 pub(crate) const STRUCTURE: &str = "no tasks: the machine's CPUs are vCPUs time-shared by `host_cpus` host CPUs; \
 a vCPU running a task needs a host CPU, an idle one halts; after `slice` on a host CPU with others waiting a vCPU \
 stalls at the back of the host's queue; a halted vCPU that wakes with none free preempts the longest-running one \
-(wake=preempt); the host's other threads take a host CPU for `other_run` every `other_interval`.";
+(wake=preempt); the host's other threads take `other_share` of the host's CPUs (per count of busy vCPUs) in runs of `other_run`.";
 
 /// What it was modelled on.
 pub(crate) const SOURCE: &str = "kernel/sched/core.c (update_rq_clock_task: no steal time without paravirt); a host \
@@ -68,20 +71,22 @@ pub(crate) const PARAMS: &[ParamDef] = &[
               overcommitted two to one).",
     },
     ParamDef {
-        name: "other_interval",
-        kind: Kind::Dist { default_unit_ns: NS_PER_US, max_ns: 10_000 * NS_PER_MS },
-        default: "0",
-        unit: "us",
-        doc: "time between two runs of the host's other threads (across the host; 0: none): a duration, \
-              exp:MEAN or uniform:LO-HI. `validate` measures it in a guest from the stall probe.",
-    },
-    ParamDef {
         name: "other_run",
         kind: Kind::Dist { default_unit_ns: NS_PER_US, max_ns: 1_000 * NS_PER_MS },
         default: "exp:1ms",
         unit: "us",
         doc: "length of one run of the host's other threads, which takes a host CPU (a free one, else one \
               a vCPU ran on: that vCPU stalls).",
+    },
+    ParamDef {
+        name: "other_share",
+        kind: Kind::Shares { max: crate::cpumask::MAX_CPUS as f64, max_len: crate::cpumask::MAX_CPUS },
+        default: "0",
+        unit: "host CPUs",
+        doc: "host CPUs the host's own threads ask for, one figure per count of busy vCPUs separated by ';' \
+              (1;2;...; the last for more, 0: none): runs of `other_run` arriving as a Poisson stream at \
+              that rate. `validate` measures it per count from a guest's stall probes (what that many \
+              spinning vCPUs did not get); an emulator's own work grows with the vCPUs it runs.",
     },
     ParamDef {
         name: "slice",
@@ -108,18 +113,21 @@ pub(crate) const PARAMS: &[ParamDef] = &[
 pub(crate) fn build(p: &mut Params) -> Result<Workload> {
     let half = (p.machine.nr_cpus() as u64).div_ceil(2).max(1);
     let host_cpus = p.count_or("host_cpus", half)? as u32;
-    let other_interval = p.dist_or("other_interval", None)?;
     let other_run = p.dist_or("other_run", None)?;
+    let mut other_share = p.shares("other_share")?;
+    if other_share.iter().all(|&s| s == 0.0) {
+        other_share.clear();
+    }
     let slice = p.dist_or("slice", None)?;
     if slice.mean() == 0 {
         return Err(p.invalid("slice", "a slice above 0"));
     }
-    if other_interval.mean() > 0 && other_run.mean() == 0 {
-        return Err(p.invalid("other_run", "a run above 0 when other_interval is given"));
+    if !other_share.is_empty() && other_run.mean() == 0 {
+        return Err(p.invalid("other_run", "a run above 0 when other_share is given"));
     }
     let wake_preempt = p.choice("wake")? == "preempt";
     Ok(Workload {
-        host: Some(HostSpec { host_cpus, slice, other_interval, other_run, wake_preempt }),
+        host: Some(HostSpec { host_cpus, slice, other_share, other_run, wake_preempt }),
         ..Workload::of(Vec::new(), PrimaryMetric::CompletionTime)
     })
 }
@@ -136,10 +144,7 @@ mod tests {
         let w = build_workload("overcommit", "spec", "cli", &m).unwrap();
         let h = w.host.unwrap();
         assert!(w.tasks.is_empty() && w.irqs.is_empty());
-        assert_eq!(
-            (h.host_cpus, h.slice, h.other_interval, h.wake_preempt),
-            (4, Dist::Fixed(4_000_000), Dist::Fixed(0), true)
-        );
+        assert_eq!((h.host_cpus, h.slice, h.other_share.len(), h.wake_preempt), (4, Dist::Fixed(4_000_000), 0, true));
         let w = build_workload("overcommit:host_cpus=2,slice=exp:3ms,wake=queue", "spec", "cli", &m).unwrap();
         let h = w.host.unwrap();
         assert_eq!((h.host_cpus, h.slice, h.wake_preempt), (2, Dist::Exp { mean: 3_000_000 }, false));
@@ -152,5 +157,12 @@ mod tests {
         assert!(e.contains("workload.slice"), "{e}");
         let e = build_workload("overcommit:host_cpus=0", "spec", "cli", &m).unwrap_err().to_string();
         assert!(e.contains("workload.host_cpus"), "{e}");
+        let w = build_workload("overcommit:other_share=0.4;0.6", "spec", "cli", &m).unwrap();
+        assert_eq!(w.host.unwrap().other_share, vec![0.4, 0.6]);
+        for bad in ["x", "0.4;;0.6", "-1", "inf"] {
+            let e =
+                build_workload(&format!("overcommit:other_share={bad}"), "spec", "cli", &m).unwrap_err().to_string();
+            assert!(e.contains("workload.other_share") && e.contains("separated by ';'"), "{bad}: {e}");
+        }
     }
 }

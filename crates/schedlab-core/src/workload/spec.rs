@@ -77,6 +77,14 @@ pub(crate) enum Kind {
     },
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// A list of non-negative numbers separated by `;` (`0.4;0.6;0.3`), each
+    /// at most `max`, at most `max_len` of them.
+    Shares {
+        /// Largest accepted value.
+        max: f64,
+        /// Most values accepted.
+        max_len: usize,
+    },
     /// A duration distribution (`2us`, `exp:25us`, `uniform:1us-3us`; see
     /// [`super::dist::parse_dist`]) whose values lie in `[0, max_ns]`.
     Dist {
@@ -660,6 +668,24 @@ impl<'a> Params<'a> {
                 Some(w) => Ok((*w, w.to_string())),
                 None => Err(p.error(i, format!("one of {}", words.join(", ")), t)),
             }
+        })
+    }
+
+    /// A `;`-separated list of numbers (see [`Kind::Shares`]).
+    pub fn shares(&mut self, name: &str) -> Result<Vec<f64>> {
+        self.value(name, None, |p, i, t| {
+            let Kind::Shares { max, max_len } = p.defs[i].kind else { panic!("{name} is not a share list") };
+            let expected = || format!("up to {max_len} numbers from 0 to {max} separated by ';' (0.4;0.6)");
+            let v: Vec<f64> = t
+                .split(';')
+                .map(|s| s.trim().parse::<f64>().ok().filter(|x| x.is_finite() && (0.0..=max).contains(x)))
+                .collect::<Option<_>>()
+                .ok_or_else(|| p.error(i, expected(), t))?;
+            if v.is_empty() || v.len() > max_len {
+                return Err(p.error(i, expected(), t));
+            }
+            let canon = v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(";");
+            Ok((v, canon))
         })
     }
 
