@@ -24,6 +24,10 @@
 //! (`host_resume`); the work its runqueue still owed (`ready_at`: an idle
 //! exit, a context switch) is owed from then on.
 //!
+//! Traces show a wait as an interrupt named `host` ([`crate::trace::event::HOST_IRQ`]) from the
+//! moment the vCPU loses its host CPU to the one it gets it back; it is not
+//! counted as interrupt time.
+//!
 //! DEVIATION(host): the host is one global FIFO with fixed slices, not the
 //! host kernel's per-CPU EEVDF runqueues and balancing; the vCPU to preempt
 //! (for a woken vCPU or another host thread) is the one that has held its
@@ -249,6 +253,7 @@ impl Sim {
         } else {
             h.waiting.push_back(cpu);
         }
+        self.emit(crate::trace::Event::Irq { cpu, irq: crate::trace::event::HOST_IRQ, entry: true });
         self.sync_segment(cpu);
         self.irq[cpu.idx()].stall_until = HOST_HELD;
         let rq = self.rqs.untracked_mut(cpu.idx());
@@ -269,6 +274,7 @@ impl Sim {
         let owed = h.owed[cpu.idx()];
         let held = std::mem::take(&mut h.held[cpu.idx()]);
         self.irq[cpu.idx()].stall_until = 0;
+        self.emit(crate::trace::Event::Irq { cpu, irq: crate::trace::event::HOST_IRQ, entry: false });
         let rq = self.rqs.untracked_mut(cpu.idx());
         // Delays added while it waited (a context switch's cost) come after.
         let added = rq.ready_at.saturating_sub(HELD_READY);

@@ -187,3 +187,32 @@ fn the_hosts_threads_ask_for_the_share_of_the_busy_count() {
     let flat = with(4, vec![0.5]);
     assert!(flat < 1_250 * MS, "four busy with a flat share ended at {flat}");
 }
+
+#[test]
+fn a_vcpus_waits_show_in_its_trace_as_the_host_interrupt() {
+    // Three busy vCPUs on two host CPUs: each wait is an `irq_handler_entry`
+    // named `host` and its exit on that CPU, as long as the host's count of
+    // waiting; not interrupt time.
+    let mut sim = pinned(3, &[Action::Compute(50 * MS)], Some(host(2, 4, true)));
+    sim.trace = Some(Vec::new());
+    let end = finish(&mut sim);
+    let events = sim.trace.take().unwrap();
+    let mut waited = 0;
+    let mut since = [None; 8];
+    for e in &events {
+        if let crate::trace::Event::Irq { cpu, irq: crate::trace::event::HOST_IRQ, entry } = e.ev {
+            if entry {
+                assert!(since[cpu.idx()].replace(e.time).is_none(), "nested wait on {cpu}");
+            } else {
+                waited += e.time - since[cpu.idx()].take().expect("an exit after its entry");
+            }
+        }
+    }
+    assert!(waited > 0 && waited == sim.host.as_ref().unwrap().stalled_ns, "{waited} of {end}");
+    let names: Vec<String> = sim.tasks.iter().map(|t| t.name.clone()).collect();
+    let text = crate::trace::write_ftrace(names, 8, &events);
+    assert!(text.contains(&format!("irq_handler_entry: irq={} name=host", crate::trace::event::HOST_IRQ)));
+    let metrics = sim.collector.finish(end);
+    let irq_pct = metrics.iter().find(|m| m.name == "irq_pct").map(|m| m.value);
+    assert_eq!(irq_pct, Some(0.0));
+}

@@ -339,6 +339,8 @@ impl Collector {
                     e.set_freq(t, self.window_start, cpu, khz);
                 }
             }
+            // A vCPU waiting for its host is not interrupt time.
+            Event::Irq { irq: crate::trace::event::HOST_IRQ, .. } => {}
             Event::Irq { cpu, entry, .. } | Event::Softirq { cpu, entry } => self.on_irq(t, cpu, entry),
             // Idle time is measured from the switches; the states set the
             // idle power and their residency.

@@ -107,6 +107,12 @@ pub enum BalanceKind {
     Active,
 }
 
+/// The interrupt number with which a vCPU's wait for its host (the
+/// `overcommit` family) is traced, as `irq_handler_entry`/`exit` named
+/// `host`: no workload has that many interrupt sources. Not counted as
+/// interrupt time (`irq_pct`).
+pub const HOST_IRQ: u16 = u16::MAX;
+
 /// One event. Keep it small: the engine emits tens of millions.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub enum Event {
@@ -201,7 +207,8 @@ pub enum Event {
     Irq {
         /// CPU.
         cpu: CpuId,
-        /// Interrupt number (schedlab: the source's index in the workload).
+        /// Interrupt number (schedlab: the source's index in the workload;
+        /// [`HOST_IRQ`]: the vCPU waits for its host, `overcommit`).
         irq: u16,
         /// Entry (`true`) or exit.
         entry: bool,

@@ -340,7 +340,11 @@ impl FtraceWriter {
                 self.ensure(cpu, None);
                 self.prefix(out, self.curr[cpu.idx()], cpu, time)?;
                 if entry {
-                    write!(out, "irq_handler_entry: irq={irq} name=irq{irq}")?;
+                    if irq == super::event::HOST_IRQ {
+                        write!(out, "irq_handler_entry: irq={irq} name=host")?;
+                    } else {
+                        write!(out, "irq_handler_entry: irq={irq} name=irq{irq}")?;
+                    }
                 } else {
                     write!(out, "irq_handler_exit: irq={irq} ret=handled")?;
                 }

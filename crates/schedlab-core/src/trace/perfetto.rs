@@ -308,7 +308,8 @@ impl<W: Write> PerfettoWriter<W> {
             Event::Irq { cpu, irq, entry } => {
                 self.ensure(cpu, None);
                 let ev = if entry {
-                    K::IrqHandlerEntry(pb::IrqHandlerEntry { irq: Some(irq as i32), name: Some(format!("irq{irq}")) })
+                    let name = if irq == super::event::HOST_IRQ { "host".to_string() } else { format!("irq{irq}") };
+                    K::IrqHandlerEntry(pb::IrqHandlerEntry { irq: Some(irq as i32), name: Some(name) })
                 } else {
                     // IRQ_HANDLED
                     K::IrqHandlerExit(pb::IrqHandlerExit { irq: Some(irq as i32), ret: Some(1) })
