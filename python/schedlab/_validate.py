@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _hostshare, _native, _stalls, _tracefs
+from . import _hostshare, _native, _stalls, _tracefs, _wakewide
 from ._kernel_profile import domain_notes, kernel_notes, policy_for_kernel, tunable_notes
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
@@ -49,6 +49,10 @@ FRACTIONS = (
     "wake_on_waker_cpu_pct",
 )
 COMPARED = (*FRACTIONS, "migrations_per_wakeup", "context_switches", "completion_time_s")
+#: Shown beside every case's compared rows: the share of the workload's
+#: wakeups in which `wake_wide()` held, replayed on the recordings and on the
+#: simulation's seed-0 trace alike (`_wakewide`).
+SHOWN_ALWAYS = ("wake_wide_pct",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -333,6 +337,10 @@ def run_case(
         traced = _metrics(doc)
         own = {k: v for k, v in own.items() if math.isnan(traced.get(k, math.nan))}
         real_runs.append({**traced, **own})
+        start = _wakewide.fork_flips(text) or (parent_wakee_flips or 0)
+        wide = _wakewide.wide_share(text, case.comm, start, _wakewide.llc_sizes(machine_text))
+        if wide is not None:
+            real_runs[-1]["wake_wide_pct"] = 100 * wide
         if parent_wakee_flips is not None:
             rep_flips.append([parent_wakee_flips])
         else:
@@ -364,22 +372,33 @@ def run_case(
         value = flips_value(flips)
         return case.workload + (f",parent_wakee_flips={value}" if value else "")
 
-    # With stalls simulated, seed 0 keeps its trace for the stalls'
-    # footprint (`_stalls.long_runs` on the simulated tasks), by flips and
-    # stalls.
+    # Seed 0 keeps its trace: for `wake_wide()` replayed on it as on the
+    # recordings, and, with stalls simulated, for the stalls' footprint
+    # (`_stalls.long_runs` on the simulated tasks), by flips and stalls.
     sim_long: dict[tuple[tuple[int, ...], tuple[str, ...]], float] = {}
+    sim_llc = _wakewide.llc_sizes(simulated_machine)
 
     def simulate(flips: Sequence[int], beside: Sequence[str]) -> list[dict[str, float]]:
         sources = [spec(flips), *noise, *beside]
         runs = []
         for seed in range(seeds):
-            keep = bool(beside) and seed == 0
+            keep = seed == 0
             res = run_sources(machine, resolve_workloads(sources), policy, seed, trace=keep)
+            metrics = dict(res.metrics)
             if keep and res.trace is not None:
-                hz = _hz(simulated_machine)
-                found = _stalls.long_runs(res.trace, "*", cpus, hz)
-                sim_long[(tuple(flips), tuple(beside))] = found.share
-            runs.append(res.metrics)
+                if beside:
+                    hz = _hz(simulated_machine)
+                    found = _stalls.long_runs(res.trace, "*", cpus, hz)
+                    sim_long[(tuple(flips), tuple(beside))] = found.share
+                start: dict[int, int] | int = (
+                    _wakewide.flips_in_start_order(res.trace, "*", list(flips))
+                    if len(flips) > 1
+                    else (flips[0] if flips else 0)
+                )
+                wide = _wakewide.wide_share(res.trace, "*", start, sim_llc)
+                if wide is not None:
+                    metrics["wake_wide_pct"] = 100 * wide
+            runs.append(metrics)
         return runs
 
     # One simulation per distinct list (and stalls) and seed, weighted by
@@ -412,7 +431,7 @@ def run_case(
     sim_runs = [m for k in keys for m in runs_of[k]]
     rep_flips = [run_as[k] for k in keys]
     rows = []
-    for m in (*COMPARED, *case.shown):
+    for m in (*COMPARED, *case.shown, *SHOWN_ALWAYS):
         real = _mean([r.get(m, math.nan) for r in real_runs])
         sim = _mean([r.get(m, math.nan) for r in sim_runs])
         # The recordings' own spread: where it is wider than the target, the
