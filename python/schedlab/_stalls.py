@@ -142,7 +142,7 @@ def note(
         + (
             "the simulated machine stalls too (how: below)"
             + (
-                f"; the simulated tasks' trace gives {sim_pct} (per recording, its seed 0)"
+                f"; the simulated tasks' traces give {sim_pct} (per recording, its seeds' mean)"
                 if sim_pct
                 else ""
             )

@@ -51,7 +51,7 @@ FRACTIONS = (
 COMPARED = (*FRACTIONS, "migrations_per_wakeup", "context_switches", "completion_time_s")
 #: Shown beside every case's compared rows: the share of the workload's
 #: wakeups in which `wake_wide()` held, replayed on the recordings and on the
-#: simulation's seed-0 trace alike (`_wakewide`).
+#: simulation's traces alike (every seed; `_wakewide`).
 SHOWN_ALWAYS = ("wake_wide_pct",)
 
 
@@ -372,24 +372,24 @@ def run_case(
         value = flips_value(flips)
         return case.workload + (f",parent_wakee_flips={value}" if value else "")
 
-    # Seed 0 keeps its trace: for `wake_wide()` replayed on it as on the
+    # Every seed keeps its trace: for `wake_wide()` replayed on it as on the
     # recordings, and, with stalls simulated, for the stalls' footprint
-    # (`_stalls.long_runs` on the simulated tasks), by flips and stalls.
+    # (`_stalls.long_runs` on the simulated tasks, the seeds' mean), by flips
+    # and stalls.
     sim_long: dict[tuple[tuple[int, ...], tuple[str, ...]], float] = {}
     sim_llc = _wakewide.llc_sizes(simulated_machine)
 
     def simulate(flips: Sequence[int], beside: Sequence[str]) -> list[dict[str, float]]:
         sources = [spec(flips), *noise, *beside]
         runs = []
+        long_shares = []
         for seed in range(seeds):
-            keep = seed == 0
-            res = run_sources(machine, resolve_workloads(sources), policy, seed, trace=keep)
+            res = run_sources(machine, resolve_workloads(sources), policy, seed, trace=True)
             metrics = dict(res.metrics)
-            if keep and res.trace is not None:
+            if res.trace is not None:
                 if beside:
                     hz = _hz(simulated_machine)
-                    found = _stalls.long_runs(res.trace, "*", cpus, hz)
-                    sim_long[(tuple(flips), tuple(beside))] = found.share
+                    long_shares.append(_stalls.long_runs(res.trace, "*", cpus, hz).share)
                 start: dict[int, int] | int = (
                     _wakewide.flips_in_start_order(res.trace, "*", list(flips))
                     if len(flips) > 1
@@ -399,6 +399,8 @@ def run_case(
                 if wide is not None:
                     metrics["wake_wide_pct"] = 100 * wide
             runs.append(metrics)
+        if long_shares:
+            sim_long[(tuple(flips), tuple(beside))] = statistics.fmean(long_shares)
         return runs
 
     # One simulation per distinct list (and stalls) and seed, weighted by

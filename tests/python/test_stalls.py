@@ -81,7 +81,7 @@ def test_the_note_names_each_recordings_share_from_one_percent() -> None:
     assert beside is not None and beside.endswith("stalls too (how: below)")
     # The simulated trace's own share, per recording, when validate kept it.
     both = _stalls.note([high, low], simulated=True, sim_shares=[0.52, 0.36])
-    assert both is not None and both.endswith("trace gives 52%, 36% (per recording, its seed 0)")
+    assert both is not None and both.endswith("give 52%, 36% (per recording, its seeds' mean)")
 
 
 def test_the_idle_task_is_never_a_selected_thread() -> None:

@@ -67,8 +67,13 @@ pub(crate) struct Host {
     spec: HostSpec,
     /// Per vCPU.
     pub(crate) state: Vec<VcpuState>,
-    /// When each running vCPU got its host CPU.
-    since: Vec<Ns>,
+    /// Running vCPUs in the order they got their host CPU, with the
+    /// `run_seq` they got it under (an entry whose vCPU stopped running
+    /// since is dropped when it reaches the front): the front is the one
+    /// that has held its host CPU longest, without a scan.
+    run_order: VecDeque<(CpuId, u64)>,
+    /// Per vCPU, how many times it got a host CPU.
+    run_seq: Vec<u64>,
     /// Generation of each vCPU's pending `HostSlice`.
     slice_gen: Vec<u64>,
     /// Per waiting vCPU, the delay its runqueue still owed when it stalled.
@@ -95,7 +100,8 @@ impl Host {
             free: spec.host_cpus,
             spec,
             state: vec![VcpuState::Halted; nr_cpus],
-            since: vec![0; nr_cpus],
+            run_order: VecDeque::with_capacity(2 * nr_cpus),
+            run_seq: vec![0; nr_cpus],
             slice_gen: vec![0; nr_cpus],
             owed: vec![0; nr_cpus],
             held: vec![Vec::new(); nr_cpus],
@@ -126,10 +132,16 @@ impl Host {
         s[busy.clamp(1, s.len()) - 1] / top
     }
 
-    /// The running vCPU that has held its host CPU longest (lowest id on a tie).
-    fn longest_running(&self) -> Option<CpuId> {
-        let running = self.state.iter().enumerate().filter(|(_, s)| **s == VcpuState::Running);
-        running.min_by_key(|(c, _)| (self.since[*c], *c)).map(|(c, _)| CpuId(c as u32))
+    /// The running vCPU that has held its host CPU longest (the first to get
+    /// it, on a tie).
+    fn longest_running(&mut self) -> Option<CpuId> {
+        while let Some(&(c, seq)) = self.run_order.front() {
+            if self.state[c.idx()] == VcpuState::Running && self.run_seq[c.idx()] == seq {
+                return Some(c);
+            }
+            self.run_order.pop_front();
+        }
+        None
     }
 
     /// The invariants: every host CPU runs one vCPU or other thread or is
@@ -233,7 +245,14 @@ impl Sim {
         let now = self.now;
         let h = self.host.as_mut().expect("host");
         h.state[cpu.idx()] = VcpuState::Running;
-        h.since[cpu.idx()] = now;
+        h.run_seq[cpu.idx()] += 1;
+        h.run_order.push_back((cpu, h.run_seq[cpu.idx()]));
+        if h.run_order.len() > 4 * h.state.len() {
+            // Dropped entries behind a vCPU that keeps running: compact, at
+            // most once per 3N host runs.
+            let (state, seq) = (&h.state, &h.run_seq);
+            h.run_order.retain(|&(c, s)| state[c.idx()] == VcpuState::Running && seq[c.idx()] == s);
+        }
         h.slice_gen[cpu.idx()] += 1;
         let gen = h.slice_gen[cpu.idx()];
         let slice = h.spec.slice.sample(&mut h.rng).max(1);
