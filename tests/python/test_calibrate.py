@@ -173,13 +173,18 @@ def test_costs_from_guest_probes_use_the_hosts_arithmetic(tmp_path: Path) -> Non
     where = (
         "schedlab calibrate: inside a QEMU guest (TCG; 1s x 2c x 2t, kernel 6.12.95+deb12-amd64):"
     )
-    assert text.count(where) == 4
+    assert text.count(where) == 5
     assert f"# {where} median same-CPU wakeup-to-run" in text
-    cost = _native.topo_doc(text, "toml", "test")["cost"]
+    doc = _native.topo_doc(text, "toml", "test")
+    cost = doc["cost"]
     for key in ("context_switch_ns", "ipi_ns", "pipe_write_ns", "pipe_read_ns"):
         assert cost[key] == fig[key], key
-    # The guest's topology is kept.
+    # The guest's topology is kept; its SMT siblings, two TCG threads on the
+    # host, do not slow each other (the import assumed the spec's 60).
     assert "threads_per_core = 2" in text
+    assert [t["smt_speed_pct"] for t in doc["core_types"]] == [100]
+    probe_machine = (d / "probe-split" / "machine.toml").read_text()
+    assert _native.topo_doc(probe_machine, "toml", "t")["core_types"][0]["smt_speed_pct"] == 60
 
 
 def test_a_guest_recording_directory_of_the_pipe_probe_is_read_too(tmp_path: Path) -> None:
