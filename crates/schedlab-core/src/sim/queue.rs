@@ -18,7 +18,11 @@
 //! Push, pop, move and cancel are O(log n) in the heap, O(1) in a lane (and
 //! a pop compares the heap's top with the earliest lane front); the heap holds
 //! 32-byte nodes (a `u128` order and a slot, aligned to 16 bytes) and the
-//! payloads stay put in their slots.
+//! payloads stay put in their slots. The heap is 1-based between two guard
+//! nodes, one ordered before every event (the root's parent) and one after
+//! (past the last node): a sift reads a node's two children as one pair,
+//! with one bounds test and no test that the right child exists, and a
+//! rising node stops below the first guard without a test for the root.
 
 use super::lane::{Lane, Link, EMPTY_HEAD};
 use crate::ids::Ns;
@@ -68,9 +72,25 @@ enum Front {
     Lane(usize),
 }
 
+/// The heap is 1-based: the root is `heap[ROOT]`, node `i`'s children are
+/// `2i` and `2i + 1` (a pair read with one bounds test) and its parent `i / 2`.
+const ROOT: usize = 1;
+
+/// `heap[0]`, the root's parent: ordered before every event (each has a
+/// sequence number from 1), so a node rising to the root stops there
+/// without testing for the root.
+const FIRST: Node = Node { order: 0, slot: NOT_QUEUED };
+
+/// The node past the heap's last: ordered after every event, so a last
+/// child's right neighbour is read, and never taken, without testing that it
+/// exists; with it, "has children" is "both child places are in the vector".
+const SENTINEL: Node = Node { order: u128::MAX, slot: NOT_QUEUED };
+
 /// A min-queue of events of type `E`.
 #[derive(Clone, Debug)]
 pub struct EventQueue<E> {
+    /// `FIRST`, the heap's nodes from `ROOT` (a hole at the root included),
+    /// then one `SENTINEL`.
     heap: Vec<Node>,
     /// By slot: its node's index in `heap`, `IN_LANE | lane`, or `NOT_QUEUED`.
     pos: Vec<u32>,
@@ -87,7 +107,7 @@ pub struct EventQueue<E> {
     lane_min_at: usize,
     /// Events in the lanes.
     in_lanes: usize,
-    /// The heap's root was popped and not refilled yet (`heap[0]` is
+    /// The heap's root was popped and not refilled yet (`heap[ROOT]` is
     /// stale): the next heap insert takes its place (see `pop_due`).
     hole: bool,
     /// Slots `0..keys` belong to keys; the rest are one-shot.
@@ -114,7 +134,11 @@ impl<E> EventQueue<E> {
     pub fn with_keys(keys: u32) -> Self {
         let n = keys as usize;
         EventQueue {
-            heap: Vec::with_capacity(n + 64),
+            heap: {
+                let mut h = Vec::with_capacity(n + 64);
+                h.extend([FIRST, SENTINEL]);
+                h
+            },
             pos: vec![NOT_QUEUED; n],
             evs: (0..n).map(|_| None).collect(),
             links: vec![Link::default(); n],
@@ -199,7 +223,7 @@ impl<E> EventQueue<E> {
             // refill (a walk to a leaf and back) and a move.
             self.hole = false;
             self.heap_remove(i as usize);
-            self.sift_down(0, node);
+            self.sift_down(ROOT, node);
             return;
         }
         // A move to a later time (a fresh sequence number is later too)
@@ -273,9 +297,9 @@ impl<E> EventQueue<E> {
         }
         let slot = match front {
             Front::Heap => {
-                let top = self.heap[0];
-                if self.heap.len() == 1 {
-                    self.heap.clear();
+                let top = self.heap[ROOT];
+                if self.heap.len() == 3 {
+                    self.heap.swap_remove(ROOT);
                 } else {
                     self.hole = true;
                 }
@@ -307,7 +331,7 @@ impl<E> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() - self.hole as usize + self.in_lanes
+        self.heap.len() - 2 - self.hole as usize + self.in_lanes
     }
 
     /// Refill the root's hole, if there is one, with the last node: the
@@ -322,8 +346,8 @@ impl<E> EventQueue<E> {
     #[inline(never)]
     fn refill_hole(&mut self) {
         self.hole = false;
-        let last = self.heap.pop().expect("a hole is not the last node");
-        if !self.heap.is_empty() {
+        let last = self.pop_last();
+        if self.heap.len() > 2 {
             self.sift_down_to_bottom(last);
         }
     }
@@ -337,7 +361,8 @@ impl<E> EventQueue<E> {
     #[inline]
     fn front(&self) -> Option<(u128, Front)> {
         debug_assert!(!self.hole);
-        let top = self.heap.first().map_or(EMPTY_HEAD, |n| n.order);
+        // An empty heap's root is the sentinel, ordered as an empty lane.
+        let top = self.heap[ROOT].order;
         if self.lane_min < top {
             Some((self.lane_min, Front::Lane(self.lane_min_at)))
         } else if top != EMPTY_HEAD {
@@ -398,10 +423,11 @@ impl<E> EventQueue<E> {
         let node = Node { order, slot };
         if self.hole {
             self.hole = false;
-            self.sift_down(0, node);
+            self.sift_down(ROOT, node);
         } else {
-            self.heap.push(node);
-            self.sift_up(self.heap.len() - 1, node);
+            // The sentinel's place, which `sift_up` fills; a new one after it.
+            self.heap.push(SENTINEL);
+            self.sift_up(self.heap.len() - 2, node);
         }
     }
 
@@ -433,14 +459,14 @@ impl<E> EventQueue<E> {
     }
 
     /// Take the node at heap index `i` out of the heap. The root may be a
-    /// hole (`i` is not 0 then): its stale node is the last popped event,
-    /// ordered before every queued one, so no node rises into it.
+    /// hole (`i` is not the root then): its stale node is the last popped
+    /// event, ordered before every queued one, so no node rises into it.
     #[inline]
     fn heap_remove(&mut self, i: usize) {
-        debug_assert!(!self.hole || i > 0);
+        debug_assert!(!self.hole || i > ROOT);
         self.pos[self.heap[i].slot as usize] = NOT_QUEUED;
-        let last = self.heap.pop().expect("a queued key is in the heap");
-        if i < self.heap.len() {
+        let last = self.pop_last();
+        if i < self.heap.len() - 1 {
             let old = self.heap[i];
             if last.before(&old) {
                 self.sift_up(i, last);
@@ -450,11 +476,19 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Take the heap's last node out (the sentinel takes its place).
+    #[inline]
+    fn pop_last(&mut self) -> Node {
+        debug_assert!(self.heap.len() > 2, "a queued key is in the heap");
+        self.heap.swap_remove(self.heap.len() - 2)
+    }
+
     /// Put `node` at `i` or above it, moving the nodes it passes down.
     #[inline(always)]
     fn sift_up(&mut self, mut i: usize, node: Node) {
-        while i > 0 {
-            let parent = (i - 1) / 2;
+        loop {
+            let parent = i / 2;
+            // At the root, `heap[0]` (`FIRST`) stops the climb.
             let p = self.heap[parent];
             if !node.before(&p) {
                 break;
@@ -473,22 +507,12 @@ impl<E> EventQueue<E> {
     /// belongs near the bottom, so this beats sinking it from the root.
     #[inline]
     fn sift_down_to_bottom(&mut self, node: Node) {
-        let n = self.heap.len();
-        let mut i = 0;
-        let mut child = 1;
-        while child + 1 < n {
-            if self.heap[child + 1].before(&self.heap[child]) {
-                child += 1;
-            }
-            let c = self.heap[child];
-            self.heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
-            i = child;
-            child = 2 * i + 1;
-        }
-        if child < n {
-            let c = self.heap[child];
-            self.heap[i] = c;
+        let heap = &mut self.heap[..];
+        let mut i = ROOT;
+        while let Some(pair) = heap.get(2 * i..2 * i + 2) {
+            let k = pair[1].before(&pair[0]) as usize;
+            let (c, child) = (pair[k], 2 * i + k);
+            heap[i] = c;
             self.pos[c.slot as usize] = i as u32;
             i = child;
         }
@@ -498,24 +522,18 @@ impl<E> EventQueue<E> {
     /// Put `node` at `i` or below it, moving the nodes it passes up.
     #[inline(always)]
     fn sift_down(&mut self, mut i: usize, node: Node) {
-        let n = self.heap.len();
-        loop {
-            let mut child = 2 * i + 1;
-            if child >= n {
-                break;
-            }
-            if child + 1 < n && self.heap[child + 1].before(&self.heap[child]) {
-                child += 1;
-            }
-            let c = self.heap[child];
+        let heap = &mut self.heap[..];
+        while let Some(pair) = heap.get(2 * i..2 * i + 2) {
+            let k = pair[1].before(&pair[0]) as usize;
+            let (c, child) = (pair[k], 2 * i + k);
             if !c.before(&node) {
                 break;
             }
-            self.heap[i] = c;
+            heap[i] = c;
             self.pos[c.slot as usize] = i as u32;
             i = child;
         }
-        self.heap[i] = node;
+        heap[i] = node;
         self.pos[node.slot as usize] = i as u32;
     }
 }
