@@ -508,33 +508,37 @@ impl<E> EventQueue<E> {
     #[inline]
     fn sift_down_to_bottom(&mut self, node: Node) {
         let heap = &mut self.heap[..];
-        let mut i = ROOT;
-        while let Some(pair) = heap.get(2 * i..2 * i + 2) {
-            let k = pair[1].before(&pair[0]) as usize;
-            let (c, child) = (pair[k], 2 * i + k);
-            heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
+        // A position as `u32` (as `pos` keeps it): `2 * i` cannot overflow,
+        // so the pair read proves `i` in bounds and `heap[i]` is not tested.
+        let mut i = ROOT as u32;
+        while let Some(pair) = heap.get(2 * i as usize..2 * i as usize + 2) {
+            let k = pair[1].before(&pair[0]) as u32;
+            let (c, child) = (pair[k as usize], 2 * i + k);
+            heap[i as usize] = c;
+            self.pos[c.slot as usize] = i;
             i = child;
         }
-        self.sift_up(i, node);
+        self.sift_up(i as usize, node);
     }
 
     /// Put `node` at `i` or below it, moving the nodes it passes up.
     #[inline(always)]
-    fn sift_down(&mut self, mut i: usize, node: Node) {
+    fn sift_down(&mut self, i: usize, node: Node) {
         let heap = &mut self.heap[..];
-        while let Some(pair) = heap.get(2 * i..2 * i + 2) {
-            let k = pair[1].before(&pair[0]) as usize;
-            let (c, child) = (pair[k], 2 * i + k);
+        // As in `sift_down_to_bottom`, a `u32` position.
+        let mut i = i as u32;
+        while let Some(pair) = heap.get(2 * i as usize..2 * i as usize + 2) {
+            let k = pair[1].before(&pair[0]) as u32;
+            let (c, child) = (pair[k as usize], 2 * i + k);
             if !c.before(&node) {
                 break;
             }
-            heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
+            heap[i as usize] = c;
+            self.pos[c.slot as usize] = i;
             i = child;
         }
-        heap[i] = node;
-        self.pos[node.slot as usize] = i as u32;
+        heap[i as usize] = node;
+        self.pos[node.slot as usize] = i;
     }
 }
 
