@@ -93,6 +93,9 @@ pub struct EventQueue<E> {
     /// then one `SENTINEL`.
     heap: Vec<Node>,
     /// By slot: its node's index in `heap`, `IN_LANE | lane`, or `NOT_QUEUED`.
+    /// Read for keys only (a one-shot event is never moved or cancelled): a
+    /// one-shot slot's entry is written by the sifts but not kept up to date
+    /// by appends to a lane or pops.
     pos: Vec<u32>,
     /// By slot: the payload of its pending event.
     evs: Vec<Option<E>>,
@@ -165,7 +168,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn push(&mut self, time: Ns, ev: E) {
         let slot = self.one_shot_slot();
-        self.insert(None, slot, time, ev);
+        self.insert(None, false, slot, time, ev);
     }
 
     /// Schedule the one-shot `ev` at `time` in lane `lane` if it is not due
@@ -173,7 +176,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn push_in(&mut self, lane: usize, time: Ns, ev: E) {
         let slot = self.one_shot_slot();
-        self.insert(Some(lane), slot, time, ev);
+        self.insert(Some(lane), false, slot, time, ev);
     }
 
     /// Schedule `ev` at `time` under `key` (in the heap), replacing the
@@ -195,12 +198,12 @@ impl<E> EventQueue<E> {
         debug_assert!(key < self.keys, "key {key} out of range");
         let i = self.pos[key as usize];
         if i == NOT_QUEUED {
-            self.insert(lane, key, time, ev);
+            self.insert(lane, true, key, time, ev);
             return;
         }
         if i & IN_LANE != 0 {
             self.unlink(key, i);
-            self.insert(lane, key, time, ev);
+            self.insert(lane, true, key, time, ev);
             return;
         }
         // The root may be a hole (a popped root not refilled yet): the key
@@ -211,7 +214,7 @@ impl<E> EventQueue<E> {
         if let Some(l) = lane {
             if self.lanes[l].accepts(order) {
                 self.heap_remove(i as usize);
-                self.lane_append(l, key, order, ev);
+                self.lane_append(l, true, key, order, ev);
                 return;
             }
         }
@@ -306,16 +309,16 @@ impl<E> EventQueue<E> {
                 top.slot
             }
             Front::Lane(l) => {
-                let s = self.lanes[l].head;
-                self.lanes[l].unlink(&mut self.links, s);
+                let s = self.lanes[l].pop_front(&mut self.links);
                 self.lanes_changed();
                 self.in_lanes -= 1;
                 s
             }
         };
-        self.pos[slot as usize] = NOT_QUEUED;
         if slot >= self.keys {
             self.free.push(slot);
+        } else {
+            self.pos[slot as usize] = NOT_QUEUED;
         }
         self.now = time;
         let ev = self.evs[slot as usize].take().expect("a queued slot holds its event");
@@ -407,15 +410,16 @@ impl<E> EventQueue<E> {
     }
 
     /// Queue `ev` in the free `slot`: in `lane` if it keeps the lane's
-    /// order, else in the heap.
+    /// order, else in the heap. `keyed`: the slot is a key's, whose position
+    /// `pos` keeps (a constant at each caller, so the test folds away).
     #[inline(always)]
-    fn insert(&mut self, lane: Option<usize>, slot: u32, time: Ns, ev: E) {
+    fn insert(&mut self, lane: Option<usize>, keyed: bool, slot: u32, time: Ns, ev: E) {
         let time = self.check_time(time);
         self.seq += 1;
         let order = order_of(time, self.seq);
         if let Some(l) = lane {
             if self.lanes[l].accepts(order) {
-                self.lane_append(l, slot, order, ev);
+                self.lane_append(l, keyed, slot, order, ev);
                 return;
             }
         }
@@ -432,7 +436,7 @@ impl<E> EventQueue<E> {
     }
 
     #[inline]
-    fn lane_append(&mut self, l: usize, slot: u32, order: u128, ev: E) {
+    fn lane_append(&mut self, l: usize, keyed: bool, slot: u32, order: u128, ev: E) {
         self.evs[slot as usize] = Some(ev);
         self.lanes[l].push_back(&mut self.links, slot, order);
         // Only an append to an empty lane changes its head, to `order`; a
@@ -441,7 +445,9 @@ impl<E> EventQueue<E> {
             self.lane_min = order;
             self.lane_min_at = l;
         }
-        self.pos[slot as usize] = IN_LANE | l as u32;
+        if keyed {
+            self.pos[slot as usize] = IN_LANE | l as u32;
+        }
         self.in_lanes += 1;
     }
 
