@@ -86,6 +86,9 @@ const FIRST: Node = Node { order: 0, slot: NOT_QUEUED };
 /// exists; with it, "has children" is "both child places are in the vector".
 const SENTINEL: Node = Node { order: u128::MAX, slot: NOT_QUEUED };
 
+// `front` reads an empty heap's root, the sentinel, as an empty lane's head.
+const _: () = assert!(SENTINEL.order == EMPTY_HEAD);
+
 /// A min-queue of events of type `E`.
 #[derive(Clone, Debug)]
 pub struct EventQueue<E> {
