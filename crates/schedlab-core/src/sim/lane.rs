@@ -80,6 +80,25 @@ impl Lane {
         self.tail_order = order;
     }
 
+    /// Take the head out (the lane is not empty): `unlink` of a slot known
+    /// to have no predecessor.
+    #[inline]
+    pub fn pop_front(&mut self, links: &mut [Link]) -> u32 {
+        let slot = self.head;
+        let next = links[slot as usize].next;
+        self.head = next;
+        if next == NIL {
+            self.head_order = EMPTY_HEAD;
+            self.tail = NIL;
+            self.tail_order = 0;
+        } else {
+            let n = &mut links[next as usize];
+            self.head_order = n.order;
+            n.prev = NIL;
+        }
+        slot
+    }
+
     /// Take `slot`, which is in this lane, out of it.
     #[inline]
     pub fn unlink(&mut self, links: &mut [Link], slot: u32) {

@@ -18,7 +18,11 @@
 //! Push, pop, move and cancel are O(log n) in the heap, O(1) in a lane (and
 //! a pop compares the heap's top with the earliest lane front); the heap holds
 //! 32-byte nodes (a `u128` order and a slot, aligned to 16 bytes) and the
-//! payloads stay put in their slots.
+//! payloads stay put in their slots. The heap is 1-based between two guard
+//! nodes, one ordered before every event (the root's parent) and one after
+//! (past the last node): a sift reads a node's two children as one pair,
+//! with one bounds test and no test that the right child exists, and a
+//! rising node stops below the first guard without a test for the root.
 
 use super::lane::{Lane, Link, EMPTY_HEAD};
 use crate::ids::Ns;
@@ -68,11 +72,33 @@ enum Front {
     Lane(usize),
 }
 
+/// The heap is 1-based: the root is `heap[ROOT]`, node `i`'s children are
+/// `2i` and `2i + 1` (a pair read with one bounds test) and its parent `i / 2`.
+const ROOT: usize = 1;
+
+/// `heap[0]`, the root's parent: ordered before every event (each has a
+/// sequence number from 1), so a node rising to the root stops there
+/// without testing for the root.
+const FIRST: Node = Node { order: 0, slot: NOT_QUEUED };
+
+/// The node past the heap's last: ordered after every event, so a last
+/// child's right neighbour is read, and never taken, without testing that it
+/// exists; with it, "has children" is "both child places are in the vector".
+const SENTINEL: Node = Node { order: u128::MAX, slot: NOT_QUEUED };
+
+// `front` reads an empty heap's root, the sentinel, as an empty lane's head.
+const _: () = assert!(SENTINEL.order == EMPTY_HEAD);
+
 /// A min-queue of events of type `E`.
 #[derive(Clone, Debug)]
 pub struct EventQueue<E> {
+    /// `FIRST`, the heap's nodes from `ROOT` (a hole at the root included),
+    /// then one `SENTINEL`.
     heap: Vec<Node>,
     /// By slot: its node's index in `heap`, `IN_LANE | lane`, or `NOT_QUEUED`.
+    /// Read for keys only (a one-shot event is never moved or cancelled): a
+    /// one-shot slot's entry is written by the sifts but not kept up to date
+    /// by appends to a lane or pops.
     pos: Vec<u32>,
     /// By slot: the payload of its pending event.
     evs: Vec<Option<E>>,
@@ -87,7 +113,7 @@ pub struct EventQueue<E> {
     lane_min_at: usize,
     /// Events in the lanes.
     in_lanes: usize,
-    /// The heap's root was popped and not refilled yet (`heap[0]` is
+    /// The heap's root was popped and not refilled yet (`heap[ROOT]` is
     /// stale): the next heap insert takes its place (see `pop_due`).
     hole: bool,
     /// Slots `0..keys` belong to keys; the rest are one-shot.
@@ -114,7 +140,11 @@ impl<E> EventQueue<E> {
     pub fn with_keys(keys: u32) -> Self {
         let n = keys as usize;
         EventQueue {
-            heap: Vec::with_capacity(n + 64),
+            heap: {
+                let mut h = Vec::with_capacity(n + 64);
+                h.extend([FIRST, SENTINEL]);
+                h
+            },
             pos: vec![NOT_QUEUED; n],
             evs: (0..n).map(|_| None).collect(),
             links: vec![Link::default(); n],
@@ -141,7 +171,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn push(&mut self, time: Ns, ev: E) {
         let slot = self.one_shot_slot();
-        self.insert(None, slot, time, ev);
+        self.insert(None, false, slot, time, ev);
     }
 
     /// Schedule the one-shot `ev` at `time` in lane `lane` if it is not due
@@ -149,7 +179,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn push_in(&mut self, lane: usize, time: Ns, ev: E) {
         let slot = self.one_shot_slot();
-        self.insert(Some(lane), slot, time, ev);
+        self.insert(Some(lane), false, slot, time, ev);
     }
 
     /// Schedule `ev` at `time` under `key` (in the heap), replacing the
@@ -171,12 +201,12 @@ impl<E> EventQueue<E> {
         debug_assert!(key < self.keys, "key {key} out of range");
         let i = self.pos[key as usize];
         if i == NOT_QUEUED {
-            self.insert(lane, key, time, ev);
+            self.insert(lane, true, key, time, ev);
             return;
         }
         if i & IN_LANE != 0 {
             self.unlink(key, i);
-            self.insert(lane, key, time, ev);
+            self.insert(lane, true, key, time, ev);
             return;
         }
         // The root may be a hole (a popped root not refilled yet): the key
@@ -187,7 +217,7 @@ impl<E> EventQueue<E> {
         if let Some(l) = lane {
             if self.lanes[l].accepts(order) {
                 self.heap_remove(i as usize);
-                self.lane_append(l, key, order, ev);
+                self.lane_append(l, true, key, order, ev);
                 return;
             }
         }
@@ -199,7 +229,7 @@ impl<E> EventQueue<E> {
             // refill (a walk to a leaf and back) and a move.
             self.hole = false;
             self.heap_remove(i as usize);
-            self.sift_down(0, node);
+            self.sift_down(ROOT, node);
             return;
         }
         // A move to a later time (a fresh sequence number is later too)
@@ -273,25 +303,25 @@ impl<E> EventQueue<E> {
         }
         let slot = match front {
             Front::Heap => {
-                let top = self.heap[0];
-                if self.heap.len() == 1 {
-                    self.heap.clear();
+                let top = self.heap[ROOT];
+                if self.heap.len() == 3 {
+                    self.heap.swap_remove(ROOT);
                 } else {
                     self.hole = true;
                 }
                 top.slot
             }
             Front::Lane(l) => {
-                let s = self.lanes[l].head;
-                self.lanes[l].unlink(&mut self.links, s);
+                let s = self.lanes[l].pop_front(&mut self.links);
                 self.lanes_changed();
                 self.in_lanes -= 1;
                 s
             }
         };
-        self.pos[slot as usize] = NOT_QUEUED;
         if slot >= self.keys {
             self.free.push(slot);
+        } else {
+            self.pos[slot as usize] = NOT_QUEUED;
         }
         self.now = time;
         let ev = self.evs[slot as usize].take().expect("a queued slot holds its event");
@@ -307,7 +337,7 @@ impl<E> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() - self.hole as usize + self.in_lanes
+        self.heap.len() - 2 - self.hole as usize + self.in_lanes
     }
 
     /// Refill the root's hole, if there is one, with the last node: the
@@ -322,8 +352,8 @@ impl<E> EventQueue<E> {
     #[inline(never)]
     fn refill_hole(&mut self) {
         self.hole = false;
-        let last = self.heap.pop().expect("a hole is not the last node");
-        if !self.heap.is_empty() {
+        let last = self.pop_last();
+        if self.heap.len() > 2 {
             self.sift_down_to_bottom(last);
         }
     }
@@ -337,7 +367,8 @@ impl<E> EventQueue<E> {
     #[inline]
     fn front(&self) -> Option<(u128, Front)> {
         debug_assert!(!self.hole);
-        let top = self.heap.first().map_or(EMPTY_HEAD, |n| n.order);
+        // An empty heap's root is the sentinel, ordered as an empty lane.
+        let top = self.heap[ROOT].order;
         if self.lane_min < top {
             Some((self.lane_min, Front::Lane(self.lane_min_at)))
         } else if top != EMPTY_HEAD {
@@ -382,15 +413,16 @@ impl<E> EventQueue<E> {
     }
 
     /// Queue `ev` in the free `slot`: in `lane` if it keeps the lane's
-    /// order, else in the heap.
+    /// order, else in the heap. `keyed`: the slot is a key's, whose position
+    /// `pos` keeps (a constant at each caller, so the test folds away).
     #[inline(always)]
-    fn insert(&mut self, lane: Option<usize>, slot: u32, time: Ns, ev: E) {
+    fn insert(&mut self, lane: Option<usize>, keyed: bool, slot: u32, time: Ns, ev: E) {
         let time = self.check_time(time);
         self.seq += 1;
         let order = order_of(time, self.seq);
         if let Some(l) = lane {
             if self.lanes[l].accepts(order) {
-                self.lane_append(l, slot, order, ev);
+                self.lane_append(l, keyed, slot, order, ev);
                 return;
             }
         }
@@ -398,15 +430,16 @@ impl<E> EventQueue<E> {
         let node = Node { order, slot };
         if self.hole {
             self.hole = false;
-            self.sift_down(0, node);
+            self.sift_down(ROOT, node);
         } else {
-            self.heap.push(node);
-            self.sift_up(self.heap.len() - 1, node);
+            // The sentinel's place, which `sift_up` fills; a new one after it.
+            self.heap.push(SENTINEL);
+            self.sift_up(self.heap.len() - 2, node);
         }
     }
 
     #[inline]
-    fn lane_append(&mut self, l: usize, slot: u32, order: u128, ev: E) {
+    fn lane_append(&mut self, l: usize, keyed: bool, slot: u32, order: u128, ev: E) {
         self.evs[slot as usize] = Some(ev);
         self.lanes[l].push_back(&mut self.links, slot, order);
         // Only an append to an empty lane changes its head, to `order`; a
@@ -415,7 +448,9 @@ impl<E> EventQueue<E> {
             self.lane_min = order;
             self.lane_min_at = l;
         }
-        self.pos[slot as usize] = IN_LANE | l as u32;
+        if keyed {
+            self.pos[slot as usize] = IN_LANE | l as u32;
+        }
         self.in_lanes += 1;
     }
 
@@ -433,14 +468,14 @@ impl<E> EventQueue<E> {
     }
 
     /// Take the node at heap index `i` out of the heap. The root may be a
-    /// hole (`i` is not 0 then): its stale node is the last popped event,
-    /// ordered before every queued one, so no node rises into it.
+    /// hole (`i` is not the root then): its stale node is the last popped
+    /// event, ordered before every queued one, so no node rises into it.
     #[inline]
     fn heap_remove(&mut self, i: usize) {
-        debug_assert!(!self.hole || i > 0);
+        debug_assert!(!self.hole || i > ROOT);
         self.pos[self.heap[i].slot as usize] = NOT_QUEUED;
-        let last = self.heap.pop().expect("a queued key is in the heap");
-        if i < self.heap.len() {
+        let last = self.pop_last();
+        if i < self.heap.len() - 1 {
             let old = self.heap[i];
             if last.before(&old) {
                 self.sift_up(i, last);
@@ -450,11 +485,19 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Take the heap's last node out (the sentinel takes its place).
+    #[inline]
+    fn pop_last(&mut self) -> Node {
+        debug_assert!(self.heap.len() > 2, "a queued key is in the heap");
+        self.heap.swap_remove(self.heap.len() - 2)
+    }
+
     /// Put `node` at `i` or above it, moving the nodes it passes down.
     #[inline(always)]
     fn sift_up(&mut self, mut i: usize, node: Node) {
-        while i > 0 {
-            let parent = (i - 1) / 2;
+        loop {
+            let parent = i / 2;
+            // At the root, `heap[0]` (`FIRST`) stops the climb.
             let p = self.heap[parent];
             if !node.before(&p) {
                 break;
@@ -473,50 +516,38 @@ impl<E> EventQueue<E> {
     /// belongs near the bottom, so this beats sinking it from the root.
     #[inline]
     fn sift_down_to_bottom(&mut self, node: Node) {
-        let n = self.heap.len();
-        let mut i = 0;
-        let mut child = 1;
-        while child + 1 < n {
-            if self.heap[child + 1].before(&self.heap[child]) {
-                child += 1;
-            }
-            let c = self.heap[child];
-            self.heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
-            i = child;
-            child = 2 * i + 1;
-        }
-        if child < n {
-            let c = self.heap[child];
-            self.heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
+        let heap = &mut self.heap[..];
+        // A position as `u32` (as `pos` keeps it): `2 * i` cannot overflow,
+        // so the pair read proves `i` in bounds and `heap[i]` is not tested.
+        let mut i = ROOT as u32;
+        while let Some(pair) = heap.get(2 * i as usize..2 * i as usize + 2) {
+            let k = pair[1].before(&pair[0]) as u32;
+            let (c, child) = (pair[k as usize], 2 * i + k);
+            heap[i as usize] = c;
+            self.pos[c.slot as usize] = i;
             i = child;
         }
-        self.sift_up(i, node);
+        self.sift_up(i as usize, node);
     }
 
     /// Put `node` at `i` or below it, moving the nodes it passes up.
     #[inline(always)]
-    fn sift_down(&mut self, mut i: usize, node: Node) {
-        let n = self.heap.len();
-        loop {
-            let mut child = 2 * i + 1;
-            if child >= n {
-                break;
-            }
-            if child + 1 < n && self.heap[child + 1].before(&self.heap[child]) {
-                child += 1;
-            }
-            let c = self.heap[child];
+    fn sift_down(&mut self, i: usize, node: Node) {
+        let heap = &mut self.heap[..];
+        // As in `sift_down_to_bottom`, a `u32` position.
+        let mut i = i as u32;
+        while let Some(pair) = heap.get(2 * i as usize..2 * i as usize + 2) {
+            let k = pair[1].before(&pair[0]) as u32;
+            let (c, child) = (pair[k as usize], 2 * i + k);
             if !c.before(&node) {
                 break;
             }
-            self.heap[i] = c;
-            self.pos[c.slot as usize] = i as u32;
+            heap[i as usize] = c;
+            self.pos[c.slot as usize] = i;
             i = child;
         }
-        self.heap[i] = node;
-        self.pos[node.slot as usize] = i as u32;
+        heap[i as usize] = node;
+        self.pos[node.slot as usize] = i;
     }
 }
 
