@@ -191,6 +191,8 @@ impl Sim {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn host_vcpu_wakes(&mut self, cpu: CpuId) {
         let h = self.host.as_mut().expect("host");
         debug_assert_eq!(h.state[cpu.idx()], VcpuState::Halted);
@@ -209,6 +211,8 @@ impl Sim {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn host_vcpu_halts(&mut self, cpu: CpuId) {
         let h = self.host.as_mut().expect("host");
         match h.state[cpu.idx()] {
@@ -334,7 +338,8 @@ impl Sim {
 
     /// Holds `ev` until `cpu`'s vCPU runs again, if it waits for a host
     /// CPU. Returns whether it was held.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     pub(super) fn host_hold(&mut self, cpu: CpuId, ev: Ev) -> bool {
         if self.irq[cpu.idx()].stall_until != HOST_HELD {
             return false;
@@ -345,6 +350,8 @@ impl Sim {
 
     /// `Ev::HostSlice`: `cpu`'s vCPU has run a host slice. Returns whether
     /// the event was current (not stale).
+    #[cold]
+    #[inline(never)]
     pub(super) fn host_slice(&mut self, cpu: CpuId, gen: u64) -> bool {
         let h = self.host.as_mut().expect("host");
         if h.slice_gen[cpu.idx()] != gen || h.state[cpu.idx()] != VcpuState::Running {
@@ -368,6 +375,8 @@ impl Sim {
     /// probability of its share at the busy count now): it takes a free
     /// host CPU, or a vCPU's (while fewer than every host CPU runs other
     /// threads already).
+    #[cold]
+    #[inline(never)]
     pub(super) fn host_other(&mut self) {
         let nr_busy = self.nr_busy as usize;
         let h = self.host.as_mut().expect("host");
@@ -392,6 +401,8 @@ impl Sim {
 
     /// `Ev::HostOtherEnd`: an other thread's run ends; its host CPU goes to
     /// the first waiting vCPU.
+    #[cold]
+    #[inline(never)]
     pub(super) fn host_other_end(&mut self) {
         self.host.as_mut().expect("host").others -= 1;
         self.host_cpu_freed();
