@@ -38,6 +38,13 @@ GUEST_PROBE_CHUNKS = 400
 # guest); 400 rounds take 2 s of guest time.
 GUEST_WAKE_OPS = 400
 GUEST_WAKE_GAP = "5ms"
+# The host wake probe (`_hostshare.wake_preempt_pct`): the split wakeup
+# probe on two vCPUs while as many vCPUs as the host has CPUs spin, so that
+# every host CPU is taken when a halted vCPU is woken. 300 wakeups take
+# about 2 s in a 4-vCPU guest on a 2-CPU host (a median 3.6 ms wait each);
+# the spinners run 8 s so that they outlast it.
+GUEST_HOSTWAKE_CHUNKS = 300
+GUEST_HOSTWAKE_SPIN = "stalls:duration=8s,threshold=500us"
 
 
 def guest_wake_probe() -> str:
@@ -48,10 +55,15 @@ def guest_wake_probe() -> str:
     return WAKE_PROBE.format(count=GUEST_WAKE_OPS) + f",gap={GUEST_WAKE_GAP}"
 
 
-def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int, nr_cpus: int) -> str:
+def _calibrate_job(
+    chunks: int, pipe_ops: int, buffer_kb: int, nr_cpus: int, host_cpus: int = 0
+) -> str:
     """The guest's job for `calibrate_in_guest`: the pipe probe untraced,
     then each wakeup probe under the sched tracepoints, its trace kept apart
-    (``/out/<pin>.trace``), as `schedlab calibrate` runs them on a host."""
+    (``/out/<pin>.trace``), as `schedlab calibrate` runs them on a host; and,
+    with at least `host_cpus` + 2 vCPUs, the host wake probe
+    (``/out/hostwake.trace``: the split probe on the two vCPUs after the
+    first `host_cpus`, which spin meanwhile)."""
     from ._calibrate import PIPE_PROBE, PROBE, WAKEUP_PROBES
 
     enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
@@ -82,6 +94,21 @@ def _calibrate_job(chunks: int, pipe_ops: int, buffer_kb: int, nr_cpus: int) -> 
             f"cat $T/trace > /out/{pin}.trace",
             f"cat $T/per_cpu/cpu*/stats | grep -E '^overrun' > /out/{pin}.overruns",
         ]
+    if host_cpus >= 1 and nr_cpus >= host_cpus + 2:
+        spin = (1 << host_cpus) - 1
+        pair = ((1 << (host_cpus + 2)) - 1) & ~spin
+        probe = PROBE.format(chunks=GUEST_HOSTWAKE_CHUNKS, pin="split")
+        lines += [
+            f"taskset {spin:#x} /wl '{GUEST_HOSTWAKE_SPIN}' > /out/hostwake-spin.stdout 2>&1 &",
+            "sleep 0.5",
+            "echo > $T/trace",
+            "echo 1 > $T/tracing_on",
+            f"taskset {pair:#x} /wl '{probe}' > /out/hostwake.stdout 2> /out/hostwake.stderr",
+            "echo $? > /out/hostwake.rc",
+            "echo 0 > $T/tracing_on",
+            "cat $T/trace > /out/hostwake.trace",
+            "wait",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -108,7 +135,9 @@ def calibrate_in_guest(
     from ._calibrate import PROBE, WAKEUP_PROBES
 
     check_static(wl_bin)
-    job = _calibrate_job(chunks, pipe_ops, buffer_kb, shape.cpus)
+    import os
+
+    job = _calibrate_job(chunks, pipe_ops, buffer_kb, shape.cpus, os.cpu_count() or 1)
     text = _boot_job(shape, job, {"/wl": wl_bin}, out, cache, timeout_s)
     result = out / ".guest" / "result"
 
@@ -125,6 +154,10 @@ def calibrate_in_guest(
     if text("wake.rc").strip() == "0" and wake_line is not None:
         (out / "probe-wake.json").write_text(wake_line + "\n")
     keep_stall_probes(text, shape.cpus, out)
+    hostwake = text("hostwake.trace")
+    if text("hostwake.rc").strip() == "0" and hostwake:
+        (out / "probe-hostwake").mkdir(exist_ok=True)
+        (out / "probe-hostwake" / "trace.txt").write_text(hostwake)
     machine = _native.topo_import(str(result / "sys"))
     for pin, _ in WAKEUP_PROBES:
         trace = text(f"{pin}.trace")

@@ -19,6 +19,11 @@ them, so each stalls a share 1 - (H - B(K)) / K of the time. Measured:
 - D = the mean gap with K = H vCPUs spinning, where the vCPUs alone fit the
   host and only its own threads stall them (S when that probe saw no gap).
 
+Whether a halted vCPU woken while every host CPU is taken preempts a running
+one or waits its turn is measured apart, once per calibration
+(`wake_preempt_pct`): the split wakeup probe on two vCPUs while H others
+spin, against the same probe with the host free.
+
 What the fit does not use checks it: the probes below H, and the stalls'
 footprint in a trace (`_stalls.py`), which `validate` measures in each
 recording and in its simulation.
@@ -56,6 +61,9 @@ class HostFit:
     other_share: list[float]
     other_run_ns: int
     probes: list[Probe]
+    #: Percent of wakeups of a halted vCPU that preempt while every host CPU
+    #: is taken (`wake_preempt_pct`), or None: the family's default.
+    wake_preempt: int | None = None
 
     def other(self, busy: int) -> float:
         """B(K): host CPUs its own threads take with `busy` vCPUs busy."""
@@ -80,6 +88,8 @@ class HostFit:
             shares = ";".join(f"{b:g}" for b in self.other_share)
             d = max(1, round(self.other_run_ns / 1e3))
             parts += [f"other_share={shares}", f"other_run=exp:{d}us"]
+        if self.wake_preempt is not None:
+            parts.append(f"wake_preempt={self.wake_preempt}")
         return ",".join(parts)
 
     def describe(self) -> str:
@@ -96,6 +106,12 @@ class HostFit:
             f"many spinning vCPUs did not get, from {self.host_cpus} up) in runs of "
             f"{self.other_run_ns / 1e6:.1f} ms (the mean gap with {self.host_cpus} spinning); "
             f"share of time stalled, measured (model): {checks}"
+            + (
+                f"; a halted vCPU woken with every host CPU taken ran at once in "
+                f"{self.wake_preempt}% of wakeups (the host wake probe)"
+                if self.wake_preempt is not None
+                else ""
+            )
         )
 
 
@@ -123,9 +139,34 @@ def read_probes(d: Path) -> list[Probe]:
     return sorted(found, key=lambda p: p.busy)
 
 
-def fit(d: Path, host_cpus: int) -> HostFit | None:
+def wake_preempt_pct(d: Path) -> int | None:
+    """The share of wakeups of a halted vCPU, while every host CPU is taken,
+    that ran at once, in percent, from calibration directory `d`: the host
+    wake probe's wakeup-to-run times (``probe-hostwake/trace.txt``) against
+    twice the 90th percentile of the same probe with the host free
+    (``probe-split/trace.txt``), which a wakeup that had to wait a host slice
+    (milliseconds) far exceeds. None without both probes."""
+    from . import _calibrate
+
+    busy_f, free_f = d / "probe-hostwake" / "trace.txt", d / "probe-split" / "trace.txt"
+    if not (busy_f.is_file() and free_f.is_file()):
+        return None
+    busy = _calibrate.wake_to_run_ns(
+        busy_f.read_text(errors="replace").splitlines(), "wl-wq", False
+    )
+    free = sorted(
+        _calibrate.wake_to_run_ns(free_f.read_text(errors="replace").splitlines(), "wl-wq", False)
+    )
+    if len(busy) < _calibrate.MIN_WAKEUPS or len(free) < _calibrate.MIN_WAKEUPS:
+        return None
+    limit = 2 * free[min(len(free) - 1, int(0.9 * len(free)))]
+    return round(100 * sum(1 for ns in busy if ns <= limit) / len(busy))
+
+
+def fit(d: Path, host_cpus: int, wake_preempt: int | None = None) -> HostFit | None:
     """The host fitted from the probes in `d` (module doc), or None without
-    probes, with a host as large as the guest, or with no gap at all."""
+    probes, with a host as large as the guest, or with no gap at all;
+    `wake_preempt` is the calibration's `wake_preempt_pct`."""
     probes = read_probes(d)
     if not probes or host_cpus < 1:
         return None
@@ -140,4 +181,4 @@ def fit(d: Path, host_cpus: int) -> HostFit | None:
     shares = [round(min(max(0.0, b), host_cpus - 0.01), 3) for b in shares]
     at_host = next((p for p in probes if p.busy == host_cpus and p.gaps > 0), None)
     run_ns = at_host.mean_ns if at_host is not None else slice_ns
-    return HostFit(host_cpus, slice_ns, shares, run_ns, probes)
+    return HostFit(host_cpus, slice_ns, shares, run_ns, probes, wake_preempt)

@@ -278,6 +278,7 @@ def run_case(
     vcpu_stalls: Sequence[str] = (),
     own_stalls: bool = False,
     stall_model: str = "host",
+    wake_preempt: int | None = None,
 ) -> dict[str, Any]:
     """Records `case` `reps` times, simulates it over `seeds` seeds, and
     compares the means. `parent_wakee_flips` is the count the simulated tasks
@@ -346,7 +347,8 @@ def run_case(
         else:
             rep_flips.append(recording_flips(text, info))
         measured = None
-        fitted = _hostshare.fit(out, int(info.get("host_cpus") or 0)) if own_stalls else None
+        host_cpus = int(info.get("host_cpus") or 0)
+        fitted = _hostshare.fit(out, host_cpus, wake_preempt) if own_stalls else None
         if fitted is not None and stall_model == "host":
             measured = ([fitted.spec()], fitted.describe())
             host_fits.append((i, fitted.spec(), fitted.describe()))
@@ -606,6 +608,7 @@ def validate(
 
     calibration: dict[str, Any] | None = None
     cal_stalls: list[str] = []
+    wake_preempt: int | None = None
     if calibrate:
         machine_file, calibration = calibrated_machine(
             out / "calibrate", reuse, (shape, binary) if qemu is not None else None
@@ -616,7 +619,8 @@ def validate(
         if stall_model == "host" and qemu is not None:
             # The calibration boot's host: this one (the recordings carry
             # their own count in kernel.json).
-            fitted = _hostshare.fit(out / "calibrate", os.cpu_count() or 1)
+            wake_preempt = _hostshare.wake_preempt_pct(out / "calibrate")
+            fitted = _hostshare.fit(out / "calibrate", os.cpu_count() or 1, wake_preempt)
             if fitted is not None:
                 measured = ([fitted.spec()], fitted.describe())
         if stalls and measured is not None:
@@ -641,6 +645,7 @@ def validate(
                 vcpu_stalls=cal_stalls,
                 own_stalls=stalls and qemu is not None,
                 stall_model=stall_model,
+                wake_preempt=wake_preempt,
             )
         )
         if calibration is not None:

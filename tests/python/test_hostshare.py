@@ -87,3 +87,54 @@ def test_the_fitted_host_slows_a_busy_guest_as_the_probes_did(
     alone = schedlab.run(machine, [work], seed=1).metrics["completion_time_s"]
     shared = schedlab.run(machine, [work, fit.spec()], seed=1).metrics["completion_time_s"]
     assert 2.0 < shared / alone < 2.6, (alone, shared)
+
+
+def _wake_trace(latencies_us: list[int]) -> str:
+    """A split probe's trace: the manager on CPU 2 wakes the worker on idle
+    CPU 3, which runs after each latency and blocks again."""
+    lines, t = [], 1.0
+    sw = (
+        "  {c}-{p} [003] d..2. {t:.6f}: sched_switch: prev_comm={c} prev_pid={p} prev_prio=120 "
+        "prev_state={s} ==> next_comm={n} next_pid={q} next_prio=120"
+    )
+    lines.append(sw.format(c="wl-wq-w0", p=101, t=t, s="S", n="swapper/3", q=0))
+    for lat in latencies_us:
+        t += 0.01
+        lines.append(
+            f"  wl-wq-mgr-100 [002] d..2. {t:.6f}: sched_waking: comm=wl-wq-w0 pid=101 "
+            "prio=120 target_cpu=003"
+        )
+        ran = t + lat / 1e6
+        lines.append(sw.format(c="swapper/3", p=0, t=ran, s="R", n="wl-wq-w0", q=101))
+        lines.append(sw.format(c="wl-wq-w0", p=101, t=ran + 0.0002, s="S", n="swapper/3", q=0))
+    return "\n".join(lines) + "\n"
+
+
+def test_the_host_wake_probe_gives_the_share_that_ran_at_once(tmp_path: Path) -> None:
+    # With the host free every wakeup runs in 40 us; with every host CPU
+    # taken, 10 of 30 still do and 20 wait a slice (3 ms): 33%.
+    assert _hostshare.wake_preempt_pct(tmp_path) is None  # no probes
+    for name, lat in (("split", [40] * 30), ("hostwake", [40] * 10 + [3000] * 20)):
+        (tmp_path / f"probe-{name}").mkdir()
+        (tmp_path / f"probe-{name}" / "trace.txt").write_text(_wake_trace(lat))
+    assert _hostshare.wake_preempt_pct(tmp_path) == 33
+    # The fit carries it into the spec and its description.
+    _write_probes(tmp_path, host=2, share=0.5, slice_ns=4 * MS, run_ns=5 * MS, vcpus=4)
+    fit = _hostshare.fit(tmp_path, 2, _hostshare.wake_preempt_pct(tmp_path))
+    assert fit is not None
+    assert fit.spec().endswith(",wake_preempt=33")
+    assert "ran at once in 33% of wakeups" in fit.describe()
+
+
+def test_the_guest_calibration_runs_the_host_wake_probe_where_it_fits() -> None:
+    from schedlab import _guest_calibrate
+
+    # 4 vCPUs on a 2-CPU host: vCPUs 0-1 spin, the split probe runs on 2-3.
+    job = _guest_calibrate._calibrate_job(400, 1000, 16384, 4, 2).splitlines()
+    assert any(line.startswith("taskset 0x3 /wl 'stalls:duration=8s") for line in job)
+    probe = [line for line in job if line.startswith("taskset 0xc /wl 'workqueue:")]
+    assert len(probe) == 1
+    assert "pin=split" in probe[0]
+    assert "cat $T/trace > /out/hostwake.trace" in job
+    # Too few vCPUs to take every host CPU and keep two for the probe.
+    assert "hostwake" not in _guest_calibrate._calibrate_job(400, 1000, 16384, 3, 2)

@@ -29,9 +29,10 @@
 //! counted as interrupt time.
 //!
 //! DEVIATION(host): the host is one global FIFO with fixed slices, not the
-//! host kernel's per-CPU EEVDF runqueues and balancing; the vCPU to preempt
-//! (for a woken vCPU or another host thread) is the one that has held its
-//! host CPU longest.
+//! host kernel's per-CPU EEVDF runqueues and balancing; whether a woken vCPU
+//! preempts is a coin with the measured odds (`wake_preempt`), not EEVDF's
+//! deadlines; the vCPU to preempt (for a woken vCPU or another host thread)
+//! is the one that has held its host CPU longest.
 
 use std::collections::VecDeque;
 
@@ -201,7 +202,9 @@ impl Sim {
             self.host_run(cpu);
             return;
         }
-        let victim = if h.spec.wake_preempt { h.longest_running() } else { None };
+        let pct = u64::from(h.spec.wake_preempt_pct);
+        let preempt = pct >= 100 || (pct > 0 && h.rng.next_u64() % 100 < pct);
+        let victim = if preempt { h.longest_running() } else { None };
         match victim {
             Some(v) => {
                 self.host_wait(v, false);

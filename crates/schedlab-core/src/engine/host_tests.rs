@@ -18,7 +18,7 @@ fn host(host_cpus: u32, slice_ms: u64, wake_preempt: bool) -> HostSpec {
         slice: Dist::Fixed(slice_ms * MS),
         other_share: Vec::new(),
         other_run: Dist::Fixed(MS),
-        wake_preempt,
+        wake_preempt_pct: if wake_preempt { 100 } else { 0 },
     }
 }
 
@@ -89,15 +89,19 @@ fn at_most_host_cpus_vcpus_run_at_once_and_they_take_turns() {
 /// A sleeper pinned to CPU 2 (awake at `wake_ms`) while CPUs 0 and 1 run
 /// long tasks on a host of 2 CPUs with 10 ms slices: when the sleeper first
 /// runs after its timer.
-fn sleeper_first_run_after_wake(wake_preempt: bool, wake_ms: u64) -> u64 {
+fn sleeper_first_run_after_wake(wake_preempt_pct: u32, wake_ms: u64, seed: u64) -> u64 {
     let mut ts = script_tasks(2, &[Action::Compute(1_000 * MS)], 1);
     ts.extend(script_tasks(1, &[Action::Sleep(wake_ms * MS), Action::Compute(MS)], 1));
     for (i, t) in ts.iter_mut().enumerate() {
         t.allowed = Some(CpuMask::from_cpus([CpuId(i as u32)]));
     }
     let mut w = script_workload(ts);
-    w.host = Some(host(2, 10, wake_preempt));
-    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    let mut h = host(2, 10, false);
+    h.wake_preempt_pct = wake_preempt_pct;
+    w.host = Some(h);
+    let mut cfg = sim_config(Features::mainline());
+    cfg.seed = seed;
+    let mut sim = sim_with(TWO_LLC, &w, cfg);
     sim.check_invariants = true;
     let p = TaskId(2);
     sim.run(wake_ms * MS - 1).unwrap();
@@ -112,12 +116,20 @@ fn a_woken_vcpu_preempts_or_waits_its_turn() {
     // The sleeper's vCPU starts halted at 0 and takes a host CPU from one
     // of the two long tasks' vCPUs at its first run; it halts at its sleep.
     // At 25 ms both host CPUs run the long tasks again (10 ms slices). With
-    // wake=preempt its timer's wakeup runs at once; with wake=queue it waits
-    // for the next slice's end, at 30 ms.
-    let preempt = sleeper_first_run_after_wake(true, 25);
+    // wake_preempt=100 its timer's wakeup runs at once; with 0 it waits for
+    // the next slice's end, at 30 ms.
+    let preempt = sleeper_first_run_after_wake(100, 25, 1);
     assert!(preempt < MS / 2, "ran {preempt} ns after its timer");
-    let queued = sleeper_first_run_after_wake(false, 25);
+    let queued = sleeper_first_run_after_wake(0, 25, 1);
     assert!(queued > 4 * MS, "ran {queued} ns after its timer");
+}
+
+#[test]
+fn a_woken_vcpu_preempts_in_the_given_share_of_wakeups() {
+    // wake_preempt=50 over 40 seeds: about half of the wakeups run at once,
+    // the others after the slice's end (binomial: 20 +- 3.2).
+    let at_once = (1..=40).filter(|&seed| sleeper_first_run_after_wake(50, 25, seed) < MS / 2).count();
+    assert!((10..=30).contains(&at_once), "{at_once} of 40 ran at once");
 }
 
 #[test]
