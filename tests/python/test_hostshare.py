@@ -138,3 +138,10 @@ def test_the_guest_calibration_runs_the_host_wake_probe_where_it_fits() -> None:
     assert "cat $T/trace > /out/hostwake.trace" in job
     # Too few vCPUs to take every host CPU and keep two for the probe.
     assert "hostwake" not in _guest_calibrate._calibrate_job(400, 1000, 16384, 3, 2)
+
+
+def test_an_unknown_stall_model_is_refused(tmp_path: Path) -> None:
+    from schedlab import _validate
+
+    with pytest.raises(_native.SpecError, match=r"--stall-model: expected host or independent"):
+        _validate.validate(tmp_path, stall_model="bogus")
