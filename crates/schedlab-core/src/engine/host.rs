@@ -75,7 +75,9 @@ pub(crate) struct Host {
     run_order: VecDeque<(CpuId, u64)>,
     /// Per vCPU, how many times it got a host CPU.
     run_seq: Vec<u64>,
-    /// Generation of each vCPU's pending `HostSlice`.
+    /// Generation of each vCPU's pending `HostSlice` (keyed in the queue,
+    /// so moved or cancelled rather than left stale; the generation stays a
+    /// check, as the engine's own keyed events keep theirs).
     slice_gen: Vec<u64>,
     /// Per waiting vCPU, the delay its runqueue still owed when it stalled.
     owed: Vec<Ns>,
@@ -222,6 +224,7 @@ impl Sim {
             VcpuState::Running => {
                 h.state[cpu.idx()] = VcpuState::Halted;
                 h.slice_gen[cpu.idx()] += 1;
+                self.queue.cancel_key(self.key_host_slice(cpu));
                 self.host_cpu_freed();
             }
             VcpuState::Waiting => {
@@ -263,7 +266,7 @@ impl Sim {
         h.slice_gen[cpu.idx()] += 1;
         let gen = h.slice_gen[cpu.idx()];
         let slice = h.spec.slice.sample(&mut h.rng).max(1);
-        self.at(now + slice, Ev::HostSlice { cpu, gen });
+        self.queue.push_key(self.key_host_slice(cpu), now + slice, Ev::HostSlice { cpu, gen });
     }
 
     /// `cpu`'s vCPU loses (or does not get) a host CPU: it stalls, at the
@@ -279,6 +282,8 @@ impl Sim {
         } else {
             h.waiting.push_back(cpu);
         }
+        let key = self.key_host_slice(cpu);
+        self.queue.cancel_key(key);
         self.emit(crate::trace::Event::Irq { cpu, irq: crate::trace::event::HOST_IRQ, entry: true });
         self.sync_segment(cpu);
         self.irq[cpu.idx()].stall_until = HOST_HELD;
@@ -339,6 +344,12 @@ impl Sim {
         }
     }
 
+    /// Whether `cpu`'s vCPU has a host slice pending (tests).
+    #[cfg(test)]
+    pub(crate) fn host_slice_pending(&self, cpu: CpuId) -> bool {
+        self.queue.key_queued(self.key_host_slice(cpu))
+    }
+
     /// Holds `ev` until `cpu`'s vCPU runs again, if it waits for a host
     /// CPU. Returns whether it was held.
     #[cold]
@@ -364,7 +375,8 @@ impl Sim {
             let slice = h.spec.slice.sample(&mut h.rng).max(1);
             h.slice_gen[cpu.idx()] += 1;
             let gen = h.slice_gen[cpu.idx()];
-            self.at(self.now + slice, Ev::HostSlice { cpu, gen });
+            let key = self.key_host_slice(cpu);
+            self.queue.push_key(key, self.now + slice, Ev::HostSlice { cpu, gen });
             return true;
         }
         let next = h.waiting.pop_front().expect("a waiting vCPU");

@@ -228,3 +228,33 @@ fn a_vcpus_waits_show_in_its_trace_as_the_host_interrupt() {
     let irq_pct = metrics.iter().find(|m| m.name == "irq_pct").map(|m| m.value);
     assert_eq!(irq_pct, Some(0.0));
 }
+
+#[test]
+fn a_vcpu_has_a_pending_host_slice_exactly_while_it_runs() {
+    // vCPUs that halt and wake, wait and run, with the host's threads
+    // besides: each vCPU's host slice is keyed in the queue, armed when it
+    // gets a host CPU and moved or cancelled in place, never left stale.
+    let mut ts = script_tasks(3, &[Action::Compute(3 * MS), Action::Sleep(2 * MS)], 20);
+    for (i, t) in ts.iter_mut().enumerate() {
+        t.allowed = Some(CpuMask::from_cpus([CpuId(i as u32)]));
+    }
+    let mut w = script_workload(ts);
+    let mut h = host(2, 4, false);
+    h.wake_preempt_pct = 50;
+    h.other_share = vec![0.3];
+    h.other_run = Dist::Exp { mean: MS };
+    w.host = Some(h);
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.check_invariants = true;
+    let mut checked = 0;
+    while sim.tasks.iter().any(|t| t.state != TaskState::Dead) {
+        sim.run(sim.now + 100_000).unwrap();
+        for c in 0..8 {
+            let cpu = CpuId(c);
+            let running = sim.host.as_ref().unwrap().state[c as usize] == VcpuState::Running;
+            assert_eq!(sim.host_slice_pending(cpu), running, "vCPU {c} at {}", sim.now);
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000 && sim.host.as_ref().unwrap().stalled_ns > 0);
+}

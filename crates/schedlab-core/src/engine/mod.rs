@@ -152,10 +152,11 @@ pub enum Ev {
 }
 
 /// Number of event-queue keys for `nr_cpus` CPUs and `nr_tasks` tasks: each
-/// CPU's `RunDone`, `Tick` and `HrTick`, and each task's `Timer`, replace
-/// their own pending event (`sim::queue`) instead of leaving it stale.
+/// CPU's `RunDone`, `Tick` and `HrTick`, each task's `Timer`, and each
+/// vCPU's `HostSlice` (`host.rs`) replace their own pending event
+/// (`sim::queue`) instead of leaving it stale.
 pub(crate) fn ev_keys(nr_cpus: usize, nr_tasks: usize) -> u32 {
-    (3 * nr_cpus + nr_tasks) as u32
+    (4 * nr_cpus + nr_tasks) as u32
 }
 
 /// The queue key of task `p`'s `Timer` on a machine of `nr_cpus` CPUs.
@@ -354,6 +355,13 @@ impl Sim {
     #[inline]
     pub(crate) fn key_timer(&self, p: TaskId) -> u32 {
         key_timer(self.rqs.len(), p)
+    }
+
+    /// The queue key of vCPU `cpu`'s pending `HostSlice` (after the tasks'
+    /// timers: the tasks are fixed when the run is built).
+    #[inline]
+    pub(crate) fn key_host_slice(&self, cpu: CpuId) -> u32 {
+        (3 * self.rqs.len() + self.tasks.len()) as u32 + cpu.0
     }
 
     /// Schedule an engine event at `time`.
