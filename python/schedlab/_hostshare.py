@@ -116,17 +116,17 @@ class HostFit:
 
 
 def read_probes(d: Path) -> list[Probe]:
-    """The per-count stall probes stored in `d`, by count."""
+    """The per-count stall probes stored in `d` (found as
+    `_calibrate.stall_noise` finds them), by count."""
+    from ._calibrate import _stall_probe_files
+
     found = []
-    for f in d.glob("probe-stalls-*.json"):
-        k = f.name[len("probe-stalls-") : -len(".json")]
-        if not k.isdigit():
-            continue
+    for k, f in _stall_probe_files(d):
         try:
             doc: dict[str, Any] = json.loads(f.read_text())
             found.append(
                 Probe(
-                    int(k),
+                    k,
                     int(doc["duration_ns"]),
                     int(doc["gaps"]),
                     int(doc["total_ns"]),
@@ -136,7 +136,7 @@ def read_probes(d: Path) -> list[Probe]:
             )
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
             raise _native.SpecError(f"{f}: not the stall probe's JSON ({e})") from e
-    return sorted(found, key=lambda p: p.busy)
+    return found
 
 
 def wake_preempt_pct(d: Path) -> int | None:

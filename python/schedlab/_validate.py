@@ -380,6 +380,7 @@ def run_case(
     # and stalls.
     sim_long: dict[tuple[tuple[int, ...], tuple[str, ...]], float] = {}
     sim_llc = _wakewide.llc_sizes(simulated_machine)
+    sim_hz = _hz(simulated_machine)
 
     def simulate(flips: Sequence[int], beside: Sequence[str]) -> list[dict[str, float]]:
         sources = [spec(flips), *noise, *beside]
@@ -390,8 +391,7 @@ def run_case(
             metrics = dict(res.metrics)
             if res.trace is not None:
                 if beside:
-                    hz = _hz(simulated_machine)
-                    long_shares.append(_stalls.long_runs(res.trace, "*", cpus, hz).share)
+                    long_shares.append(_stalls.long_runs(res.trace, "*", cpus, sim_hz).share)
                 start: dict[int, int] | int = (
                     _wakewide.flips_in_start_order(res.trace, "*", list(flips))
                     if len(flips) > 1

@@ -30,14 +30,17 @@ from . import _native
 
 _LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s.*?\s(\d+\.\d+): sched_waking: (.*)$")
 _FIELD = re.compile(r"(\w+)=(\S+)")
-_FORK_FLIPS = re.compile(r"fork_flips: .*\bpid=(\d+) flips=(\d+)")
 _WAKEUP_NEW = re.compile(r"sched_wakeup_new: comm=(\S+) pid=(\d+)")
 
 
 def fork_flips(text: str) -> dict[int, int]:
     """Each thread's `wakee_flips` at fork, from a guest recording's
-    `fork_flips` probe lines (empty where the probe did not run)."""
-    return {int(m.group(1)): int(m.group(2)) for m in _FORK_FLIPS.finditer(text)}
+    `fork_flips` probe lines (`_guest`'s pattern; empty where the probe did
+    not run)."""
+    from ._guest import _FORK_FLIPS
+
+    lines = (_FORK_FLIPS.match(line) for line in text.splitlines() if " fork_flips: " in line)
+    return {int(m.group(2)): int(m.group(3)) for m in lines if m is not None}
 
 
 def flips_in_start_order(text: str, comm: str, flips: list[int]) -> dict[int, int]:
