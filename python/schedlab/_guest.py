@@ -463,18 +463,23 @@ GUEST_EVENTS = SCHED_EVENTS
 _FLIPS_PROBE = "p:schedlab/fork_flips wake_up_new_task pid=p->pid flips=p->wakee_flips"
 
 
-def _record_job(argv: Sequence[str], buffer_kb: int, stall_cpus: int = 0) -> str:
+def _record_job(
+    argv: Sequence[str], buffer_kb: int, stall_cpus: int = 0, kprobes: Sequence[str] = ()
+) -> str:
     """The guest's job: record `argv` under the sched tracepoints; then,
     untraced, with `stall_cpus`, the stall probe for 1 to that many busy
-    vCPUs (`GUEST_RECORD_STALL_PROBE`: the host's stalls of this boot)."""
+    vCPUs (`GUEST_RECORD_STALL_PROBE`: the host's stalls of this boot).
+    `kprobes`: shell lines that add more kprobe events of group `schedlab`
+    (enabled with the fork probe; `_kernel_decisions.probe_lines`)."""
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
     probes = "".join(
         line + "\n" for line in stall_probe_lines(GUEST_RECORD_STALL_PROBE, stall_cpus)
     )
     enable = "\n".join(f"echo 1 > $T/events/{e}/enable" for e in GUEST_EVENTS)
+    extra = "".join(line + "\n" for line in kprobes)
     return f"""T=/sys/kernel/tracing
 echo {buffer_kb} > $T/buffer_size_kb
-echo '{_FLIPS_PROBE}' >> $T/kprobe_events 2>/dev/null && echo 1 > $T/events/schedlab/enable
+{extra}echo '{_FLIPS_PROBE}' >> $T/kprobe_events 2>/dev/null && echo 1 > $T/events/schedlab/enable
 {enable}
 echo > $T/trace
 echo 1 > $T/tracing_on
@@ -588,6 +593,7 @@ def record_in_guest(
     buffer_kb: int = 16384,
     timeout_s: float = 900,
     stall_probes: bool = False,
+    kprobes: Sequence[str] = (),
 ) -> Path:
     """Records `argv` inside a guest of `shape`; writes `out/trace.txt`,
     `out/machine.toml` (the guest's sysfs imported), `out/kernel.json` (kernel,
@@ -595,12 +601,13 @@ def record_in_guest(
     the workload's stdout. `files` are copied into the guest first (static
     programs: the guest has no libc). With `stall_probes` (``/wl`` among
     `files`), the stall probe runs after the recording in the same boot and
-    its figures are kept as ``out/probe-stalls-K.json`` (`keep_stall_probes`)."""
+    its figures are kept as ``out/probe-stalls-K.json`` (`keep_stall_probes`).
+    `kprobes` adds kprobe events to the recording (`_record_job`)."""
     import json
 
     from . import _native
 
-    job = _record_job(argv, buffer_kb, shape.cpus if stall_probes else 0)
+    job = _record_job(argv, buffer_kb, shape.cpus if stall_probes else 0, kprobes)
     text = _boot_job(shape, job, files, out, cache, timeout_s)
     work = out / ".guest"
     result = work / "result"

@@ -677,4 +677,11 @@ def main() -> None:
 
 
 # Commands kept in their own modules; importing them registers them on `app`.
-from . import _cli_bench, _cli_catalog, _cli_compare, _cli_kernel, _cli_reproduce  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    _cli_bench,
+    _cli_catalog,
+    _cli_compare,
+    _cli_decisions,
+    _cli_kernel,
+    _cli_reproduce,
+)

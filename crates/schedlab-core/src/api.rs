@@ -411,6 +411,27 @@ pub fn topo_import(root: &str) -> Result<String> {
     crate::topology::import_sysfs(std::path::Path::new(root))
 }
 
+/// `schedlab kernel-decisions check`: a real kernel's wakeup decisions (the
+/// table `python/schedlab/_kernel_decisions.py` writes) replayed through the
+/// model's `select_task_rq_fair` on `machine` under `policy`; the report as
+/// JSON ([`crate::decision_replay::ReplayReport`]).
+pub fn replay_decisions(machine: &MachineSource, policy: &str, table: &str, table_origin: &str) -> Result<String> {
+    let m = crate::topology::parse_machine(&machine.text, &machine.format, &machine.origin)?;
+    let rows = crate::decision_replay::parse_rows(table, table_origin, m.nr_cpus())?;
+    let policy = crate::policy::parse_policy(policy)?;
+    let cfg = crate::engine::build::SimConfig {
+        features: policy.features,
+        class: policy.class,
+        seed: 1,
+        trace: false,
+        check_invariants: false,
+        cpuset: None,
+    };
+    let mut sim = crate::decision_replay::replay_sim(m, cfg)?;
+    let report = crate::decision_replay::replay(&mut sim, &rows);
+    Ok(serde_json::to_string(&report).unwrap_or_default())
+}
+
 /// One entry of `schedlab policy list`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PolicyEntry {

@@ -13,6 +13,7 @@ pub mod class;
 pub mod cpufreq;
 pub mod cpuidle;
 pub mod cpumask;
+pub mod decision_replay;
 pub mod engine;
 pub mod error;
 pub mod fair;

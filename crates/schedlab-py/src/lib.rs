@@ -190,6 +190,25 @@ fn topo_import(py: Python<'_>, root: String) -> PyResult<String> {
     py.allow_threads(|| api::topo_import(&root)).map_err(errors::to_py)
 }
 
+/// A kernel's wakeup decisions replayed through the model (`schedlab
+/// kernel-decisions check`): the report as a dict.
+#[pyfunction]
+#[pyo3(signature = (text, format, origin, policy, table, table_origin))]
+fn replay_decisions(
+    py: Python<'_>,
+    text: String,
+    format: String,
+    origin: String,
+    policy: String,
+    table: String,
+    table_origin: String,
+) -> PyResult<PyObject> {
+    let machine = api::MachineSource { text, format, origin };
+    let json =
+        py.allow_threads(|| api::replay_decisions(&machine, &policy, &table, &table_origin)).map_err(errors::to_py)?;
+    document(py, &json)
+}
+
 /// Policies, kernel profiles and features: a list of dicts (`name`,
 /// `kind`, `default_on`, `summary`, `shown_by`).
 #[pyfunction]
@@ -274,5 +293,6 @@ fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_list, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_tunables, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_decisions, m)?)?;
     Ok(())
 }

@@ -1,0 +1,149 @@
+"""`schedlab kernel-decisions record|check`: a real kernel's wakeup decisions,
+recorded with kprobes in a QEMU guest, replayed decision by decision through
+the model's `select_task_rq_fair` (`_kernel_decisions.py`). Registered on
+`schedlab.cli`'s app when it imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .cli import JsonOpt, _cli_errors, _echo_json, _fail, _interruptible, _new_table, _out, app
+
+decisions_app = typer.Typer(
+    help="A real kernel's wakeup decisions (select_task_rq_fair), recorded with kprobes in a "
+    "QEMU guest and replayed one by one through the model: the rule checked against the "
+    "kernel on the kernel's own state.",
+    no_args_is_help=True,
+)
+app.add_typer(decisions_app, name="kernel-decisions")
+
+
+@decisions_app.command("record")
+@_cli_errors
+def record_cmd(
+    qemu: Annotated[
+        str,
+        typer.Option(
+            "--qemu",
+            help="The guest: sockets=,cores=,threads=[,nodes=][,kernel=6.12] (at most 15 CPUs).",
+        ),
+    ],
+    wl_bin: Annotated[Path, typer.Option("--wl-bin", help="The static schedlab-wl binary.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Directory for decisions.csv and the recording beside it."
+        ),
+    ] = Path("kernel-decisions"),
+    workload: Annotated[
+        str,
+        typer.Option("--workload", help="The schedlab-wl spec the guest runs while probed."),
+    ] = "hackbench:groups=2,fds=20,loops=100,ipc=pipe,mode=thread",
+) -> None:
+    """Record a workload in a QEMU guest with kprobes on select_task_rq_fair and its return:
+    every CPU's load, nr_running and capacity, the waker's and wakee's loads and flips, and
+    the CPU chosen, read through per-CPU pointers at the offsets of the guest kernel's BTF
+    (fetched once with an extra boot). Writes OUT/decisions.csv (one row per WF_TTWU
+    decision between the workload's threads) beside OUT/trace.txt, machine.toml and
+    kernel.json; `schedlab kernel-decisions check OUT` replays it."""
+    from . import _guest, _kernel_decisions
+
+    shape = _guest.GuestShape.parse(qemu)
+    try:
+        path = _interruptible(_kernel_decisions.record, shape, wl_bin, out, workload)
+    except _guest.GuestError as e:
+        _fail(f"--qemu {qemu}: {e}", 1)
+    n = max(0, len(path.read_text().splitlines()) - 1)
+    _out().print(f"recorded {n} wakeup decisions of `{workload}` in {shape.describe()} into {path}")
+
+
+@decisions_app.command("check")
+@_cli_errors
+def check_cmd(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="A directory from `kernel-decisions record` (decisions.csv, machine.toml, "
+            "kernel.json), or a decisions.csv with --machine."
+        ),
+    ],
+    machine: Annotated[
+        Path | None,
+        typer.Option(
+            "--machine", "-m", help="The machine the table was recorded on (default: beside it)."
+        ),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            "--policy",
+            help="The policy to replay under (default: the one modelling the recorded kernel, "
+            "from kernel.json; else v6.12).",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay a recorded table of kernel decisions through the model's record_wakee and
+    select_task_rq_fair, each row's state written into a machine of the recorded topology,
+    and count where the model chose the kernel's CPU: over all rows, rows with every CPU
+    busy, rows with an idle CPU (whose idle search reads bookkeeping the table lacks),
+    and by the kernel's choice."""
+    from . import _kernel_decisions
+
+    table = directory / "decisions.csv" if directory.is_dir() else directory
+    where = table.parent
+    machine = machine or where / "machine.toml"
+    if policy is None:
+        policy = _recorded_policy(where / "kernel.json")
+    report = _kernel_decisions.check(machine, table, policy)
+    if json_out:
+        _echo_json({"policy": policy, "table": str(table), **report})
+        return
+    t = _new_table(
+        f"{table} · {policy}",
+        "rows",
+        "decisions",
+        "model agrees",
+        "share",
+        right=("decisions", "model agrees", "share"),
+    )
+    labels = {
+        "all": "all",
+        "all_busy": "every CPU busy",
+        "with_idle": "an idle CPU",
+        "colocated": "wakee's prev CPU = waker's",
+        "kernel_chose_this": "kernel chose the waker's CPU",
+        "kernel_chose_prev": "kernel chose prev",
+        "kernel_chose_other": "kernel chose another CPU",
+    }
+    for key, label in labels.items():
+        a = report[key]
+        share = f"{100 * a['agree'] / a['rows']:.1f}%" if a["rows"] else "-"
+        t.add_row(label, str(a["rows"]), str(a["agree"]), share)
+    _out().print(t)
+    if report["disagreements"]:
+        listed = ", ".join(
+            f"line {ln}: kernel {k}, model {m}" for ln, k, m in report["disagreements"][:5]
+        )
+        _out().print(f"first disagreements: {listed}")
+
+
+def _recorded_policy(kernel_json: Path) -> str:
+    """The policy modelling the kernel a table was recorded on (kernel.json)."""
+    from ._kernel_profile import policy_for_kernel
+
+    if not kernel_json.exists():
+        return "v6.12"
+    try:
+        info: dict[str, Any] = json.loads(kernel_json.read_text())
+    except json.JSONDecodeError as e:
+        _fail(f"{kernel_json}: not JSON ({e.msg}, line {e.lineno})", 2)
+    release, features = info.get("kernel_release"), info.get("sched_features")
+    if not isinstance(release, str) or not isinstance(features, list):
+        return "v6.12"
+    return policy_for_kernel(release, [str(f) for f in features])[0]

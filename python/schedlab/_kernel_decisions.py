@@ -1,0 +1,278 @@
+"""A real kernel's wakeup decisions, recorded in a QEMU guest and replayed
+through schedlab's own `select_task_rq_fair`.
+
+`validate` compares what a workload did (placement fractions, migrations);
+this compares the rule itself. In a guest, a kprobe on
+`select_task_rq_fair` reads what the wakeup path reads: every CPU's root
+`cfs_rq` load, `nr_running`, `cpu_capacity` and delayed count, the waker's
+(`current`'s) load, `wakee_flips`, decay stamp and last wakee, and the
+wakee's load and flips; a kretprobe reads the CPU it returned. Most of that
+sits behind per-CPU pointers that a kprobe's typed arguments cannot follow,
+so the probe reads it through `__per_cpu_offset` at the offsets the guest
+kernel's own BTF gives (`_btf.py`; the BTF is fetched once per kernel with
+one extra boot). Each `WF_TTWU` call becomes a row of a table
+(`decisions.csv`), which `decision_replay.rs` writes into a simulated
+machine of the guest's topology, one row at a time, for the model to decide.
+
+Where the model and the kernel choose differently on the same state, the
+rules differ (or the row lacks state the rule reads: the idle search's
+bookkeeping, `recent_used_cpu`; rows with an idle CPU are counted apart).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+# `wake_flags` bits of kernel/sched/sched.h (v6.4 and later: WF_EXEC 0x02,
+# WF_FORK 0x04, WF_TTWU 0x08, WF_SYNC 0x10).
+WF_TTWU = 0x08
+WF_SYNC = 0x10
+
+# The members the probe reads, as BTF paths.
+OFFSETS = (
+    "rq.cfs.avg.load_avg",
+    "rq.nr_running",
+    "rq.cpu_capacity",
+    "rq.cfs.h_nr_delayed",
+    "task_struct.se.avg.load_avg",
+    "task_struct.wakee_flips",
+    "task_struct.wakee_flip_decay_ts",
+    "task_struct.last_wakee",
+)
+
+# kprobe events take at most 128 arguments; 7 + 8 per CPU.
+MAX_CPUS = 15
+
+# The workload recorded by default: validate's saturated hackbench.
+DEFAULT_WORKLOAD = "hackbench:groups=2,fds=20,loops=100,ipc=pipe,mode=thread"
+
+
+def probe_lines(nr_cpus: int, off: Mapping[str, int]) -> list[str]:
+    """The guest job's shell lines that add the `sel` kprobe and the `selr`
+    kretprobe to `$T/kprobe_events` (events of group `schedlab`, enabled
+    with the recording's fork probe). The per-CPU symbols' offsets are read
+    from the guest's `/proc/kallsyms` when the job runs: `runqueues`, and
+    `pcpu_hot` (x86, v6.2 on; its first member is `current_task`) or the
+    `current_task` variable of other kernels."""
+    if nr_cpus > MAX_CPUS:
+        raise ValueError(f"at most {MAX_CPUS} CPUs: a kprobe event takes at most 128 arguments")
+    args = [
+        "pid=p->pid",
+        "pp=p:x64",
+        "prev=prev_cpu",
+        "wf=wake_flags",
+        "fl=p->wakee_flips",
+        "pl=p->se.avg.load_avg",
+        "j=@jiffies:u64",
+    ]
+    rq = {
+        "l": (off["rq.cfs.avg.load_avg"], "u64"),
+        "n": (off["rq.nr_running"], "u32"),
+        "c": (off["rq.cpu_capacity"], "u64"),
+        "d": (off["rq.cfs.h_nr_delayed"], "u32"),
+    }
+    cur = {
+        "cl": (off["task_struct.se.avg.load_avg"], "u64"),
+        "cf": (off["task_struct.wakee_flips"], "u32"),
+        "cd": (off["task_struct.wakee_flip_decay_ts"], "u64"),
+        "cw": (off["task_struct.last_wakee"], "x64"),
+    }
+    for k in range(nr_cpus):
+        pc = f"@__per_cpu_offset+{8 * k}"
+        args += [f"{name}{k}=+$((RQ+{o}))({pc}):{t}" for name, (o, t) in rq.items()]
+        args += [f"{name}{k}=+{o}(+$((CUR))({pc})):{t}" for name, (o, t) in cur.items()]
+    return [
+        "RQ=$((0x$(grep ' runqueues$' /proc/kallsyms | cut -d' ' -f1)))",
+        "CUR=$((0x$(grep -E ' (pcpu_hot|current_task)$' /proc/kallsyms | head -n1 "
+        "| cut -d' ' -f1)))",
+        f'echo "p:schedlab/sel select_task_rq_fair {" ".join(args)}" >> $T/kprobe_events '
+        "|| echo 'the select_task_rq_fair probe was refused' >&2",
+        "echo 'r:schedlab/selr select_task_rq_fair ret=$retval' >> $T/kprobe_events",
+    ]
+
+
+_LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s.*?\s\d+\.\d+: (sel|selr|sched_waking): (.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+def columns(nr_cpus: int) -> list[str]:
+    """The table's header: `decision_replay.rs`'s layout."""
+    fixed = [
+        "this",
+        "prev",
+        "sync",
+        "waker_flips",
+        "waker_decay_due",
+        "waker_last_is_wakee",
+        "wakee_flips",
+        "wakee_load",
+        "waker_load",
+        "kernel_cpu",
+    ]
+    per_cpu = [f"{p}{k}" for p in ("load", "nr", "cap", "delayed") for k in range(nr_cpus)]
+    return fixed + per_cpu
+
+
+def rows(trace: str, nr_cpus: int, hz: int, comm_prefix: str = "wl") -> list[dict[str, int]]:
+    """The table's rows from a recording with the probes: one per
+    `WF_TTWU` call of `select_task_rq_fair` whose waker's and wakee's comms
+    start with `comm_prefix` (the workload's threads; per-CPU kernel threads
+    are bound to their CPU, which the table does not carry)."""
+    comm_of: dict[int, str] = {}
+    pending: dict[int, tuple[str, dict[str, str]]] = {}
+    out: list[dict[str, int]] = []
+    for line in trace.splitlines():
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        comm, _pid, cpu_s, event, rest = m.groups()
+        cpu = int(cpu_s)
+        f = dict(_FIELD.findall(rest))
+        if event == "sched_waking":
+            if "pid" in f and "comm" in f:
+                comm_of[int(f["pid"])] = f["comm"]
+        elif event == "sel":
+            pending[cpu] = (comm, f)
+        elif cpu in pending:  # selr: the return on the same CPU (irqs off in between)
+            waker_comm, s = pending.pop(cpu)
+            row = _row(waker_comm, s, f.get("ret", ""), cpu, nr_cpus, hz, comm_of, comm_prefix)
+            if row is not None:
+                out.append(row)
+    return out
+
+
+def _row(
+    waker_comm: str,
+    s: dict[str, str],
+    ret: str,
+    cpu: int,
+    nr_cpus: int,
+    hz: int,
+    comm_of: Mapping[int, str],
+    prefix: str,
+) -> dict[str, int] | None:
+    try:
+        wf, prev, kernel_cpu = int(s["wf"], 0), int(s["prev"]), int(ret, 0)
+        if not wf & WF_TTWU or not waker_comm.startswith(prefix):
+            return None
+        if not comm_of.get(int(s["pid"]), "").startswith(prefix):
+            return None
+        if not (0 <= prev < nr_cpus and 0 <= kernel_cpu < nr_cpus):
+            return None
+        decay_ts, jiffies = int(s[f"cd{cpu}"], 0), int(s["j"], 0)
+        row = {
+            "this": cpu,
+            "prev": prev,
+            "sync": int(bool(wf & WF_SYNC)),
+            "waker_flips": int(s[f"cf{cpu}"], 0),
+            # record_wakee: time_after(jiffies, decay_ts + HZ)
+            "waker_decay_due": int(jiffies - (decay_ts + hz) > 0),
+            "waker_last_is_wakee": int(s[f"cw{cpu}"] == s["pp"]),
+            "wakee_flips": int(s["fl"], 0),
+            "wakee_load": int(s["pl"], 0),
+            "waker_load": int(s[f"cl{cpu}"], 0),
+            "kernel_cpu": kernel_cpu,
+        }
+        for p, key in (("load", "l"), ("nr", "n"), ("cap", "c"), ("delayed", "d")):
+            for k in range(nr_cpus):
+                row[f"{p}{k}"] = int(s[f"{key}{k}"], 0)
+    except (KeyError, ValueError):
+        return None  # a line the probe did not complete (a full buffer cut it)
+    return row
+
+
+def table(rows_: Iterable[Mapping[str, int]], nr_cpus: int) -> str:
+    """The rows as CSV text with the header."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=columns(nr_cpus), lineterminator="\n")
+    w.writeheader()
+    for r in rows_:
+        w.writerow(r)
+    return buf.getvalue()
+
+
+def check(machine: Path, table_path: Path, policy: str) -> dict[str, Any]:
+    """The model's replay of a decisions table (`decision_replay.rs`'s report)."""
+    from . import _native
+
+    report: dict[str, Any] = _native.replay_decisions(
+        machine.read_text(), "toml", str(machine), policy, table_path.read_text(), str(table_path)
+    )
+    return report
+
+
+def guest_btf(shape: Any, cache: Path | None = None) -> bytes:
+    """The guest kernel's BTF (`/sys/kernel/btf/vmlinux`), fetched with one
+    boot the first time and kept beside the cached kernel."""
+    import shutil
+    import tempfile
+
+    from . import _guest
+
+    cache = cache or _guest.default_cache()
+    kept = _guest.fetch_kernel(shape.kernel, cache).parent / "btf"
+    if not kept.exists():
+        with tempfile.TemporaryDirectory(prefix="schedlab-btf-") as tmp:
+            job = "cat /sys/kernel/btf/vmlinux > /out/btf\n"
+            _guest._boot_job(shape, job, {}, Path(tmp), cache, 900)
+            got = Path(tmp) / ".guest" / "result" / "btf"
+            if not got.exists() or got.stat().st_size == 0:
+                raise _guest.GuestError(
+                    "the guest kernel has no BTF (/sys/kernel/btf/vmlinux): "
+                    "its struct offsets are unknown"
+                )
+            shutil.copyfile(got, kept.with_suffix(".part"))
+            kept.with_suffix(".part").replace(kept)
+    return kept.read_bytes()
+
+
+def record(
+    shape: Any, wl_bin: Path, out: Path, workload: str = DEFAULT_WORKLOAD, cache: Path | None = None
+) -> Path:
+    """Records `workload` in a guest of `shape` with the decision probes;
+    writes `out/decisions.csv` beside the recording (`trace.txt`,
+    `machine.toml`, `kernel.json`) and returns its path."""
+    import json
+
+    from . import _guest
+    from ._btf import Btf
+    from ._native import SpecError
+
+    if shape.cpus > MAX_CPUS:
+        raise SpecError(
+            f"--qemu: at most {MAX_CPUS} CPUs for the decision probe "
+            "(a kprobe event takes 128 arguments)"
+        )
+    _guest.check_static(wl_bin)
+    btf = Btf(guest_btf(shape, cache))
+    offsets = {path: btf.offset(path) for path in OFFSETS}
+    _guest.record_in_guest(
+        shape,
+        ["/wl", workload],
+        {"/wl": wl_bin},
+        out,
+        cache,
+        buffer_kb=32768,
+        timeout_s=1800,
+        kprobes=probe_lines(shape.cpus, offsets),
+    )
+    trace = (out / "trace.txt").read_text(errors="replace")
+    if " sel: " not in trace:
+        raise _guest.GuestError(
+            "the guest recorded no select_task_rq_fair probe lines "
+            f"(see {out / '.guest' / 'result'})"
+        )
+    import tomllib
+
+    hz = int(tomllib.loads((out / "machine.toml").read_text()).get("machine", {}).get("hz", 250))
+    decisions = out / "decisions.csv"
+    decisions.write_text(table(rows(trace, shape.cpus, hz), shape.cpus))
+    info = json.loads((out / "kernel.json").read_text())
+    info["decision_probe_offsets"] = offsets
+    (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
+    return decisions
