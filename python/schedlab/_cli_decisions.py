@@ -30,7 +30,7 @@ def record_cmd(
         str,
         typer.Option(
             "--qemu",
-            help="The guest: sockets=,cores=,threads=[,nodes=][,kernel=6.12] (at most 15 CPUs).",
+            help="The guest: sockets=,cores=,threads=[,nodes=][,kernel=6.12] (at most 10 CPUs).",
         ),
     ],
     wl_bin: Annotated[Path, typer.Option("--wl-bin", help="The static schedlab-wl binary.")],
@@ -46,8 +46,10 @@ def record_cmd(
     ] = "hackbench:groups=2,fds=20,loops=100,ipc=pipe,mode=thread",
 ) -> None:
     """Record a workload in a QEMU guest with kprobes on select_task_rq_fair and its return:
-    every CPU's load, nr_running and capacity, the waker's and wakee's loads and flips, and
-    the CPU chosen, read through per-CPU pointers at the offsets of the guest kernel's BTF
+    every CPU's load, nr_running and capacity, the waker's and wakee's loads and flips, what
+    the idle search reads (pending wakeups, the idle task, the LLC's has_idle_cores and
+    nr_idle_scan, the wakee's recent_used_cpu), and the CPU chosen, read through per-CPU
+    pointers at the offsets of the guest kernel's BTF
     (fetched once with an extra boot). Writes OUT/decisions.csv (one row per WF_TTWU
     decision between the workload's threads) beside OUT/trace.txt, machine.toml and
     kernel.json; `schedlab kernel-decisions check OUT` replays it."""
@@ -90,9 +92,8 @@ def check_cmd(
 ) -> None:
     """Replay a recorded table of kernel decisions through the model's record_wakee and
     select_task_rq_fair, each row's state written into a machine of the recorded topology,
-    and count where the model chose the kernel's CPU: over all rows, rows with every CPU
-    busy, rows with an idle CPU (whose idle search reads bookkeeping the table lacks),
-    and by the kernel's choice."""
+    and count where the model chose the kernel's CPU: over all rows, rows with no CPU idle,
+    rows with an idle CPU (where the idle search decides), and by the kernel's choice."""
     from . import _kernel_decisions
 
     table = directory / "decisions.csv" if directory.is_dir() else directory
@@ -114,7 +115,7 @@ def check_cmd(
     )
     labels = {
         "all": "all",
-        "all_busy": "every CPU busy",
+        "all_busy": "no CPU idle",
         "with_idle": "an idle CPU",
         "colocated": "wakee's prev CPU = waker's",
         "kernel_chose_this": "kernel chose the waker's CPU",

@@ -5,18 +5,21 @@ through schedlab's own `select_task_rq_fair`.
 this compares the rule itself. In a guest, a kprobe on
 `select_task_rq_fair` reads what the wakeup path reads: every CPU's root
 `cfs_rq` load, `nr_running`, `cpu_capacity` and delayed count, the waker's
-(`current`'s) load, `wakee_flips`, decay stamp and last wakee, and the
-wakee's load and flips; a kretprobe reads the CPU it returned. Most of that
-sits behind per-CPU pointers that a kprobe's typed arguments cannot follow,
-so the probe reads it through `__per_cpu_offset` at the offsets the guest
-kernel's own BTF gives (`_btf.py`; the BTF is fetched once per kernel with
-one extra boot). Each `WF_TTWU` call becomes a row of a table
-(`decisions.csv`), which `decision_replay.rs` writes into a simulated
-machine of the guest's topology, one row at a time, for the model to decide.
+(`current`'s) load, `wakee_flips`, decay stamp and last wakee, the wakee's
+load and flips, and what the idle search reads (each CPU's pending remote
+wakeups and whether its idle task runs, its LLC's `has_idle_cores` and
+`nr_idle_scan`, the wakee's `recent_used_cpu`); a kretprobe reads the CPU
+it returned. Most of that sits behind per-CPU pointers that a kprobe's
+typed arguments cannot follow, so the probe reads it through
+`__per_cpu_offset` at the offsets the guest kernel's own BTF gives
+(`_btf.py`; the BTF is fetched once per kernel with one extra boot). Each
+`WF_TTWU` call becomes a row of a table (`decisions.csv`), which
+`decision_replay.rs` writes into a simulated machine of the guest's
+topology, one row at a time, for the model to decide.
 
 Where the model and the kernel choose differently on the same state, the
-rules differ (or the row lacks state the rule reads: the idle search's
-bookkeeping, `recent_used_cpu`; rows with an idle CPU are counted apart).
+rules differ, or the state moved between the probe's reads and the
+kernel's (other CPUs run on meanwhile).
 """
 
 from __future__ import annotations
@@ -43,10 +46,19 @@ OFFSETS = (
     "task_struct.wakee_flips",
     "task_struct.wakee_flip_decay_ts",
     "task_struct.last_wakee",
+    # What the idle search reads besides idleness: the LLC's shared state
+    # (`sd_llc_shared`), a CPU's pending remote wakeups, its current task's
+    # pid (0: idle) and the wakee's `recent_used_cpu`.
+    "rq.ttwu_pending",
+    "rq.curr",
+    "task_struct.pid",
+    "task_struct.recent_used_cpu",
+    "sched_domain_shared.has_idle_cores",
+    "sched_domain_shared.nr_idle_scan",
 )
 
-# kprobe events take at most 128 arguments; 7 + 8 per CPU.
-MAX_CPUS = 15
+# kprobe events take at most 128 arguments; 8 + 12 per CPU.
+MAX_CPUS = 10
 
 # The workload recorded by default: validate's saturated hackbench.
 DEFAULT_WORKLOAD = "hackbench:groups=2,fds=20,loops=100,ipc=pipe,mode=thread"
@@ -68,6 +80,7 @@ def probe_lines(nr_cpus: int, off: Mapping[str, int]) -> list[str]:
         "wf=wake_flags",
         "fl=p->wakee_flips",
         "pl=p->se.avg.load_avg",
+        "ru=p->recent_used_cpu",
         "j=@jiffies:u64",
     ]
     rq = {
@@ -75,6 +88,7 @@ def probe_lines(nr_cpus: int, off: Mapping[str, int]) -> list[str]:
         "n": (off["rq.nr_running"], "u32"),
         "c": (off["rq.cpu_capacity"], "u64"),
         "d": (off["rq.cfs.h_nr_delayed"], "u32"),
+        "tp": (off["rq.ttwu_pending"], "u32"),
     }
     cur = {
         "cl": (off["task_struct.se.avg.load_avg"], "u64"),
@@ -86,10 +100,15 @@ def probe_lines(nr_cpus: int, off: Mapping[str, int]) -> list[str]:
         pc = f"@__per_cpu_offset+{8 * k}"
         args += [f"{name}{k}=+$((RQ+{o}))({pc}):{t}" for name, (o, t) in rq.items()]
         args += [f"{name}{k}=+{o}(+$((CUR))({pc})):{t}" for name, (o, t) in cur.items()]
+        # the pid of the runqueue's current task, and its LLC's shared state
+        args.append(f"cp{k}=+{off['task_struct.pid']}(+$((RQ+{off['rq.curr']}))({pc})):s32")
+        for name, path in (("hic", "has_idle_cores"), ("nis", "nr_idle_scan")):
+            args.append(f"{name}{k}=+{off['sched_domain_shared.' + path]}(+$((SDS))({pc})):s32")
     return [
         "RQ=$((0x$(grep ' runqueues$' /proc/kallsyms | cut -d' ' -f1)))",
         "CUR=$((0x$(grep -E ' (pcpu_hot|current_task)$' /proc/kallsyms | head -n1 "
         "| cut -d' ' -f1)))",
+        "SDS=$((0x$(grep ' sd_llc_shared$' /proc/kallsyms | cut -d' ' -f1)))",
         f'echo "p:schedlab/sel select_task_rq_fair {" ".join(args)}" >> $T/kprobe_events '
         "|| echo 'the select_task_rq_fair probe was refused' >&2",
         "echo 'r:schedlab/selr select_task_rq_fair ret=$retval' >> $T/kprobe_events",
@@ -114,8 +133,21 @@ def columns(nr_cpus: int) -> list[str]:
         "waker_load",
         "kernel_cpu",
     ]
-    per_cpu = [f"{p}{k}" for p in ("load", "nr", "cap", "delayed") for k in range(nr_cpus)]
-    return fixed + per_cpu
+    per_cpu = [
+        f"{p}{k}"
+        for p in (
+            "load",
+            "nr",
+            "cap",
+            "delayed",
+            "idle",
+            "ttwu_pending",
+            "has_idle_cores",
+            "nr_idle_scan",
+        )
+        for k in range(nr_cpus)
+    ]
+    return [*fixed, "wakee_recent_cpu", *per_cpu]
 
 
 def rows(trace: str, nr_cpus: int, hz: int, comm_prefix: str = "wl") -> list[dict[str, int]]:
@@ -178,9 +210,21 @@ def _row(
             "waker_load": int(s[f"cl{cpu}"], 0),
             "kernel_cpu": kernel_cpu,
         }
-        for p, key in (("load", "l"), ("nr", "n"), ("cap", "c"), ("delayed", "d")):
+        recent = int(s["ru"], 0)
+        row["wakee_recent_cpu"] = recent if 0 <= recent < nr_cpus else prev
+        for p, key in (
+            ("load", "l"),
+            ("nr", "n"),
+            ("cap", "c"),
+            ("delayed", "d"),
+            ("ttwu_pending", "tp"),
+            ("has_idle_cores", "hic"),
+            ("nr_idle_scan", "nis"),
+        ):
             for k in range(nr_cpus):
                 row[f"{p}{k}"] = int(s[f"{key}{k}"], 0)
+        for k in range(nr_cpus):
+            row[f"idle{k}"] = int(int(s[f"cp{k}"], 0) == 0)
     except (KeyError, ValueError):
         return None  # a line the probe did not complete (a full buffer cut it)
     return row

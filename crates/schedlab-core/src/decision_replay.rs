@@ -4,15 +4,15 @@
 //! Each row of a decisions table is one `select_task_rq_fair` call a kernel
 //! made for a wakeup (`WF_TTWU`), with what that call read: every CPU's root
 //! `cfs_rq` load, `nr_running` and `cpu_capacity`, the waker's load, flips,
-//! decay stamp and last wakee, the wakee's load and flips, and the CPU the
-//! kernel returned. `python/schedlab/_kernel_decisions.py` records such rows
+//! decay stamp and last wakee, the wakee's load and flips, what the idle
+//! search reads (where the table has it), and the CPU the kernel returned. `python/schedlab/_kernel_decisions.py` records such rows
 //! in a QEMU guest with kprobes. Here each row's state is written into a
 //! simulated machine of the same topology and the model's
 //! `record_wakee` + `select_task_rq_fair` decide; the report counts where
 //! the two CPUs agree. A row is checked on its own: no simulated history
-//! enters, so a disagreement is a difference in the decision rules (or in
-//! state the table does not carry, such as the idle search's bookkeeping:
-//! rows with an idle CPU are counted apart).
+//! enters, so a disagreement is a difference in the decision rules, or in
+//! state the table does not carry (tables without the idle search's
+//! columns; rows with an idle CPU are counted apart).
 
 use serde::Serialize;
 
@@ -57,8 +57,39 @@ pub struct DecisionRow {
     pub nr_delayed: Vec<u32>,
     /// Each CPU's `rq->cpu_capacity`.
     pub capacity: Vec<u32>,
+    /// What the idle search reads, where the table has it: each CPU's
+    /// current task is its idle task, its `rq->ttwu_pending`, and its LLC's
+    /// `sd_llc_shared->has_idle_cores` and `nr_idle_scan`; the wakee's
+    /// `recent_used_cpu`.
+    pub idle_state: Option<IdleState>,
     /// The CPU the kernel returned.
     pub kernel_cpu: u32,
+}
+
+/// The idle search's inputs of one row (see [`DecisionRow::idle_state`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleState {
+    /// Each CPU runs its idle task.
+    pub idle: Vec<bool>,
+    /// Each CPU's `rq->ttwu_pending`.
+    pub ttwu_pending: Vec<u32>,
+    /// `has_idle_cores` of each CPU's LLC.
+    pub has_idle_cores: Vec<bool>,
+    /// `nr_idle_scan` of each CPU's LLC.
+    pub nr_idle_scan: Vec<u32>,
+    /// The wakee's `recent_used_cpu`.
+    pub wakee_recent_cpu: u32,
+}
+
+impl DecisionRow {
+    /// Some CPU was idle as `available_idle_cpu` sees it (no task, none
+    /// pending; where the table says, running its idle task).
+    pub fn has_idle_cpu(&self) -> bool {
+        (0..self.nr_running.len()).any(|k| match &self.idle_state {
+            Some(s) => s.idle[k] && self.nr_running[k] == 0 && s.ttwu_pending[k] == 0,
+            None => self.nr_running[k] == 0,
+        })
+    }
 }
 
 /// Agreement over a set of rows.
@@ -82,9 +113,10 @@ impl Agreement {
 pub struct ReplayReport {
     /// Every row.
     pub all: Agreement,
-    /// Rows where every CPU had a task (no idle search can succeed).
+    /// Rows where no CPU was idle (no idle search can succeed).
     pub all_busy: Agreement,
-    /// Rows with an idle CPU (the idle search's bookkeeping is not in the table).
+    /// Rows with an idle CPU (the idle search decides; older tables lack
+    /// its bookkeeping).
     pub with_idle: Agreement,
     /// Rows whose wakee's previous CPU was the waking CPU.
     pub colocated: Agreement,
@@ -178,6 +210,24 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
     let (load, nr, cap) = (per_cpu("load", true)?, per_cpu("nr", true)?, per_cpu("cap", true)?);
     let (load, nr, cap) = (load.unwrap_or_default(), nr.unwrap_or_default(), cap.unwrap_or_default());
     let delayed = per_cpu("delayed", false)?;
+    let idle_cols = match (
+        per_cpu("idle", false)?,
+        per_cpu("ttwu_pending", false)?,
+        per_cpu("has_idle_cores", false)?,
+        per_cpu("nr_idle_scan", false)?,
+        header.iter().position(|h| *h == "wakee_recent_cpu"),
+    ) {
+        (Some(i), Some(t), Some(h), Some(n), Some(r)) => Some((i, t, h, n, r)),
+        (None, None, None, None, None) => None,
+        _ => {
+            return Err(SchedlabError::spec(
+                origin,
+                "line 1",
+                "all of the idle search's columns (idle, ttwu_pending, has_idle_cores, nr_idle_scan per CPU, \
+                 wakee_recent_cpu) or none",
+            ))
+        }
+    };
     let mut rows = Vec::new();
     for (i, text) in lines.enumerate() {
         let line = i + 2;
@@ -245,6 +295,28 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
                 }
                 None => vec![0; nr_cpus],
             },
+            idle_state: match &idle_cols {
+                Some((i, t, h, n, r)) => Some(IdleState {
+                    idle: i.iter().enumerate().map(|(k, &c)| flag(c, &format!("idle{k}"))).collect::<Result<_>>()?,
+                    ttwu_pending: t
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &c)| small(c, &format!("ttwu_pending{k}")))
+                        .collect::<Result<_>>()?,
+                    has_idle_cores: h
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &c)| Ok(num(c, &format!("has_idle_cores{k}"))? != 0))
+                        .collect::<Result<_>>()?,
+                    nr_idle_scan: n
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &c)| small(c, &format!("nr_idle_scan{k}")))
+                        .collect::<Result<_>>()?,
+                    wakee_recent_cpu: cpu(*r, "wakee_recent_cpu")?,
+                }),
+                None => None,
+            },
         });
     }
     Ok(rows)
@@ -274,8 +346,16 @@ impl Sim {
             rq.cfs.nr_queued = nr;
             rq.cfs.h_nr_runnable = nr - delayed;
             rq.cpu_capacity = row.capacity[k];
-            rq.ttwu_pending = 0;
-            rq.curr = (nr > 0).then_some(TaskId(FIRST_CURR + k as u32));
+            let running = match &row.idle_state {
+                Some(s) => !s.idle[k],
+                None => nr > 0,
+            };
+            rq.ttwu_pending = row.idle_state.as_ref().map_or(0, |s| s.ttwu_pending[k]);
+            rq.curr = running.then_some(TaskId(FIRST_CURR + k as u32));
+            if let Some(s) = &row.idle_state {
+                let llc = self.llc_of(CpuId(k as u32));
+                self.set_llc_idle_search_state(llc, s.has_idle_cores[k], s.nr_idle_scan[k]);
+            }
         }
         self.rqs[row.this as usize].curr = Some(WAKER);
         let waker = &mut self.tasks[WAKER.idx()];
@@ -288,8 +368,8 @@ impl Sim {
         wakee.cpu = CpuId(row.prev);
         wakee.avg.load_avg = row.wakee_load;
         wakee.wakee_flips = row.wakee_flips;
-        // Unknown to the table; the previous CPU makes `recent_used_cpu` a no-op.
-        wakee.recent_used_cpu = CpuId(row.prev);
+        // Where the table lacks it, the previous CPU makes `recent_used_cpu` a no-op.
+        wakee.recent_used_cpu = CpuId(row.idle_state.as_ref().map_or(row.prev, |s| s.wakee_recent_cpu));
         self.record_wakee(WAKER, WAKEE);
         let mut ctx = WakeCtx { this_cpu: CpuId(row.this), path: PlacePath::Fallback, scanned: 0 };
         let flags = WF_TTWU | if row.sync { WF_SYNC } else { 0 };
@@ -304,10 +384,10 @@ pub fn replay(sim: &mut Sim, rows: &[DecisionRow]) -> ReplayReport {
         let got = sim.replay_decision(row).0;
         let ok = got == row.kernel_cpu;
         r.all.add(ok);
-        if row.nr_running.iter().all(|&n| n > 0) {
-            r.all_busy.add(ok);
-        } else {
+        if row.has_idle_cpu() {
             r.with_idle.add(ok);
+        } else {
+            r.all_busy.add(ok);
         }
         if row.this == row.prev {
             r.colocated.add(ok);

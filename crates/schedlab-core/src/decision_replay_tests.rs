@@ -1,7 +1,8 @@
 //! The model's wakeup rule against a real kernel's decisions: tables
 //! recorded by `schedlab kernel-decisions record` in QEMU guests of Debian's
-//! 6.12 (`tests/python/fixtures/decisions/*/`, every tenth row of one
-//! recording each), replayed row by row.
+//! 6.12 (`tests/python/fixtures/decisions/*/`: every 12th and every 5th
+//! decision of the saturated hackbench on 4 and 8 vCPUs, every decision of
+//! the work queue), replayed row by row.
 
 use super::*;
 use crate::policy::parse_policy;
@@ -36,56 +37,82 @@ fn share(a: &Agreement) -> f64 {
     a.agree as f64 / a.rows as f64
 }
 
+/// The saturated hackbench of `validate` in the two guests of its suite.
 const GUESTS: [&str; 2] = ["guest-1s2c2t", "guest-2s2c2t-2n"];
+/// And its work queue (`workqueue:threads=4,chunks=400,chunk=1ms`), whose
+/// wakeups find idle CPUs.
+const WORK_QUEUES: [&str; 2] = ["guest-1s2c2t-workqueue", "guest-2s2c2t-2n-workqueue"];
 /// The policy `_kernel_profile` gives Debian's 6.12.95 (it prints NI_RANDOM).
 const KERNEL: &str = "v6.12+NI_RANDOM";
 
 #[test]
 fn the_model_chooses_the_kernels_cpu_on_the_kernels_state() {
-    for g in GUESTS {
+    // Measured: 99.1%, 99.0%, 100% and 100% of the rows. The rows it misses
+    // lie within a few percent of wake_affine_weight's tie (the probe reads
+    // the other CPUs' loads a moment before the kernel does, while those
+    // vCPUs go on).
+    for g in GUESTS.into_iter().chain(WORK_QUEUES) {
         let r = replay_fixture(g, KERNEL, |_| {});
-        // Measured: every CPU busy 99.7% and 98.0%, all 99.1% and 95.0%. The
-        // rows it misses lie within a few percent of wake_affine_weight's
-        // tie (the probe reads the other CPUs' loads a moment before the
-        // kernel does, while those CPUs go on), and in the idle search.
-        assert!(r.all.rows >= 900 && r.all_busy.rows >= 500, "{g}: {r:?}");
-        assert!(share(&r.all_busy) >= 0.975, "{g}: every CPU busy {:?}", r.all_busy);
-        assert!(share(&r.all) >= 0.94, "{g}: all {:?}", r.all);
+        assert!(r.all.rows >= 400, "{g}: {r:?}");
+        assert!(share(&r.all) >= 0.98, "{g}: all {:?}", r.all);
+        for (what, a) in [("busy", &r.all_busy), ("idle", &r.with_idle), ("other", &r.kernel_chose_other)] {
+            if a.rows >= 5 {
+                assert!(share(a) >= 0.9, "{g}: {what} {a:?}");
+            }
+        }
         // Both of wake_affine's outcomes occur and agree.
-        assert!(r.kernel_chose_this.rows >= 100 && share(&r.kernel_chose_this) >= 0.95, "{g}: {r:?}");
-        assert!(r.kernel_chose_prev.rows >= 100 && share(&r.kernel_chose_prev) >= 0.95, "{g}: {r:?}");
+        assert!(r.kernel_chose_this.rows >= 10 && share(&r.kernel_chose_this) >= 0.97, "{g}: {r:?}");
+        assert!(r.kernel_chose_prev.rows >= 100 && share(&r.kernel_chose_prev) >= 0.97, "{g}: {r:?}");
     }
+    // The idle search's rows: an idle CPU found by the search (neither the
+    // waker's CPU nor prev) is matched too.
+    let wq = replay_fixture("guest-2s2c2t-2n-workqueue", KERNEL, |_| {});
+    assert!(wq.with_idle.rows >= 500 && wq.kernel_chose_other.rows >= 10, "{wq:?}");
+    assert_eq!(wq.kernel_chose_other.agree, wq.kernel_chose_other.rows, "{wq:?}");
 }
 
 #[test]
 fn a_changed_wake_affine_weight_no_longer_agrees() {
     // The tables tell the rule apart from near variants: without WA_BIAS's
     // half imbalance_pct on prev, or without the load comparison at all.
+    // Measured: 4.0 and 1.6 points fewer without WA_BIAS, 18.7 and 6.3
+    // without WA_WEIGHT.
     for g in GUESTS {
         let base = share(&replay_fixture(g, KERNEL, |_| {}).all_busy);
         let no_bias = share(&replay_fixture(g, &format!("{KERNEL}-WA_BIAS"), |_| {}).all_busy);
         let no_weight = share(&replay_fixture(g, &format!("{KERNEL}-WA_WEIGHT"), |_| {}).all_busy);
-        // Measured: 1.7 and 1.1 points fewer without WA_BIAS, 4.2 and 12.8 without WA_WEIGHT.
-        assert!(base - no_bias >= 0.008, "{g}: WA_BIAS off {no_bias:.4} against {base:.4}");
-        assert!(base - no_weight >= 0.03, "{g}: WA_WEIGHT off {no_weight:.4} against {base:.4}");
+        assert!(base - no_bias >= 0.01, "{g}: WA_BIAS off {no_bias:.4} against {base:.4}");
+        assert!(base - no_weight >= 0.04, "{g}: WA_WEIGHT off {no_weight:.4} against {base:.4}");
+    }
+}
+
+#[test]
+fn without_sis_util_the_idle_search_scans_where_the_kernel_did_not() {
+    // SIS_UTIL bounds select_idle_cpu's scan by the LLC's nr_idle_scan, which
+    // the rows carry. Measured: 15.2 and 4.6 points fewer rows with an idle
+    // CPU agree without it.
+    for (g, least) in [("guest-2s2c2t-2n", 0.08), ("guest-1s2c2t-workqueue", 0.02)] {
+        let base = share(&replay_fixture(g, KERNEL, |_| {}).with_idle);
+        let no_util = share(&replay_fixture(g, &format!("{KERNEL}-SIS_UTIL"), |_| {}).with_idle);
+        assert!(base - no_util >= least, "{g}: SIS_UTIL off {no_util:.4} against {base:.4}");
     }
 }
 
 #[test]
 fn without_the_flips_wake_wide_never_holds_and_the_model_pulls_too_often() {
     // Where the kernel kept a wakee on prev, wake_wide often decided it: with
-    // every count zeroed the model pulls some of those to the waker's CPU.
-    // Measured: 44.7 and 4.4 points fewer such rows agree (wake_wide held in
-    // fewer rows of the 8-CPU recording).
-    for (g, least) in GUESTS.into_iter().zip([0.30, 0.03]) {
-        let base = replay_fixture(g, KERNEL, |_| {});
-        let flat = replay_fixture(g, KERNEL, |r| {
-            r.waker_flips = 0;
-            r.wakee_flips = 0;
-        });
-        let drop = share(&base.kernel_chose_prev) - share(&flat.kernel_chose_prev);
-        assert!(drop >= least, "{g}: {drop:.4} fewer agree: {flat:?}");
-    }
+    // every count zeroed the model pulls many of those to the waker's CPU.
+    // Measured on the 8-CPU recording: 38.3 points fewer such rows agree.
+    // (The 4-CPU recording's threads inherited too few flips for wake_wide
+    // to hold: zeroing them changes nothing there.)
+    let g = "guest-2s2c2t-2n";
+    let base = replay_fixture(g, KERNEL, |_| {});
+    let flat = replay_fixture(g, KERNEL, |r| {
+        r.waker_flips = 0;
+        r.wakee_flips = 0;
+    });
+    let drop = share(&base.kernel_chose_prev) - share(&flat.kernel_chose_prev);
+    assert!(drop >= 0.25, "{g}: {drop:.4} fewer agree: {flat:?}");
 }
 
 /// Two cores of one LLC, no SMT.
@@ -107,6 +134,7 @@ fn row(this: u32, prev: u32, load: [u64; 2], nr: [u32; 2]) -> DecisionRow {
         nr_running: nr.to_vec(),
         nr_delayed: vec![0, 0],
         capacity: vec![1024, 1024],
+        idle_state: None,
         kernel_cpu: this,
     }
 }

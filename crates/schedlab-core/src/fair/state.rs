@@ -154,4 +154,13 @@ impl Sim {
     pub(crate) fn llc_nr_busy_cpus(&self, llc: usize) -> u32 {
         self.fair.llc[llc].nr_busy_cpus
     }
+
+    /// Sets LLC `llc`'s `has_idle_cores` and `nr_idle_scan`, the shared state
+    /// the idle search reads, as a real kernel's decision found them
+    /// (`decision_replay`).
+    pub(crate) fn set_llc_idle_search_state(&mut self, llc: usize, has_idle_cores: bool, nr_idle_scan: u32) {
+        let shared = &mut self.fair.llc[llc];
+        shared.has_idle_cores = has_idle_cores;
+        shared.nr_idle_scan = nr_idle_scan;
+    }
 }
