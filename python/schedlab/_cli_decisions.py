@@ -54,12 +54,13 @@ def record_cmd(
     decision between the workload's threads) beside OUT/trace.txt, machine.toml and
     kernel.json; `schedlab kernel-decisions check OUT` replays it."""
     from . import _guest, _kernel_decisions
+    from ._btf import BtfError
 
     shape = _guest.GuestShape.parse(qemu)
     try:
         path = _interruptible(_kernel_decisions.record, shape, wl_bin, out, workload)
-    except _guest.GuestError as e:
-        _fail(f"--qemu {qemu}: {e}", 1)
+    except BtfError as e:
+        _fail(f"--qemu {qemu}: the guest kernel's BTF: {e}", 1)
     n = max(0, len(path.read_text().splitlines()) - 1)
     _out().print(f"recorded {n} wakeup decisions of `{workload}` in {shape.describe()} into {path}")
 

@@ -194,9 +194,11 @@ def fetch_kernel(series: str, cache: Path) -> Path:
     into ``cache`` (with its config beside it) and reused."""
     if series not in KERNEL_SUITES:
         raise SpecError(f"kernel: expected one of {', '.join(KERNEL_SUITES)}, got '{series}'")
+    from ._guest_modules import MODULES_DIR, keep_modules
+
     kdir = cache / f"kernel-{series}"
     done = kdir / "vmlinuz"
-    if done.exists():
+    if done.exists() and (kdir / MODULES_DIR).is_dir():
         return done
     _need("apt-get", "apt")
     opts = _apt(cache)
@@ -221,6 +223,7 @@ def fetch_kernel(series: str, cache: Path) -> Path:
         raise GuestError(f"{debs[0].name} holds no /boot/vmlinuz-*")
     for cfg in (tree / "boot").glob("config-*"):
         shutil.copyfile(cfg, kdir / "config")
+    keep_modules(tree, kdir)
     (kdir / "version").write_text(images[0].name.removeprefix("vmlinuz-") + "\n")
     shutil.copyfile(images[0], kdir / "vmlinuz.part")
     os.replace(kdir / "vmlinuz.part", done)
@@ -238,6 +241,7 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t debugfs nodev /sys/kernel/debug 2>/dev/null
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+for m in /modules/*.ko; do [ -e "$m" ] && insmod "$m" 2>/dev/null; done
 mkdir -p /out /tmp
 uname -r > /out/uname
 cat /proc/cmdline > /out/cmdline
@@ -263,7 +267,12 @@ echo "schedlab-guest: job start" > /dev/console
 sh /job.sh > /out/job.stdout 2> /out/job.stderr
 echo $? > /out/job.rc
 echo "schedlab-guest: job done rc=$(cat /out/job.rc)" > /dev/console
-port=$(ls /dev/vport*p1 2>/dev/null | head -n 1)
+port=""
+for i in $(seq 1 50); do
+  port=$(ls /dev/vport*p1 2>/dev/null | head -n 1)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
 tar -cf "$port" -C /out .
 sync
 poweroff -f
@@ -560,7 +569,9 @@ def _boot_job(
     out.mkdir(parents=True, exist_ok=True)
     work = out / ".guest"
     work.mkdir(exist_ok=True)
-    initrd = build_initramfs(work, job, files)
+    from ._guest_modules import module_files
+
+    initrd = build_initramfs(work, job, {**module_files(kernel.parent), **files})
     result = boot_with_retry(shape, kernel, initrd, work, timeout_s)
 
     def text(name: str) -> str:

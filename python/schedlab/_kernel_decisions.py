@@ -57,6 +57,10 @@ OFFSETS = (
     "sched_domain_shared.nr_idle_scan",
 )
 
+# Members a kernel may not have: `h_nr_delayed` came with DELAY_DEQUEUE
+# (v6.12); without it the rows' delayed counts are 0, as they are there.
+OPTIONAL = frozenset({"rq.cfs.h_nr_delayed"})
+
 # kprobe events take at most 128 arguments; 8 + 12 per CPU.
 MAX_CPUS = 10
 
@@ -67,29 +71,35 @@ DEFAULT_WORKLOAD = "hackbench:groups=2,fds=20,loops=100,ipc=pipe,mode=thread"
 def probe_lines(nr_cpus: int, off: Mapping[str, int]) -> list[str]:
     """The guest job's shell lines that add the `sel` kprobe and the `selr`
     kretprobe to `$T/kprobe_events` (events of group `schedlab`, enabled
-    with the recording's fork probe). The per-CPU symbols' offsets are read
-    from the guest's `/proc/kallsyms` when the job runs: `runqueues`, and
+    with the recording's fork probe). `off` holds the `OFFSETS` the kernel
+    has (its BTF's). The per-CPU symbols' offsets are read from the guest's
+    `/proc/kallsyms` when the job runs: `runqueues`, `sd_llc_shared`, and
     `pcpu_hot` (x86, v6.2 on; its first member is `current_task`) or the
-    `current_task` variable of other kernels."""
+    `current_task` variable of older kernels."""
     if nr_cpus > MAX_CPUS:
         raise ValueError(f"at most {MAX_CPUS} CPUs: a kprobe event takes at most 128 arguments")
+    # The function's arguments by register (x86-64: p in %di, prev_cpu in
+    # %si, wake_flags in %dx) and p's fields by offset: typed arguments
+    # (`p->pid`) need v6.6's BTF argument support, registers any kernel.
+    task = "task_struct."
     args = [
-        "pid=p->pid",
-        "pp=p:x64",
-        "prev=prev_cpu",
-        "wf=wake_flags",
-        "fl=p->wakee_flips",
-        "pl=p->se.avg.load_avg",
-        "ru=p->recent_used_cpu",
+        f"pid=+{off[task + 'pid']}(%di):s32",
+        "pp=%di:x64",
+        "prev=%si:s32",
+        "wf=%dx:u32",
+        f"fl=+{off[task + 'wakee_flips']}(%di):u32",
+        f"pl=+{off[task + 'se.avg.load_avg']}(%di):u64",
+        f"ru=+{off[task + 'recent_used_cpu']}(%di):s32",
         "j=@jiffies:u64",
     ]
     rq = {
         "l": (off["rq.cfs.avg.load_avg"], "u64"),
         "n": (off["rq.nr_running"], "u32"),
         "c": (off["rq.cpu_capacity"], "u64"),
-        "d": (off["rq.cfs.h_nr_delayed"], "u32"),
         "tp": (off["rq.ttwu_pending"], "u32"),
     }
+    if "rq.cfs.h_nr_delayed" in off:
+        rq["d"] = (off["rq.cfs.h_nr_delayed"], "u32")
     cur = {
         "cl": (off["task_struct.se.avg.load_avg"], "u64"),
         "cf": (off["task_struct.wakee_flips"], "u32"),
@@ -112,6 +122,9 @@ def probe_lines(nr_cpus: int, off: Mapping[str, int]) -> list[str]:
         f'echo "p:schedlab/sel select_task_rq_fair {" ".join(args)}" >> $T/kprobe_events '
         "|| echo 'the select_task_rq_fair probe was refused' >&2",
         "echo 'r:schedlab/selr select_task_rq_fair ret=$retval' >> $T/kprobe_events",
+        # The recording enables group `schedlab` once its fork probe is in,
+        # which needs typed arguments (v6.6); on older kernels this does.
+        "echo 1 > $T/events/schedlab/enable",
     ]
 
 
@@ -216,7 +229,6 @@ def _row(
             ("load", "l"),
             ("nr", "n"),
             ("cap", "c"),
-            ("delayed", "d"),
             ("ttwu_pending", "tp"),
             ("has_idle_cores", "hic"),
             ("nr_idle_scan", "nis"),
@@ -225,6 +237,7 @@ def _row(
                 row[f"{p}{k}"] = int(s[f"{key}{k}"], 0)
         for k in range(nr_cpus):
             row[f"idle{k}"] = int(int(s[f"cp{k}"], 0) == 0)
+            row[f"delayed{k}"] = int(s.get(f"d{k}", "0"), 0)
     except (KeyError, ValueError):
         return None  # a line the probe did not complete (a full buffer cut it)
     return row
@@ -284,7 +297,7 @@ def record(
     import json
 
     from . import _guest
-    from ._btf import Btf
+    from ._btf import Btf, BtfError
     from ._native import SpecError
 
     if shape.cpus > MAX_CPUS:
@@ -294,7 +307,14 @@ def record(
         )
     _guest.check_static(wl_bin)
     btf = Btf(guest_btf(shape, cache))
-    offsets = {path: btf.offset(path) for path in OFFSETS}
+    offsets: dict[str, int] = {}
+    for path in OFFSETS:
+        try:
+            offsets[path] = btf.offset(path)
+        except BtfError:
+            if path not in OPTIONAL:
+                raise
+
     _guest.record_in_guest(
         shape,
         ["/wl", workload],

@@ -34,6 +34,7 @@ from ._compare import (
     better_phrase,
     fmt_num,
 )
+from ._guest import GuestError
 from ._native import RunInterrupted, SchedlabError, SimulationError, SpecError
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import U64_MAX, RunResult, json_safe, run_sources
@@ -167,6 +168,8 @@ def _cli_errors(fn: F) -> F:
             _fail(f"{e}; {_kept(e)}" if hasattr(e, "kept_trace") else str(e), 1)
         except SchedlabError as e:
             _fail(str(e), 2)
+        except GuestError as e:  # a QEMU guest that did not boot or answer
+            _fail(f"guest: {e}", 1)
         except OSError as e:
             where = f"{e.filename}: " if e.filename else ""
             _fail(f"{where}{e.strerror or e}", 2)

@@ -323,3 +323,39 @@ def test_a_dynamically_linked_program_is_refused_before_booting(tmp_path: Path):
     busybox = shutil.which("busybox")
     if busybox and _static_busybox():
         assert not g.needs_loader(Path(busybox))
+
+
+def test_a_kernel_with_virtio_as_modules_gets_them_in_its_initramfs(tmp_path: Path):
+    # Debian 12's 6.1 builds virtio_pci and virtio_console as modules: without
+    # them the guest has no port to send its results on.
+    from schedlab import _guest_modules as gm
+
+    tree = tmp_path / "x"
+    for rel in ("virtio/virtio.ko", "virtio/virtio_pci.ko", "char/virtio_console.ko", "net/other.ko"):
+        p = tree / "lib/modules/6.1.0-50-amd64/kernel/drivers" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(rel.encode())
+    kdir = tmp_path / "kernel-6.1"
+    gm.keep_modules(tree, kdir)
+    files = gm.module_files(kdir)
+    # In load order, numbered by their place in MODULES; others left out.
+    assert list(files) == ["/modules/00-virtio.ko", "/modules/04-virtio_pci.ko", "/modules/05-virtio_console.ko"]
+    assert files["/modules/05-virtio_console.ko"].read_bytes() == b"char/virtio_console.ko"
+    # A kernel that builds them in keeps an empty directory: nothing to load.
+    built_in = tmp_path / "kernel-6.12"
+    gm.keep_modules(tmp_path / "empty", built_in)
+    assert (built_in / gm.MODULES_DIR).is_dir()
+    assert gm.module_files(built_in) == {}
+    # /init loads them before the job and waits for the port they make.
+    assert 'for m in /modules/*.ko; do [ -e "$m" ] && insmod "$m"' in g._INIT
+    assert g._INIT.index("insmod") < g._INIT.index("sh /job.sh")
+
+
+@pytest.mark.slow
+def test_a_debian_12_guest_with_its_6_1_kernel_returns_its_results(tmp_path: Path):
+    if shutil.which("qemu-system-x86_64") is None or not _static_busybox():
+        pytest.skip("needs Debian's qemu-system-x86, busybox-static and cpio")
+    shape = g.GuestShape.parse("sockets=1,cores=2,threads=1,kernel=6.1")
+    text = g._boot_job(shape, "echo ran > /out/ran\n", {}, tmp_path / "g", None, 600)
+    assert text("ran") == "ran\n"
+    assert text("uname").startswith("6.1.")

@@ -52,6 +52,12 @@ def test_the_probe_reads_each_cpu_through_the_per_cpu_offsets():
     assert "nis1=+104(+$((SDS))(@__per_cpu_offset+8)):s32" in sel
     assert sel.count("=") == 8 + 12 * 2  # one per argument
     assert lines[4] == "echo 'r:schedlab/selr select_task_rq_fair ret=$retval' >> $T/kprobe_events"
+    assert lines[5] == "echo 1 > $T/events/schedlab/enable"
+    # The arguments by register, p's fields by offset (task_struct.pid at 80).
+    assert "pid=+80(%di):s32 pp=%di:x64 prev=%si:s32 wf=%dx:u32" in sel
+    # A kernel without DELAY_DEQUEUE has no h_nr_delayed: no such argument.
+    older = kd.probe_lines(2, {k: v for k, v in off.items() if k != "rq.cfs.h_nr_delayed"})
+    assert " d0=" not in older[3] and older[3].count("=") == 8 + 11 * 2
     with pytest.raises(ValueError, match="at most 10 CPUs"):
         kd.probe_lines(11, off)
 
@@ -213,3 +219,31 @@ def test_record_in_a_guest_gives_a_table_the_model_agrees_with(tmp_path: Path):
     assert report["all_busy"]["agree"] >= 0.95 * report["all_busy"]["rows"]
     info = json.loads((tmp_path / "kd" / "kernel.json").read_text())
     assert set(info["decision_probe_offsets"]) == set(kd.OFFSETS)
+
+
+def test_a_guest_that_fails_is_a_one_line_error_not_a_traceback(monkeypatch, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from schedlab import _guest
+    from schedlab.cli import app
+
+    def failing(*_args: object, **_kw: object) -> Path:
+        raise _guest.GuestError("1s x 2c x 2t, Debian 6.12: the guest sent no results")
+
+    monkeypatch.setattr(kd, "record", failing)
+    wl = tmp_path / "wl"
+    wl.write_bytes(b"")
+    r = CliRunner().invoke(
+        app, ["kernel-decisions", "record", "--qemu", "sockets=1,cores=2,threads=2", "--wl-bin", str(wl)]
+    )
+    assert r.exit_code == 1
+    assert "error: guest: 1s x 2c x 2t, Debian 6.12: the guest sent no results" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_a_6_1_table_replays_under_the_cfs_profile_its_kernel_json_implies():
+    r = _schedlab("kernel-decisions", "check", str(DECISIONS / "guest-2s2c2t-2n-6.1"), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["policy"] == "v5.9+SIS_UTIL-SIS_PROP+NI_RANDOM+migrate_se_pelt_lag+wa_idle_prev"
+    assert doc["all"]["agree"] >= 0.98 * doc["all"]["rows"]

@@ -1,8 +1,9 @@
 //! The model's wakeup rule against a real kernel's decisions: tables
 //! recorded by `schedlab kernel-decisions record` in QEMU guests of Debian's
-//! 6.12 (`tests/python/fixtures/decisions/*/`: every 12th and every 5th
-//! decision of the saturated hackbench on 4 and 8 vCPUs, every decision of
-//! the work queue), replayed row by row.
+//! 6.12 and Debian 12's 6.1 (`tests/python/fixtures/decisions/*/`: every
+//! 12th and every 5th decision of the saturated hackbench on 4 and 8 vCPUs,
+//! every decision of the work queue; 6.1: every 12th of the hackbench on 8
+//! vCPUs), replayed row by row.
 
 use super::*;
 use crate::policy::parse_policy;
@@ -113,6 +114,22 @@ fn without_the_flips_wake_wide_never_holds_and_the_model_pulls_too_often() {
     });
     let drop = share(&base.kernel_chose_prev) - share(&flat.kernel_chose_prev);
     assert!(drop >= 0.25, "{g}: {drop:.4} fewer agree: {flat:?}");
+}
+
+/// The policy `_kernel_profile` gives Debian 12's 6.1 (CFS; SIS_UTIL, not SIS_PROP).
+const KERNEL_6_1: &str = "v5.9+SIS_UTIL-SIS_PROP+NI_RANDOM+migrate_se_pelt_lag+wa_idle_prev";
+
+#[test]
+fn the_cfs_kernels_decisions_replay_under_its_profile_and_not_under_sis_prop() {
+    // Debian 12's 6.1 in the 8-vCPU guest, every 12th decision of the
+    // saturated hackbench. Measured: 99.6% agree; with SIS_PROP's scan
+    // instead of SIS_UTIL's, 69.0% of the rows with an idle CPU (100%).
+    let g = "guest-2s2c2t-2n-6.1";
+    let r = replay_fixture(g, KERNEL_6_1, |_| {});
+    assert!(r.all.rows >= 1000 && share(&r.all) >= 0.98, "{r:?}");
+    assert!(r.with_idle.rows >= 30 && share(&r.with_idle) >= 0.95, "{r:?}");
+    let prop = replay_fixture(g, "v5.9+NI_RANDOM+migrate_se_pelt_lag+wa_idle_prev", |_| {});
+    assert!(share(&r.with_idle) - share(&prop.with_idle) >= 0.15, "{prop:?}");
 }
 
 /// Two cores of one LLC, no SMT.
