@@ -470,16 +470,39 @@ def boot_with_retry(
 # anyone, so `p->wakee_flips` is the parent's count).
 GUEST_EVENTS = SCHED_EVENTS
 _FLIPS_PROBE = "p:schedlab/fork_flips wake_up_new_task pid=p->pid flips=p->wakee_flips"
+# Kernel series whose kprobes take typed arguments (`p->pid`: v6.6 on). On
+# the others the fork probe reads `p` (x86-64: %di) at the offsets of the
+# kernel's BTF.
+_TYPED_KPROBE_ARGS = frozenset({"6.12"})
+
+
+def flips_probe(shape: GuestShape, cache: Path | None) -> str:
+    """The fork probe for the guest's kernel: typed where it takes typed
+    arguments, else by register at its BTF's offsets (the BTF is fetched
+    once per kernel with one boot; `_kernel_decisions.guest_btf`)."""
+    if shape.kernel in _TYPED_KPROBE_ARGS:
+        return _FLIPS_PROBE
+    from ._btf import Btf
+    from ._kernel_decisions import guest_btf
+
+    btf = Btf(guest_btf(shape, cache))
+    pid, flips = btf.offset("task_struct.pid"), btf.offset("task_struct.wakee_flips")
+    return f"p:schedlab/fork_flips wake_up_new_task pid=+{pid}(%di):s32 flips=+{flips}(%di):u32"
 
 
 def _record_job(
-    argv: Sequence[str], buffer_kb: int, stall_cpus: int = 0, kprobes: Sequence[str] = ()
+    argv: Sequence[str],
+    buffer_kb: int,
+    stall_cpus: int = 0,
+    kprobes: Sequence[str] = (),
+    fork_probe: str = _FLIPS_PROBE,
 ) -> str:
     """The guest's job: record `argv` under the sched tracepoints; then,
     untraced, with `stall_cpus`, the stall probe for 1 to that many busy
     vCPUs (`GUEST_RECORD_STALL_PROBE`: the host's stalls of this boot).
     `kprobes`: shell lines that add more kprobe events of group `schedlab`
-    (enabled with the fork probe; `_kernel_decisions.probe_lines`)."""
+    (enabled with the fork probe; `_kernel_decisions.probe_lines`).
+    `fork_probe`: the kprobe of `flips_probe`."""
     quoted = " ".join("'" + a.replace("'", "'\\''") + "'" for a in argv)
     probes = "".join(
         line + "\n" for line in stall_probe_lines(GUEST_RECORD_STALL_PROBE, stall_cpus)
@@ -488,7 +511,7 @@ def _record_job(
     extra = "".join(line + "\n" for line in kprobes)
     return f"""T=/sys/kernel/tracing
 echo {buffer_kb} > $T/buffer_size_kb
-{extra}echo '{_FLIPS_PROBE}' >> $T/kprobe_events 2>/dev/null && echo 1 > $T/events/schedlab/enable
+{extra}echo '{fork_probe}' >> $T/kprobe_events 2>/dev/null && echo 1 > $T/events/schedlab/enable
 {enable}
 echo > $T/trace
 echo 1 > $T/tracing_on
@@ -618,7 +641,8 @@ def record_in_guest(
 
     from . import _native
 
-    job = _record_job(argv, buffer_kb, shape.cpus if stall_probes else 0, kprobes)
+    fork = flips_probe(shape, cache)
+    job = _record_job(argv, buffer_kb, shape.cpus if stall_probes else 0, kprobes, fork)
     text = _boot_job(shape, job, files, out, cache, timeout_s)
     work = out / ".guest"
     result = work / "result"

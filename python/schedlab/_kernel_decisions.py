@@ -265,26 +265,25 @@ def check(machine: Path, table_path: Path, policy: str) -> dict[str, Any]:
 
 def guest_btf(shape: Any, cache: Path | None = None) -> bytes:
     """The guest kernel's BTF (`/sys/kernel/btf/vmlinux`), fetched with one
-    boot the first time and kept beside the cached kernel."""
-    import shutil
-    import tempfile
-
+    boot the first time and kept beside the cached kernel (the boot's files
+    in ``btf-boot`` there)."""
     from . import _guest
 
     cache = cache or _guest.default_cache()
-    kept = _guest.fetch_kernel(shape.kernel, cache).parent / "btf"
+    kdir = _guest.fetch_kernel(shape.kernel, cache).parent
+    kept = kdir / "btf"
     if not kept.exists():
-        with tempfile.TemporaryDirectory(prefix="schedlab-btf-") as tmp:
-            job = "cat /sys/kernel/btf/vmlinux > /out/btf\n"
-            _guest._boot_job(shape, job, {}, Path(tmp), cache, 900)
-            got = Path(tmp) / ".guest" / "result" / "btf"
-            if not got.exists() or got.stat().st_size == 0:
-                raise _guest.GuestError(
-                    "the guest kernel has no BTF (/sys/kernel/btf/vmlinux): "
-                    "its struct offsets are unknown"
-                )
-            shutil.copyfile(got, kept.with_suffix(".part"))
-            kept.with_suffix(".part").replace(kept)
+        work = kdir / "btf-boot"
+        _guest._boot_job(shape, "cat /sys/kernel/btf/vmlinux > /out/btf\n", {}, work, cache, 900)
+        got = work / ".guest" / "result" / "btf"
+        if not got.exists() or got.stat().st_size == 0:
+            raise _guest.GuestError(
+                "the guest kernel has no BTF (/sys/kernel/btf/vmlinux): "
+                f"its struct offsets are unknown (see {work / '.guest'})"
+            )
+        part = kept.with_suffix(".part")
+        part.write_bytes(got.read_bytes())
+        part.replace(kept)
     return kept.read_bytes()
 
 

@@ -359,3 +359,33 @@ def test_a_debian_12_guest_with_its_6_1_kernel_returns_its_results(tmp_path: Pat
     text = g._boot_job(shape, "echo ran > /out/ran\n", {}, tmp_path / "g", None, 600)
     assert text("ran") == "ran\n"
     assert text("uname").startswith("6.1.")
+
+
+def test_the_fork_probe_is_typed_on_6_12_and_by_register_on_6_1(tmp_path: Path):
+    import struct
+
+    # A cached 6.1 kernel with its BTF: struct task_struct { u32 x; u32
+    # wakee_flips; u32 pid; } (offsets 4 and 8).
+    kdir = tmp_path / "kernel-6.1"
+    (kdir / "modules").mkdir(parents=True)
+    (kdir / "vmlinuz").write_bytes(b"")
+    strings = b"\0task_struct\0x\0wakee_flips\0pid\0"
+
+    def name(s: str) -> int:
+        return strings.index(b"\0" + s.encode() + b"\0") + 1
+
+    def member(n: str, bits: int) -> bytes:
+        return struct.pack("<III", name(n), 1, bits)
+
+    types = struct.pack("<IIII", 0, 1 << 24, 4, 32)  # 1: u32
+    types += struct.pack("<III", name("task_struct"), (4 << 24) | 3, 12)
+    types += member("x", 0) + member("wakee_flips", 32) + member("pid", 64)
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    (kdir / "btf").write_bytes(header + types + strings)
+    old = g.GuestShape.parse("sockets=1,cores=2,threads=1,kernel=6.1")
+    assert g.flips_probe(old, tmp_path) == (
+        "p:schedlab/fork_flips wake_up_new_task pid=+8(%di):s32 flips=+4(%di):u32"
+    )
+    new = g.GuestShape.parse("sockets=1,cores=2,threads=1")
+    assert g.flips_probe(new, tmp_path) == g._FLIPS_PROBE
+    assert "fork_flips wake_up_new_task pid=+8(%di)" in g._record_job(["/wl"], 64, 0, (), g.flips_probe(old, tmp_path))
