@@ -28,8 +28,10 @@ def test_scale_reports_each_size() -> None:
         # were too close to tell, as on a loaded machine.
         for key in ("run_handled_events_per_s", "run_sim_per_wall"):
             assert _none_or_positive(r[key]), r
-    # The large machines' runs last long enough for a figure.
-    assert rows[-1]["run_sim_per_wall"] is not None, rows[-1]
+    # Whether a size's two wall times are far enough apart for a figure
+    # depends on the machine's load (three test runs at once on two cores
+    # left even the 1024-CPU row without one): not asserted, as no timing is
+    # in the default suite; the figures are the bench's, not the tests'.
 
 
 def _none_or_positive(v: float | None) -> bool:
