@@ -6,9 +6,8 @@ the model's `select_task_rq_fair` (`_kernel_decisions.py`). Registered on
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -101,7 +100,7 @@ def check_cmd(
     where = table.parent
     machine = machine or where / "machine.toml"
     if policy is None:
-        policy = _recorded_policy(where / "kernel.json")
+        policy = _kernel_decisions.recorded_policy(where / "kernel.json")
     report = _kernel_decisions.check(machine, table, policy)
     if json_out:
         _echo_json({"policy": policy, "table": str(table), **report})
@@ -133,19 +132,3 @@ def check_cmd(
             f"line {ln}: kernel {k}, model {m}" for ln, k, m in report["disagreements"][:5]
         )
         _out().print(f"first disagreements: {listed}")
-
-
-def _recorded_policy(kernel_json: Path) -> str:
-    """The policy modelling the kernel a table was recorded on (kernel.json)."""
-    from ._kernel_profile import policy_for_kernel
-
-    if not kernel_json.exists():
-        return "v6.12"
-    try:
-        info: dict[str, Any] = json.loads(kernel_json.read_text())
-    except json.JSONDecodeError as e:
-        _fail(f"{kernel_json}: not JSON ({e.msg}, line {e.lineno})", 2)
-    release, features = info.get("kernel_release"), info.get("sched_features")
-    if not isinstance(release, str) or not isinstance(features, list):
-        return "v6.12"
-    return policy_for_kernel(release, [str(f) for f in features])[0]

@@ -264,6 +264,16 @@ def validate_cmd(
             "and the three sections, rewritten as each topology finishes.",
         ),
     ] = False,
+    decisions: Annotated[
+        bool,
+        typer.Option(
+            "--decisions/--no-decisions",
+            help="With --suite: each guest also records the saturated hackbench with kprobes on "
+            "select_task_rq_fair and replays every wakeup decision through the model (`schedlab "
+            "kernel-decisions`; one more boot per guest, OUT/<guest>/kernel-decisions, reused "
+            "with --reuse); the summary gives the share the model decides as the kernel did.",
+        ),
+    ] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Run each validation case natively here under tracing (root) and in the simulator on
@@ -278,7 +288,7 @@ def validate_cmd(
     if suite:
         _validate_suite_cmd(
             out, reps, seeds, scale, cases, parent_wakee_flips, qemu, wl_bin, machine, reuse,
-            calibrate, noise or (), stalls, markdown, title, json_out, stall_model,
+            calibrate, noise or (), stalls, markdown, title, json_out, stall_model, decisions,
         )  # fmt: skip
         return
     results = _interruptible(
@@ -350,6 +360,7 @@ def _validate_suite_cmd(
     title: str,
     json_out: bool,
     stall_model: str = "host",
+    decisions: bool = True,
 ) -> None:
     """`validate --suite`: the three topologies of `_validate_suite.SUITE`."""
     from . import _validate_suite
@@ -391,15 +402,22 @@ def _validate_suite_cmd(
         stall_model=stall_model,
         noise=noise,
         on_section=write,
+        decisions=decisions,
     )
     if json_out:
         _echo_json({topo.name: results for topo, results in sections})
         return
     for topo, results in sections:
         passed, compared, misses = _validate_suite.tally(results)
+        check = next((r["decisions"]["all"] for r in results if "decisions" in r), None)
         _out().print(
             f"{topo.title}: {passed} of {compared} rows pass"
             + (f"; misses: {', '.join(misses)}" if misses else "")
+            + (
+                f"; the model decides {check['agree']} of {check['rows']} wakeups as the kernel did"
+                if check
+                else ""
+            )
         )
 
 

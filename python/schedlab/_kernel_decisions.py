@@ -263,6 +263,48 @@ def check(machine: Path, table_path: Path, policy: str) -> dict[str, Any]:
     return report
 
 
+def recorded_policy(kernel_json: Path) -> str:
+    """The policy that models the kernel a table was recorded on (its
+    `kernel.json`: release and sched features, `_kernel_profile`); `v6.12`
+    without one."""
+    import json
+
+    from ._kernel_profile import policy_for_kernel
+    from ._native import SpecError
+
+    if not kernel_json.exists():
+        return "v6.12"
+    try:
+        info: dict[str, Any] = json.loads(kernel_json.read_text())
+    except json.JSONDecodeError as e:
+        raise SpecError(f"{kernel_json}: not JSON ({e.msg}, line {e.lineno})") from e
+    release, features = info.get("kernel_release"), info.get("sched_features")
+    if not isinstance(release, str) or not isinstance(features, list):
+        return "v6.12"
+    return policy_for_kernel(release, [str(f) for f in features])[0]
+
+
+def suite_entry(out: Path, qemu: str, wl_bin: Path, reuse: bool) -> dict[str, Any]:
+    """`validate --suite`'s decision check of one guest: the saturated
+    hackbench recorded with the probes into `out` (kept there; with `reuse`,
+    an existing table is replayed without booting), replayed under the
+    recorded kernel's policy. An entry of the topology's results, with key
+    ``decisions`` (no rows: `tally` and the case tables pass it by)."""
+    from . import _guest
+
+    table = out / "decisions.csv"
+    if not (reuse and table.exists()):
+        record(_guest.GuestShape.parse(qemu), wl_bin, out)
+    policy = recorded_policy(out / "kernel.json")
+    return {
+        "case": "kernel-decisions",
+        "native": f"schedlab-wl {DEFAULT_WORKLOAD}",
+        "policy": policy,
+        "table": str(table),
+        "decisions": check(out / "machine.toml", table, policy),
+    }
+
+
 def guest_btf(shape: Any, cache: Path | None = None) -> bytes:
     """The guest kernel's BTF (`/sys/kernel/btf/vmlinux`), fetched with one
     boot the first time and kept beside the cached kernel (the boot's files
@@ -339,3 +381,31 @@ def record(
     info["decision_probe_offsets"] = offsets
     (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
     return decisions
+
+
+def markdown_section(r: dict[str, Any]) -> list[str]:
+    """The markdown lines of a `suite_entry` (a validate section's table)."""
+    d = r["decisions"]
+    rows = [
+        ("all", "all"),
+        ("no CPU idle", "all_busy"),
+        ("an idle CPU", "with_idle"),
+        ("kernel chose the waker's CPU", "kernel_chose_this"),
+        ("kernel chose prev", "kernel_chose_prev"),
+        ("kernel chose another CPU", "kernel_chose_other"),
+    ]
+    lines = [
+        "### kernel-decisions",
+        "",
+        f"`{r['native']}` recorded with kprobes on `select_task_rq_fair` (`schedlab "
+        f"kernel-decisions`); each decision's recorded state replayed through the model's "
+        f"`select_task_rq_fair` under `{r['policy']}`.",
+        "",
+        "| decisions | rows | the model chose the kernel's CPU |",
+        "|---|---|---|",
+    ]
+    for label, key in rows:
+        a = d[key]
+        share = f"{100 * a['agree'] / a['rows']:.1f}%" if a["rows"] else "-"
+        lines.append(f"| {label} | {a['rows']} | {share} |")
+    return [*lines, ""]

@@ -755,6 +755,11 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
         if "skipped" in r:
             lines += [f"### {r['case']}: skipped ({r['skipped']})", ""]
             continue
+        if "decisions" in r:
+            from ._kernel_decisions import markdown_section
+
+            lines += markdown_section(r)
+            continue
         lines += [
             f"### {r['case']}",
             "",

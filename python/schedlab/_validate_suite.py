@@ -69,11 +69,15 @@ def run_suite(
     noise: Sequence[str] = (),
     topologies: Sequence[Topology] = SUITE,
     on_section: Callable[[list[tuple[Topology, list[dict[str, Any]]]]], None] | None = None,
+    decisions: bool = True,
 ) -> list[tuple[Topology, list[dict[str, Any]]]]:
     """Validates every topology in turn into ``out/<name>``; `on_section` is
     called with the sections done so far after each one (the CLI rewrites
     its markdown there). `parent_wakee_flips` is this host's count (default
-    `HOST_FLIPS`); in a guest it is the recordings' own unless given."""
+    `HOST_FLIPS`); in a guest it is the recordings' own unless given. With
+    `decisions`, each guest also checks the wakeup rule decision by decision
+    (`_kernel_decisions.suite_entry`, one more boot, into
+    ``out/<name>/kernel-decisions``)."""
     done: list[tuple[Topology, list[dict[str, Any]]]] = []
     for topo in topologies:
         flips = parent_wakee_flips
@@ -94,6 +98,11 @@ def run_suite(
             stall_model=stall_model,
             noise=noise,
         )
+        if decisions and topo.qemu is not None and wl_bin is not None:
+            from ._kernel_decisions import suite_entry
+
+            where = out / topo.name / "kernel-decisions"
+            results = [*results, suite_entry(where, topo.qemu, wl_bin, reuse)]
         done.append((topo, results))
         if on_section is not None:
             on_section(done)
@@ -124,8 +133,8 @@ def suite_markdown(sections: Sequence[tuple[Topology, list[dict[str, Any]]]], ti
         f"## {title}",
         "",
         "| topology | rows passing (of compared) | misses (`*`: simulated within the recordings' "
-        "range) |",
-        "|---|---|---|",
+        "range) | wakeup decisions the model makes as the kernel did |",
+        "|---|---|---|---|",
     ]
     for topo, results in sections:
         passed, compared, misses = tally(results)
@@ -133,12 +142,18 @@ def suite_markdown(sections: Sequence[tuple[Topology, list[dict[str, Any]]]], ti
         missed = ", ".join(misses) or "none"
         if skipped:
             missed += "; skipped: " + ", ".join(skipped)
-        lines.append(f"| {topo.title} | {passed} of {compared} | {missed} |")
+        agreed = next((_agreed(r["decisions"]["all"]) for r in results if "decisions" in r), "-")
+        lines.append(f"| {topo.title} | {passed} of {compared} | {missed} | {agreed} |")
     lines.append("")
     body: list[str] = []
     for topo, results in sections:
         body.append(_demote(_validate.markdown(results, topo.title)))
     return "\n".join(lines) + "\n" + "".join(body)
+
+
+def _agreed(a: dict[str, int]) -> str:
+    share = f" ({100 * a['agree'] / a['rows']:.1f}%)" if a["rows"] else ""
+    return f"{a['agree']:,} of {a['rows']:,}{share}"
 
 
 def _demote(section: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from schedlab import _validate, _validate_suite
+from schedlab import _kernel_decisions, _validate, _validate_suite
 from schedlab.cli import app
 
 runner = CliRunner()
@@ -47,6 +47,16 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         return [_result("hackbench-saturated", ["pass", "pass"]), {"case": "x", "skipped": "why"}]
 
     monkeypatch.setattr(_validate, "validate", fake)
+
+    def fake_decisions(out: Path, qemu: str, wl_bin: Path, reuse: bool) -> dict[str, Any]:
+        seen.append({"decisions": out, "qemu": qemu, "reuse": reuse})
+        a = {"rows": 2000, "agree": 1990}
+        report = {k: a for k in ("all", "all_busy", "with_idle", "colocated")}
+        report |= {f"kernel_chose_{k}": a for k in ("this", "prev", "other")}
+        return {"case": "kernel-decisions", "native": "schedlab-wl h", "policy": "v6.12",
+                "table": str(out / "decisions.csv"), "decisions": report}  # fmt: skip
+
+    monkeypatch.setattr(_kernel_decisions, "suite_entry", fake_decisions)
     return seen
 
 
@@ -58,12 +68,18 @@ def test_each_topology_is_validated_in_its_directory_and_calibrated(
     sections = _validate_suite.run_suite(
         tmp_path, wl, reps=2, seeds=1, on_section=lambda s: done.append(len(s))
     )
+    checks = [c for c in calls if "decisions" in c]
+    calls = [c for c in calls if "decisions" not in c]
     assert [c["out"].name for c in calls] == [t.name for t in _validate_suite.SUITE]
     assert [c["qemu"] for c in calls] == [None, *[t.qemu for t in _validate_suite.SUITE[1:]]]
     assert all(c["calibrate"] for c in calls)
     # this host assumes the launcher's count; the guests measure their own
     assert [c["parent_wakee_flips"] for c in calls] == [_validate_suite.HOST_FLIPS, None, None]
     assert [c["wl_bin"] for c in calls] == [None, wl, wl]
+    # each guest also checks its wakeup decisions, into its own directory
+    assert [c["decisions"] for c in checks] == [
+        tmp_path / t.name / "kernel-decisions" for t in _validate_suite.SUITE[1:]
+    ]
     assert done == [1, 2, 3]
     assert len(sections) == 3
 
@@ -75,9 +91,11 @@ def test_the_markdown_sums_up_every_topology_then_nests_its_tables(
     md = _validate_suite.suite_markdown(sections, "Suite")
     assert md.startswith("## Suite\n")
     first = _validate_suite.SUITE[0].title
-    assert f"| {first} | 1 of 2 | ping-pong m1 |" in md
+    assert f"| {first} | 1 of 2 | ping-pong m1 | - |" in md
     assert "| m0 | 1 | 0.9 - 1.2 | 1.1 | 0.1 | pass |" in md
-    assert "| 2 of 2 | none; skipped: x |" in md
+    assert "| 2 of 2 | none; skipped: x | 1,990 of 2,000 (99.5%) |" in md
+    assert "\n#### kernel-decisions\n" in md
+    assert "| no CPU idle | 2000 | 99.5% |" in md
     assert f"\n### {first}\n" in md
     assert "\n#### ping-pong\n" in md
     assert "\n## " not in md.split("\n", 1)[1]
@@ -93,6 +111,7 @@ def test_the_cli_writes_the_markdown_and_refuses_a_topology_of_its_own(
     res = runner.invoke(app, [*args, "--markdown", str(md)])
     assert res.exit_code == 0, res.output
     assert "1 of 2 rows pass; misses: ping-pong m1" in res.output
+    assert "2 of 2 rows pass; the model decides 1990 of 2000 wakeups as the kernel did" in res.output
 
     assert "Validation suite: this VM and two guests" in md.read_text()
     for extra in (["--qemu", "sockets=1"], ["--no-calibrate"], ["-m", str(wl)]):
