@@ -418,16 +418,7 @@ pub fn topo_import(root: &str) -> Result<String> {
 pub fn replay_decisions(machine: &MachineSource, policy: &str, table: &str, table_origin: &str) -> Result<String> {
     let m = crate::topology::parse_machine(&machine.text, &machine.format, &machine.origin)?;
     let rows = crate::decision_replay::parse_rows(table, table_origin, m.nr_cpus())?;
-    let policy = crate::policy::parse_policy(policy)?;
-    let cfg = crate::engine::build::SimConfig {
-        features: policy.features,
-        class: policy.class,
-        seed: 1,
-        trace: false,
-        check_invariants: false,
-        cpuset: None,
-    };
-    let mut sim = crate::decision_replay::replay_sim(m, cfg)?;
+    let mut sim = crate::decision_replay::replay_sim(m, policy)?;
     let report = crate::decision_replay::replay(&mut sim, &rows);
     Ok(serde_json::to_string(&report).unwrap_or_default())
 }

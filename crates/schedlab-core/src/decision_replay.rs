@@ -24,7 +24,7 @@ use crate::fair::wakeup::WakeCtx;
 use crate::ids::{CpuId, TaskId, NSEC_PER_SEC};
 use crate::topology::Machine;
 use crate::trace::PlacePath;
-use crate::workload::{Action, PrimaryMetric, Program, SchedPolicy, Script, StartKind, TaskSpec, Workload};
+use crate::workload::{Action, PrimaryMetric, Program, Script, Workload};
 
 /// One kernel decision and the state it read.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,25 +140,6 @@ const FIRST_CURR: u32 = 2;
 /// The simulated clock at every decision: far enough from 0 that a decay
 /// stamp one second and more in the past exists.
 const NOW: u64 = 10 * NSEC_PER_SEC;
-
-fn idle_task(i: u32) -> TaskSpec {
-    TaskSpec {
-        name: format!("t{i}"),
-        program: Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1)),
-        nice: 0,
-        allowed: None,
-        preferred: None,
-        footprint_kib: 0,
-        start_ns: 0,
-        start: StartKind::Wake { prev_cpu: 0 },
-        kthread: false,
-        policy: SchedPolicy::Normal,
-        rt_priority: 0,
-        noise: false,
-        wakee_flips: 0,
-        uclamp: Default::default(),
-    }
-}
 
 /// Parses a decisions table (CSV with a header) for a machine of `nr_cpus`
 /// CPUs; `origin` names it in errors.
@@ -323,11 +304,25 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
 }
 
 /// The simulated machine the rows are written into: `machine`'s topology,
-/// under `cfg`, with a wakee, a waker and one `curr` per CPU.
-pub fn replay_sim(machine: Machine, cfg: SimConfig) -> Result<Sim> {
+/// under `policy`, with a wakee, a waker and one `curr` per CPU (tasks that
+/// never run: the replay never advances the clock).
+pub fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
+    let policy = crate::policy::parse_policy(policy)?;
+    let cfg = SimConfig {
+        features: policy.features,
+        class: policy.class,
+        seed: 1,
+        trace: false,
+        check_invariants: false,
+        cpuset: None,
+    };
     let n = machine.nr_cpus() as u32;
     let domains = crate::topology::build_sched_domains(&machine)?;
-    let tasks = (0..FIRST_CURR + n).map(idle_task).collect();
+    let idle = |i: u32| {
+        let program = Program::Script(Script::new(vec![Action::Compute(1_000_000)], 1));
+        crate::workload::forked_task(&format!("t{i}"), program, 0)
+    };
+    let tasks = (0..FIRST_CURR + n).map(idle).collect();
     let w = Workload { name: "kernel-decisions".into(), ..Workload::of(tasks, PrimaryMetric::CompletionTime) };
     Sim::build(machine, domains, &w, cfg)
 }

@@ -6,7 +6,6 @@
 //! vCPUs), replayed row by row.
 
 use super::*;
-use crate::policy::parse_policy;
 use crate::topology::parse_machine;
 
 fn fixture(name: &str, file: &str) -> (String, String) {
@@ -21,16 +20,7 @@ fn replay_fixture(name: &str, policy: &str, edit: impl Fn(&mut DecisionRow)) -> 
     let (table, tpath) = fixture(name, "decisions.csv");
     let mut rows = parse_rows(&table, &tpath, machine.nr_cpus()).unwrap();
     rows.iter_mut().for_each(edit);
-    let p = parse_policy(policy).unwrap();
-    let cfg = SimConfig {
-        features: p.features,
-        class: p.class,
-        seed: 1,
-        trace: false,
-        check_invariants: false,
-        cpuset: None,
-    };
-    let mut sim = replay_sim(machine, cfg).unwrap();
+    let mut sim = replay_sim(machine, policy).unwrap();
     replay(&mut sim, &rows)
 }
 
@@ -157,20 +147,7 @@ fn row(this: u32, prev: u32, load: [u64; 2], nr: [u32; 2]) -> DecisionRow {
 }
 
 fn two_cpu_sim() -> Sim {
-    let m = parse_machine(TWO_CPUS, "toml", "two").unwrap();
-    let p = parse_policy(KERNEL).unwrap();
-    replay_sim(
-        m,
-        SimConfig {
-            features: p.features,
-            class: p.class,
-            seed: 1,
-            trace: false,
-            check_invariants: false,
-            cpuset: None,
-        },
-    )
-    .unwrap()
+    replay_sim(parse_machine(TWO_CPUS, "toml", "two").unwrap(), KERNEL).unwrap()
 }
 
 #[test]
