@@ -152,6 +152,7 @@ impl Sim {
             fair,
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             rt: crate::rt::class::RtState::new(nr, tasks.len(), machine.hz, crate::rt::RtParams::default()),
+            may_stall: workload.host.is_some() || workload.irqs.iter().any(|s| !s.accounted),
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,

@@ -295,6 +295,11 @@ pub struct Sim {
     irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
     irq: Vec<irq::CpuIrq>,
+    /// Some CPU can be stalled: a source's interrupts are not accounted
+    /// (the `stall` family) or a host holds the vCPUs (`overcommit`). Else
+    /// `stalled`, asked at every tick, slice timer and task timer, answers
+    /// without reading the CPU's IRQ state.
+    may_stall: bool,
     /// The host time-sharing the CPUs as vCPUs (`overcommit`), if any.
     host: Option<Box<host::Host>>,
     /// CPUs running a task (not idle): what a `busy_cpus` interrupt source
