@@ -170,6 +170,10 @@ impl Sim {
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),
+            nr_off_normal: {
+                let normal = crate::class::SchedClass::normal(&cfg.class);
+                tasks.iter().filter(|t| t.class != normal).count() as u32
+            },
             rqs: super::rqs::Rqs::new(rqs),
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,

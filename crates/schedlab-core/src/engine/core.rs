@@ -94,8 +94,7 @@ impl Sim {
     pub fn update_other_load_avgs(&mut self, cpu: CpuId) -> bool {
         self.update_rq_clock(cpu);
         let now = self.now;
-        let rt_running =
-            self.rqs[cpu.idx()].curr.is_some_and(|c| self.tasks[c.idx()].class == crate::class::SchedClass::Rt);
+        let rt_running = self.rqs[cpu.idx()].curr.is_some_and(|c| self.task_class(c) == crate::class::SchedClass::Rt);
         let rq = &mut self.rqs[cpu.idx()];
         let pelt_now = rq.clock_pelt.rq_clock_pelt();
         let rt = pelt::update_rt_rq_load_avg(&mut rq.rt_avg, pelt_now, rt_running);

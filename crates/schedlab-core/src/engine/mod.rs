@@ -216,6 +216,11 @@ pub struct Sim {
     /// The class that runs SCHED_OTHER/BATCH/IDLE tasks
     /// (`class::SchedClass::normal`): the class table dispatches on it.
     pub(crate) normal_class: crate::class::SchedClass,
+    /// Tasks whose class is not `normal_class` (RT ones, set at build and
+    /// by `sched_setscheduler`). While 0, `task_class` answers with
+    /// `normal_class` without reading the task: the class hooks ask at
+    /// every enqueue, dequeue, pick, tick and clock update.
+    pub(crate) nr_off_normal: u32,
     /// Runqueues, by CPU (`struct rq`): the core's fields (`nr_running`,
     /// `curr`, clocks, PELT of RT and IRQ) and each class's per-CPU part
     /// (`rq.cfs`, `rq.rt`), which its class reads and writes.
