@@ -70,7 +70,7 @@ impl Sim {
         // The kernel traces the requested state (`cpuidle_enter_state`).
         self.emit(Event::CpuIdle { cpu, state: Some(state) });
         self.idle_devs[cpu.idx()].entered_at = self.now;
-        self.rqs[cpu.idx()].idle_state = Some(state);
+        self.rqs.untracked_mut(cpu.idx()).idle_state = Some(state);
         self.turbo_note_state(cpu, Some(state));
         if stop_tick {
             self.tick_nohz_idle_stop_tick(cpu);
@@ -82,7 +82,7 @@ impl Sim {
     /// counting as busy in its LLC (`set_cpu_sd_state_idle`).
     fn tick_nohz_idle_stop_tick(&mut self, cpu: CpuId) {
         self.queue.cancel_key(self.key_tick(cpu));
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         rq.tick_gen += 1;
         let was_busy = !std::mem::replace(&mut rq.tick_stopped, true);
         self.nohz_balance_enter_idle(cpu, was_busy);
@@ -92,7 +92,7 @@ impl Sim {
     /// `tick` when its tick woke it. Returns the state's exit latency.
     #[inline(always)]
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
-        let Some(s) = self.rqs[cpu.idx()].idle_state.take() else { return 0 };
+        let Some(s) = self.rqs.untracked_mut(cpu.idx()).idle_state.take() else { return 0 };
         let states = &self.machine.core_type(cpu).idle_states;
         let exit = match states.get(s as usize) {
             Some(st) if st.level == IdleLevel::Cluster => {
@@ -125,7 +125,7 @@ impl Sim {
         // hrtick_schedule_exit: an idle rq's slice timer is cancelled.
         let key = self.key_hrtick(cpu);
         self.queue.cancel_key(key);
-        self.rqs[cpu.idx()].idle_since = self.now;
+        self.rqs.untracked_mut(cpu.idx()).idle_since = self.now;
         self.counters_set_c0(cpu, false);
         self.cpuidle_idle_call(cpu);
         self.update_idle_cpumask(cpu, true);
@@ -139,7 +139,7 @@ impl Sim {
         let exit = self.cpuidle_exit_state(cpu, false);
         self.counters_set_c0(cpu, true);
         self.turbo_note_state(cpu, None);
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         rq.ready_at = rq.ready_at.max(now) + exit;
         rq.tick_gen += 1;
         let was_stopped = std::mem::replace(&mut rq.tick_stopped, false);
