@@ -165,7 +165,12 @@ impl Sim {
                 .iter()
                 .map(|m| crate::cpuidle::cluster::ClusterIdle::new(m.weight() as u16))
                 .collect(),
-            timers: super::timers::TimerQueues::new(nr, tasks.len()),
+            // Only menu and teo read the next timer (`sleep_length`).
+            timers: super::timers::TimerQueues::new(
+                nr,
+                tasks.len(),
+                machine.cpuidle.governor != crate::cpuidle::IdleGovernor::AvgIdle,
+            ),
             uclamp_used,
             domains,
             features: cfg.features,
