@@ -18,7 +18,7 @@
 //! that does is measured from the state's entry.
 
 use super::Sim;
-use crate::cpuidle::{cpuidle_reflect, cpuidle_select, Selection, SleepLength};
+use crate::cpuidle::{avg_idle_select, cpuidle_reflect, cpuidle_select, IdleGovernor, Selection, SleepLength};
 use crate::ids::CpuId;
 use crate::topology::IdleLevel;
 use crate::trace::Event;
@@ -43,7 +43,7 @@ impl Sim {
     /// `cpuidle_idle_call`: select a state for idle `cpu`, enter it, and stop
     /// the tick if the governor says so (else it keeps running).
     pub(super) fn cpuidle_idle_call(&mut self, cpu: CpuId) {
-        let s = self.sleep_length(cpu);
+        let gov = self.machine.cpuidle.governor;
         let states = &self.machine.core_type(cpu).idle_states;
         if states.is_empty() {
             // No cpuidle driver: default_idle_call, and the tick stops.
@@ -51,8 +51,14 @@ impl Sim {
             self.tick_nohz_idle_stop_tick(cpu);
             return;
         }
-        let Selection { idx, stop_tick } =
-            cpuidle_select(self.machine.cpuidle.governor, &mut self.idle_devs[cpu.idx()], states, &s);
+        let Selection { idx, stop_tick } = if gov == IdleGovernor::AvgIdle {
+            // avg_idle reads the CPU's avg_idle and the latency limit only,
+            // and keeps no history: no sleep length, no device bookkeeping.
+            avg_idle_select(states, self.rqs[cpu.idx()].avg_idle, self.machine.cpuidle.latency_req_ns)
+        } else {
+            let s = self.sleep_length(cpu);
+            cpuidle_select(gov, &mut self.idle_devs[cpu.idx()], states, &s)
+        };
         let state = idx as u8;
         let cl = self.machine.cpus[cpu.idx()].cluster as usize;
         // A state chosen again without a wakeup in between replaces the
@@ -69,7 +75,9 @@ impl Sim {
         }
         // The kernel traces the requested state (`cpuidle_enter_state`).
         self.emit(Event::CpuIdle { cpu, state: Some(state) });
-        self.idle_devs[cpu.idx()].entered_at = self.now;
+        if gov != IdleGovernor::AvgIdle {
+            self.idle_devs[cpu.idx()].entered_at = self.now;
+        }
         self.rqs.untracked_mut(cpu.idx()).idle_state = Some(state);
         self.turbo_note_state(cpu, Some(state));
         if stop_tick {
@@ -110,6 +118,9 @@ impl Sim {
         // (`ready_at`) instead. The same ordering puts the wakee's
         // sched_switch an exit latency early (README, "Not yet").
         self.emit(Event::CpuIdle { cpu, state: None });
+        if self.machine.cpuidle.governor == IdleGovernor::AvgIdle {
+            return exit;
+        }
         let dev = &mut self.idle_devs[cpu.idx()];
         // The residency `cpuidle_enter_state` measures ends when the CPU
         // runs again: the exit latency after the wakeup.
