@@ -146,7 +146,10 @@ impl Sim {
             smt_siblings: (0..nr)
                 .map(|c| {
                     let cpu = CpuId(c as u32);
-                    machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect()
+                    super::SmtSiblings {
+                        cpus: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
+                        speed_pct: machine.core_type(cpu).smt_speed_pct,
+                    }
                 })
                 .collect(),
             fair,

@@ -194,6 +194,18 @@ pub(crate) type TraceSink = Box<dyn FnMut(&[TimedEvent]) -> std::io::Result<()>>
 /// writing is batched, small enough that a trace never fills memory.
 pub(crate) const TRACE_FLUSH_EVENTS: usize = 1 << 16;
 
+/// A CPU's SMT siblings other than itself and its core type's SMT speed
+/// factor (`CoreType::smt_speed_pct`), in one record: `cpu_speed` reads the
+/// factor when it finds a sibling busy, with the record in hand instead of
+/// two lookups through the machine's CPU and core-type tables.
+#[derive(Clone, Debug)]
+pub(crate) struct SmtSiblings {
+    /// The siblings.
+    pub(crate) cpus: Vec<CpuId>,
+    /// The speed of a thread whose sibling runs, percent.
+    pub(crate) speed_pct: u32,
+}
+
 /// The whole simulated system.
 ///
 /// Private fields are the engine's own (its submodules see them). The
@@ -235,10 +247,10 @@ pub struct Sim {
     /// NOHZ rate limits are in jiffies, the idle governors read it too.
     pub(crate) tick_ns: Ns,
     /// Per CPU, its SMT siblings other than itself (`cpu_smt_mask` as a
-    /// short list where the machine's mask is 16 words at 1024 CPUs):
-    /// topology, read on every segment change and by the fair class's
-    /// idle-core update on idle entry.
-    pub(crate) smt_siblings: Vec<Vec<CpuId>>,
+    /// short list where the machine's mask is 16 words at 1024 CPUs) and
+    /// its core type's SMT speed factor: topology, read on every segment
+    /// change and by the fair class's idle-core update on idle entry.
+    pub(crate) smt_siblings: Vec<SmtSiblings>,
     /// `rd->overloaded` (`struct root_domain`): set by the core's
     /// `add_nr_running` when a CPU gets a second task, read and cleared by
     /// the fair class's balancer (newly-idle balance skips when it is clear).
