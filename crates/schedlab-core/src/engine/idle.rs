@@ -136,7 +136,6 @@ impl Sim {
         // hrtick_schedule_exit: an idle rq's slice timer is cancelled.
         let key = self.key_hrtick(cpu);
         self.queue.cancel_key(key);
-        self.rqs.untracked_mut(cpu.idx()).idle_since = self.now;
         self.counters_set_c0(cpu, false);
         self.cpuidle_idle_call(cpu);
         self.update_idle_cpumask(cpu, true);

@@ -71,7 +71,7 @@ impl Rqs {
     /// `update_rq_clock`'s clocks and IRQ average, `update_curr`'s entity
     /// and queue times, `next_balance`, `max_idle_balance_cost`, the RT and
     /// IRQ averages (`update_other_load_avgs`), the idle bookkeeping
-    /// (`idle_state`, `idle_since`, `idle_stamp`, `avg_idle`, the tick's
+    /// (`idle_state`, `idle_stamp`, `avg_idle`, the tick's
     /// `tick_gen` and `tick_stopped`, the PELT clock's idle sync) and
     /// `need_resched`. An SMT
     /// sibling's speed change, a segment's end, a charged cost, a clock
