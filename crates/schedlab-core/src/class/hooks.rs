@@ -13,6 +13,10 @@ impl Sim {
     /// The class of task `p`.
     #[inline]
     pub fn task_class(&self, p: TaskId) -> SchedClass {
+        if self.nr_off_normal == 0 {
+            debug_assert_eq!(self.tasks[p.idx()].class, self.normal_class);
+            return self.normal_class;
+        }
         self.tasks[p.idx()].class
     }
 

@@ -151,22 +151,23 @@ pub fn cpuidle_select(gov: IdleGovernor, dev: &mut CpuidleDevice, states: &[Idle
     match gov {
         IdleGovernor::Menu => menu::menu_select(&mut dev.menu, states, s, last),
         IdleGovernor::Teo => teo::teo_select(&mut dev.teo, states, s, last),
-        IdleGovernor::AvgIdle => avg_idle_select(states, s),
+        IdleGovernor::AvgIdle => avg_idle_select(states, s.avg_idle_ns, s.latency_req_ns),
     }
 }
 
 /// The `avg_idle` rule: the deepest state whose target residency fits
 /// `rq->avg_idle` (and whose exit latency fits the latency limit); the tick
-/// stops.
+/// stops. It reads nothing else: the engine calls it without computing
+/// the sleep length or keeping the device's history.
 // DEVIATION(kernel): no kernel governor reads avg_idle; this is schedlab's
 // rule from before it modelled menu and teo.
-pub fn avg_idle_select(states: &[IdleState], s: &SleepLength) -> Selection {
+pub fn avg_idle_select(states: &[IdleState], avg_idle_ns: Ns, latency_req_ns: Ns) -> Selection {
     let mut idx = 0;
     for (i, st) in states.iter().enumerate() {
-        if st.exit_latency_ns > s.latency_req_ns {
+        if st.exit_latency_ns > latency_req_ns {
             break;
         }
-        if st.target_residency_ns <= s.avg_idle_ns {
+        if st.target_residency_ns <= avg_idle_ns {
             idx = i;
         }
     }

@@ -232,9 +232,9 @@ fn menu_and_teo_spend_the_idle_time_in_different_states() {
 fn the_avg_idle_rule_takes_the_deepest_state_avg_idle_covers() {
     let mut s = sleep(10 * MS);
     s.avg_idle_ns = 700 * US;
-    assert_eq!(avg_idle_select(&states(), &s), Selection { idx: 2, stop_tick: true });
+    assert_eq!(avg_idle_select(&states(), s.avg_idle_ns, s.latency_req_ns), Selection { idx: 2, stop_tick: true });
     s.avg_idle_ns = 500 * US;
-    assert_eq!(avg_idle_select(&states(), &s).idx, 1);
+    assert_eq!(avg_idle_select(&states(), s.avg_idle_ns, s.latency_req_ns).idx, 1);
     s.latency_req_ns = 5 * US;
-    assert_eq!(avg_idle_select(&states(), &s).idx, 0);
+    assert_eq!(avg_idle_select(&states(), s.avg_idle_ns, s.latency_req_ns).idx, 0);
 }

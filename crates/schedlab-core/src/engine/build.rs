@@ -146,12 +146,16 @@ impl Sim {
             smt_siblings: (0..nr)
                 .map(|c| {
                     let cpu = CpuId(c as u32);
-                    machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect()
+                    super::SmtSiblings {
+                        cpus: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
+                        speed_pct: machine.core_type(cpu).smt_speed_pct,
+                    }
                 })
                 .collect(),
             fair,
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             rt: crate::rt::class::RtState::new(nr, tasks.len(), machine.hz, crate::rt::RtParams::default()),
+            may_stall: workload.host.is_some() || workload.irqs.iter().any(|s| !s.accounted),
             irq_specs: workload.irqs.clone(),
             irq_streams,
             irq,
@@ -164,11 +168,20 @@ impl Sim {
                 .iter()
                 .map(|m| crate::cpuidle::cluster::ClusterIdle::new(m.weight() as u16))
                 .collect(),
-            timers: super::timers::TimerQueues::new(nr, tasks.len()),
+            // Only menu and teo read the next timer (`sleep_length`).
+            timers: super::timers::TimerQueues::new(
+                nr,
+                tasks.len(),
+                machine.cpuidle.governor != crate::cpuidle::IdleGovernor::AvgIdle,
+            ),
             uclamp_used,
             domains,
             features: cfg.features,
             normal_class: crate::class::SchedClass::normal(&cfg.class),
+            nr_off_normal: {
+                let normal = crate::class::SchedClass::normal(&cfg.class);
+                tasks.iter().filter(|t| t.class != normal).count() as u32
+            },
             rqs: super::rqs::Rqs::new(rqs),
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,

@@ -94,9 +94,10 @@ impl Sim {
     pub fn update_other_load_avgs(&mut self, cpu: CpuId) -> bool {
         self.update_rq_clock(cpu);
         let now = self.now;
-        let rt_running =
-            self.rqs[cpu.idx()].curr.is_some_and(|c| self.tasks[c.idx()].class == crate::class::SchedClass::Rt);
-        let rq = &mut self.rqs[cpu.idx()];
+        let rt_running = self.rqs[cpu.idx()].curr.is_some_and(|c| self.task_class(c) == crate::class::SchedClass::Rt);
+        // The RT and IRQ averages are in no group sum (`update_cpu_capacity`
+        // notes the CPU when the capacity they give changes).
+        let rq = self.rqs.untracked_mut(cpu.idx());
         let pelt_now = rq.clock_pelt.rq_clock_pelt();
         let rt = pelt::update_rt_rq_load_avg(&mut rq.rt_avg, pelt_now, rt_running);
         rt | pelt::update_irq_load_avg(&mut rq.irq_avg, now, 0, 1024, 1024)
@@ -373,7 +374,7 @@ impl Sim {
         if !sched_feat!(self.features, avg_idle_put_prev) {
             return;
         }
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         if rq.idle_stamp == 0 && !sched_feat!(self.features, avg_idle_stamp_guard) {
             // update_avg(avg, uptime) = avg + (uptime - avg) / 8 exceeds the
             // cap for any uptime above 8 x 2 x max_idle_balance_cost (a few
@@ -396,7 +397,7 @@ impl Sim {
     pub(crate) fn update_rq_avg_idle(&mut self, cpu: CpuId) {
         let now = self.now;
         let jiffies = now / self.tick_ns;
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         if rq.idle_stamp != 0 {
             let delta = now.saturating_sub(rq.idle_stamp);
             let max = 2 * rq.max_idle_balance_cost;
@@ -429,7 +430,7 @@ impl Sim {
     /// the next preemption point; remotely after an IPI.
     #[inline(always)]
     pub fn resched_curr(&mut self, cpu: CpuId, from_cpu: CpuId) {
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         if rq.need_resched {
             return;
         }
@@ -464,7 +465,7 @@ impl Sim {
     /// `__schedule(cpu)`: account the current task (it may have blocked),
     /// pick the next through the class stack, switch.
     pub fn schedule(&mut self, cpu: CpuId) -> crate::Result<()> {
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         rq.need_resched = false;
         let prev = rq.curr;
         if prev.is_some() {

@@ -19,15 +19,13 @@ impl Sim {
     #[inline(always)]
     pub fn cpu_speed(&self, cpu: CpuId) -> u64 {
         let mut s = self.cpufreq.speed[cpu.idx()];
-        if self.sibling_busy(cpu) {
-            s = s * self.machine.core_type(cpu).smt_speed_pct as u64 / 100;
+        // Another hardware thread of the core runs a task: the factor is
+        // in the same record as the siblings.
+        let smt = &self.smt_siblings[cpu.idx()];
+        if smt.cpus.iter().any(|s| self.rqs[s.idx()].curr.is_some()) {
+            s = s * smt.speed_pct as u64 / 100;
         }
         s.max(1)
-    }
-
-    /// Whether another hardware thread of `cpu`'s core is running a task.
-    pub fn sibling_busy(&self, cpu: CpuId) -> bool {
-        self.smt_siblings[cpu.idx()].iter().any(|s| self.rqs[s.idx()].curr.is_some())
     }
 
     /// `arch_scale_freq_capacity(cpu)`: current frequency over the maximum, out of 1024.

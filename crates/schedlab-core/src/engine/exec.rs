@@ -49,8 +49,8 @@ impl Sim {
     /// The SMT siblings of `cpu` changed speed because `cpu` went busy or idle.
     #[inline(always)]
     pub fn smt_speed_changed(&mut self, cpu: CpuId) {
-        for k in 0..self.smt_siblings[cpu.idx()].len() {
-            let s = self.smt_siblings[cpu.idx()][k];
+        for k in 0..self.smt_siblings[cpu.idx()].cpus.len() {
+            let s = self.smt_siblings[cpu.idx()].cpus[k];
             if self.rqs[s.idx()].seg_active {
                 self.restart_segment(s);
             }

@@ -18,7 +18,7 @@
 //! that does is measured from the state's entry.
 
 use super::Sim;
-use crate::cpuidle::{cpuidle_reflect, cpuidle_select, Selection, SleepLength};
+use crate::cpuidle::{avg_idle_select, cpuidle_reflect, cpuidle_select, IdleGovernor, Selection, SleepLength};
 use crate::ids::CpuId;
 use crate::topology::IdleLevel;
 use crate::trace::Event;
@@ -43,7 +43,7 @@ impl Sim {
     /// `cpuidle_idle_call`: select a state for idle `cpu`, enter it, and stop
     /// the tick if the governor says so (else it keeps running).
     pub(super) fn cpuidle_idle_call(&mut self, cpu: CpuId) {
-        let s = self.sleep_length(cpu);
+        let gov = self.machine.cpuidle.governor;
         let states = &self.machine.core_type(cpu).idle_states;
         if states.is_empty() {
             // No cpuidle driver: default_idle_call, and the tick stops.
@@ -51,8 +51,14 @@ impl Sim {
             self.tick_nohz_idle_stop_tick(cpu);
             return;
         }
-        let Selection { idx, stop_tick } =
-            cpuidle_select(self.machine.cpuidle.governor, &mut self.idle_devs[cpu.idx()], states, &s);
+        let Selection { idx, stop_tick } = if gov == IdleGovernor::AvgIdle {
+            // avg_idle reads the CPU's avg_idle and the latency limit only,
+            // and keeps no history: no sleep length, no device bookkeeping.
+            avg_idle_select(states, self.rqs[cpu.idx()].avg_idle, self.machine.cpuidle.latency_req_ns)
+        } else {
+            let s = self.sleep_length(cpu);
+            cpuidle_select(gov, &mut self.idle_devs[cpu.idx()], states, &s)
+        };
         let state = idx as u8;
         let cl = self.machine.cpus[cpu.idx()].cluster as usize;
         // A state chosen again without a wakeup in between replaces the
@@ -69,8 +75,10 @@ impl Sim {
         }
         // The kernel traces the requested state (`cpuidle_enter_state`).
         self.emit(Event::CpuIdle { cpu, state: Some(state) });
-        self.idle_devs[cpu.idx()].entered_at = self.now;
-        self.rqs[cpu.idx()].idle_state = Some(state);
+        if gov != IdleGovernor::AvgIdle {
+            self.idle_devs[cpu.idx()].entered_at = self.now;
+        }
+        self.rqs.untracked_mut(cpu.idx()).idle_state = Some(state);
         self.turbo_note_state(cpu, Some(state));
         if stop_tick {
             self.tick_nohz_idle_stop_tick(cpu);
@@ -82,7 +90,7 @@ impl Sim {
     /// counting as busy in its LLC (`set_cpu_sd_state_idle`).
     fn tick_nohz_idle_stop_tick(&mut self, cpu: CpuId) {
         self.queue.cancel_key(self.key_tick(cpu));
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         rq.tick_gen += 1;
         let was_busy = !std::mem::replace(&mut rq.tick_stopped, true);
         self.nohz_balance_enter_idle(cpu, was_busy);
@@ -92,7 +100,7 @@ impl Sim {
     /// `tick` when its tick woke it. Returns the state's exit latency.
     #[inline(always)]
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
-        let Some(s) = self.rqs[cpu.idx()].idle_state.take() else { return 0 };
+        let Some(s) = self.rqs.untracked_mut(cpu.idx()).idle_state.take() else { return 0 };
         let states = &self.machine.core_type(cpu).idle_states;
         let exit = match states.get(s as usize) {
             Some(st) if st.level == IdleLevel::Cluster => {
@@ -110,6 +118,9 @@ impl Sim {
         // (`ready_at`) instead. The same ordering puts the wakee's
         // sched_switch an exit latency early (README, "Not yet").
         self.emit(Event::CpuIdle { cpu, state: None });
+        if self.machine.cpuidle.governor == IdleGovernor::AvgIdle {
+            return exit;
+        }
         let dev = &mut self.idle_devs[cpu.idx()];
         // The residency `cpuidle_enter_state` measures ends when the CPU
         // runs again: the exit latency after the wakeup.
@@ -125,7 +136,6 @@ impl Sim {
         // hrtick_schedule_exit: an idle rq's slice timer is cancelled.
         let key = self.key_hrtick(cpu);
         self.queue.cancel_key(key);
-        self.rqs[cpu.idx()].idle_since = self.now;
         self.counters_set_c0(cpu, false);
         self.cpuidle_idle_call(cpu);
         self.update_idle_cpumask(cpu, true);
@@ -139,7 +149,7 @@ impl Sim {
         let exit = self.cpuidle_exit_state(cpu, false);
         self.counters_set_c0(cpu, true);
         self.turbo_note_state(cpu, None);
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         rq.ready_at = rq.ready_at.max(now) + exit;
         rq.tick_gen += 1;
         let was_stopped = std::mem::replace(&mut rq.tick_stopped, false);

@@ -295,6 +295,9 @@ impl Sim {
     /// When `cpu`'s stall ends, if it is stalled now (a `stall` source).
     #[inline]
     pub(super) fn stalled(&self, cpu: CpuId) -> Option<Ns> {
+        if !self.may_stall {
+            return None;
+        }
         let until = self.irq[cpu.idx()].stall_until;
         (until > self.now).then_some(until)
     }

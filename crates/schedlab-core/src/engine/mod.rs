@@ -194,6 +194,18 @@ pub(crate) type TraceSink = Box<dyn FnMut(&[TimedEvent]) -> std::io::Result<()>>
 /// writing is batched, small enough that a trace never fills memory.
 pub(crate) const TRACE_FLUSH_EVENTS: usize = 1 << 16;
 
+/// A CPU's SMT siblings other than itself and its core type's SMT speed
+/// factor (`CoreType::smt_speed_pct`), in one record: `cpu_speed` reads the
+/// factor when it finds a sibling busy, with the record in hand instead of
+/// two lookups through the machine's CPU and core-type tables.
+#[derive(Clone, Debug)]
+pub(crate) struct SmtSiblings {
+    /// The siblings.
+    pub(crate) cpus: Vec<CpuId>,
+    /// The speed of a thread whose sibling runs, percent.
+    pub(crate) speed_pct: u32,
+}
+
 /// The whole simulated system.
 ///
 /// Private fields are the engine's own (its submodules see them). The
@@ -216,6 +228,11 @@ pub struct Sim {
     /// The class that runs SCHED_OTHER/BATCH/IDLE tasks
     /// (`class::SchedClass::normal`): the class table dispatches on it.
     pub(crate) normal_class: crate::class::SchedClass,
+    /// Tasks whose class is not `normal_class` (RT ones, set at build and
+    /// by `sched_setscheduler`). While 0, `task_class` answers with
+    /// `normal_class` without reading the task: the class hooks ask at
+    /// every enqueue, dequeue, pick, tick and clock update.
+    pub(crate) nr_off_normal: u32,
     /// Runqueues, by CPU (`struct rq`): the core's fields (`nr_running`,
     /// `curr`, clocks, PELT of RT and IRQ) and each class's per-CPU part
     /// (`rq.cfs`, `rq.rt`), which its class reads and writes.
@@ -230,10 +247,10 @@ pub struct Sim {
     /// NOHZ rate limits are in jiffies, the idle governors read it too.
     pub(crate) tick_ns: Ns,
     /// Per CPU, its SMT siblings other than itself (`cpu_smt_mask` as a
-    /// short list where the machine's mask is 16 words at 1024 CPUs):
-    /// topology, read on every segment change and by the fair class's
-    /// idle-core update on idle entry.
-    pub(crate) smt_siblings: Vec<Vec<CpuId>>,
+    /// short list where the machine's mask is 16 words at 1024 CPUs) and
+    /// its core type's SMT speed factor: topology, read on every segment
+    /// change and by the fair class's idle-core update on idle entry.
+    pub(crate) smt_siblings: Vec<SmtSiblings>,
     /// `rd->overloaded` (`struct root_domain`): set by the core's
     /// `add_nr_running` when a CPU gets a second task, read and cleared by
     /// the fair class's balancer (newly-idle balance skips when it is clear).
@@ -295,6 +312,11 @@ pub struct Sim {
     irq_streams: Vec<irq::IrqStream>,
     /// IRQ state per CPU.
     irq: Vec<irq::CpuIrq>,
+    /// Some CPU can be stalled: a source's interrupts are not accounted
+    /// (the `stall` family) or a host holds the vCPUs (`overcommit`). Else
+    /// `stalled`, asked at every tick, slice timer and task timer, answers
+    /// without reading the CPU's IRQ state.
+    may_stall: bool,
     /// The host time-sharing the CPUs as vCPUs (`overcommit`), if any.
     host: Option<Box<host::Host>>,
     /// CPUs running a task (not idle): what a `busy_cpus` interrupt source

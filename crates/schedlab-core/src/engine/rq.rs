@@ -134,8 +134,6 @@ pub struct Rq {
     pub need_resched: bool,
     /// The idle state entered (index into the core type's states), while idle.
     pub idle_state: Option<u8>,
-    /// When the current idle period began, ns.
-    pub idle_since: Ns,
     /// The CPU cannot run anything before this time (exit latency), ns.
     pub ready_at: Ns,
     /// Generation of the current run segment; a stale `RunDone` is ignored.
@@ -191,7 +189,6 @@ impl Rq {
             tick_stopped: true,
             need_resched: false,
             idle_state: None,
-            idle_since: 0,
             ready_at: 0,
             run_gen: 0,
             tick_gen: 0,

@@ -69,7 +69,11 @@ impl Rqs {
     /// fields no group sum reads: the engine's run-segment bookkeeping
     /// (`seg_start`, `seg_speed`, `seg_active`, `run_gen`, `ready_at`),
     /// `update_rq_clock`'s clocks and IRQ average, `update_curr`'s entity
-    /// and queue times, `next_balance` and `max_idle_balance_cost`. An SMT
+    /// and queue times, `next_balance`, `max_idle_balance_cost`, the RT and
+    /// IRQ averages (`update_other_load_avgs`), the idle bookkeeping
+    /// (`idle_state`, `idle_stamp`, `avg_idle`, the tick's
+    /// `tick_gen` and `tick_stopped`, the PELT clock's idle sync) and
+    /// `need_resched`. An SMT
     /// sibling's speed change, a segment's end, a charged cost, a clock
     /// update or a periodic balance that moved nothing then leaves the CPU
     /// out of the next balance pass's sync. Misuse (a summed field written

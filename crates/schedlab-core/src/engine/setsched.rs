@@ -49,6 +49,8 @@ impl Sim {
         (t.policy, t.rt_priority, t.nice) = (policy, rt_priority, nice);
         t.prio = crate::rt::class::task_prio(policy, rt_priority, nice);
         t.class = class;
+        let normal = self.normal_class;
+        self.nr_off_normal = self.nr_off_normal + (class != normal) as u32 - (prev_class != normal) as u32;
         // __setscheduler_uclamp: an unrequested minimum follows the policy.
         t.uclamp.policy_changed(policy.is_rt());
         if class == SchedClass::Fair {

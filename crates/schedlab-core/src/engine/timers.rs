@@ -9,6 +9,9 @@
 //! cancelling and firing cost O(log n) in the CPU's timers; the next expiry
 //! is O(1). A CPU's heap grows to the most timers it ever held and is never
 //! shrunk, so the run allocates only while that maximum rises.
+//!
+//! Only menu and teo read the sleep length; under `avg_idle` (the default)
+//! nothing is kept and arming or cancelling a timer returns at once.
 
 use crate::ids::{CpuId, Ns, TaskId};
 
@@ -25,16 +28,22 @@ pub struct TimerQueues {
     cpu: Vec<u32>,
     /// Per task, its index in that CPU's heap (`NONE`: no pending timer).
     pos: Vec<u32>,
+    /// The idle governor reads the sleep length (menu, teo). `avg_idle`
+    /// does not, and then no timer is kept: arming and cancelling return at
+    /// once and every CPU's next expiry is none.
+    tracked: bool,
 }
 
 impl TimerQueues {
-    /// Queues for `nr_cpus` CPUs and `nr_tasks` tasks, all empty.
-    pub fn new(nr_cpus: usize, nr_tasks: usize) -> Self {
+    /// Queues for `nr_cpus` CPUs and `nr_tasks` tasks, all empty; kept only
+    /// when `tracked`.
+    pub fn new(nr_cpus: usize, nr_tasks: usize, tracked: bool) -> Self {
         TimerQueues {
             heaps: vec![Vec::new(); nr_cpus],
             expires: vec![0; nr_tasks],
             cpu: vec![0; nr_tasks],
             pos: vec![NONE; nr_tasks],
+            tracked,
         }
     }
 
@@ -44,6 +53,9 @@ impl TimerQueues {
 
     /// Arm `p`'s timer on `cpu` to fire at `expires` (replacing a pending one).
     pub fn add(&mut self, cpu: CpuId, p: TaskId, expires: Ns) {
+        if !self.tracked {
+            return;
+        }
         self.del(p);
         self.expires[p.idx()] = expires;
         self.cpu[p.idx()] = cpu.0;
@@ -58,7 +70,7 @@ impl TimerQueues {
     /// The test inlined (most wakeups find no timer), the removal not.
     #[inline]
     pub fn del(&mut self, p: TaskId) {
-        if self.pos.get(p.idx()).is_some_and(|&i| i != NONE) {
+        if self.tracked && self.pos.get(p.idx()).is_some_and(|&i| i != NONE) {
             self.del_pending(p);
         }
     }
@@ -130,7 +142,7 @@ mod tests {
     #[test]
     fn next_expiry_matches_a_scan() {
         let (nr_cpus, nr_tasks) = (3usize, 40usize);
-        let mut q = TimerQueues::new(nr_cpus, nr_tasks);
+        let mut q = TimerQueues::new(nr_cpus, nr_tasks, true);
         let mut reference: Vec<Option<(usize, Ns)>> = vec![None; nr_tasks];
         let mut x: u64 = 12345;
         for _ in 0..5000 {

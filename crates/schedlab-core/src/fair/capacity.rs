@@ -203,7 +203,9 @@ impl Sim {
     /// entry, tick: about 230,000 calls per standard bench), the update is not.
     #[inline]
     pub fn update_misfit_status(&mut self, p: Option<TaskId>, cpu: CpuId) {
-        if self.domains.sd_asym_cpucapacity[cpu.idx()].is_some() {
+        // The kernel's test is the static key alone; the CPU's own domain
+        // decides on a machine with asymmetric and symmetric parts.
+        if self.domains.asym_cpucap_active && self.domains.sd_asym_cpucapacity[cpu.idx()].is_some() {
             self.update_misfit_status_asym(p, cpu);
         }
     }

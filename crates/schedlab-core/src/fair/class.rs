@@ -392,7 +392,7 @@ impl Sim {
                     self.update_misfit_status(None, cpu);
                     // The rq is about to be idle: an always-running rq's
                     // PELT clock lag is lost idle time, not time to give back.
-                    let rq = &mut self.rqs[cpu.idx()];
+                    let rq = self.rqs.untracked_mut(cpu.idx());
                     let (cfs, rt) = (rq.cfs_avg.util_sum, rq.rt_avg.util_sum);
                     rq.clock_pelt.update_idle_rq_clock_pelt(cfs, rt, 0);
                     return None;

@@ -6,6 +6,7 @@
 
 use crate::engine::Sim;
 use crate::ids::CpuId;
+use crate::sched_feat;
 
 impl Sim {
     /// `__update_idle_core`: when every SMT sibling of `cpu` is idle, the LLC
@@ -15,7 +16,7 @@ impl Sim {
         if !self.machine.has_smt() {
             return;
         }
-        let all_idle = self.smt_siblings[cpu.idx()].iter().all(|s| self.rqs[s.idx()].idle_cpu());
+        let all_idle = self.smt_siblings[cpu.idx()].cpus.iter().all(|s| self.rqs[s.idx()].idle_cpu());
         if all_idle {
             let llc = self.llc_of(cpu);
             self.fair.llc[llc].has_idle_cores = true;
@@ -28,6 +29,11 @@ impl Sim {
     /// proposal's rate limit).
     #[inline]
     pub(crate) fn update_idle_cpumask(&mut self, cpu: CpuId, set_idle: bool) {
+        // Only the feature reads the mask, and a run's features are fixed:
+        // without it, the tick and idle entry skip the LLC lookup.
+        if !sched_feat!(self.features, llc_idle_mask) {
+            return;
+        }
         let llc = self.llc_of(cpu);
         let mask = &mut self.fair.llc[llc].idle_mask;
         if set_idle {

@@ -105,7 +105,7 @@ impl Sim {
         // one this entry takes (rq_clock), as the kernel sets it here; an
         // older stamp of a CPU re-entering from idle is dropped either way.
         let hold_stamp = sched_feat!(self.features, avg_idle_on_enqueue);
-        self.rqs[cpu.idx()].idle_stamp = if hold_stamp { 0 } else { idle_stamp };
+        self.rqs.untracked_mut(cpu.idx()).idle_stamp = if hold_stamp { 0 } else { idle_stamp };
         let saved_resched = self.rqs[cpu.idx()].need_resched;
         let levels = self.domains.chain(cpu).len();
         let mut next_balance = now + NSEC_PER_SEC;
@@ -165,7 +165,7 @@ impl Sim {
                 pulled = p;
                 depth = depth.max(d);
             }
-            let rq = &mut self.rqs[cpu.idx()];
+            let rq = self.rqs.untracked_mut(cpu.idx());
             if curr_cost > rq.max_idle_balance_cost {
                 rq.max_idle_balance_cost = curr_cost;
             }
@@ -174,7 +174,7 @@ impl Sim {
                 pulled = 1;
             }
         }
-        let rq = &mut self.rqs[cpu.idx()];
+        let rq = self.rqs.untracked_mut(cpu.idx());
         if rq.next_balance > next_balance {
             rq.next_balance = next_balance;
         }

@@ -30,7 +30,8 @@ pub struct LlcShared {
     /// Seed idea 4 (`llc_idle_mask`): CPUs of the LLC believed idle. Set on
     /// idle entry, cleared only by the tick of a busy CPU, so it may hold a
     /// CPU that became busy since (the proposal's trade-off). Maintained
-    /// whatever the features; read only when `llc_idle_mask` is on.
+    /// and read only when `llc_idle_mask` is on (a run's features are
+    /// fixed; without it the mask keeps its initial all-idle state).
     pub idle_mask: CpuMask,
 }
 

@@ -308,7 +308,10 @@ impl Collector {
         let from = self.last_t.max(self.window_start);
         let to = t.max(self.window_start);
         self.occ.advance(to - from);
-        self.rt_ns += self.nr_rt_running as u128 * (to - from) as u128;
+        // RT time accrues only while an RT task runs (most runs have none).
+        if self.nr_rt_running != 0 {
+            self.rt_ns += self.nr_rt_running as u128 * (to - from) as u128;
+        }
         self.last_t = t;
     }
 

@@ -5,10 +5,10 @@ use super::*;
 
 impl Collector {
     pub(super) fn pct(&self, part: u128) -> f64 {
-        if self.occ.total_ns == 0 {
+        if self.occ.total_ns() == 0 {
             0.0
         } else {
-            part as f64 * 100.0 / self.occ.total_ns as f64
+            part as f64 * 100.0 / self.occ.total_ns() as f64
         }
     }
 
@@ -194,7 +194,7 @@ impl Collector {
             }
             "wasted_idle_pct" => self.pct(self.occ.wasted_ns),
             "cpu_util_pct" => {
-                if self.occ.total_ns == 0 {
+                if self.occ.total_ns() == 0 {
                     0.0
                 } else {
                     100.0 - self.pct(self.occ.idle_ns)

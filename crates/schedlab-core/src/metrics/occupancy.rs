@@ -61,8 +61,6 @@ pub struct CpuOccupancy {
     pub idle_ns: u128,
     /// Wasted idle CPU time, ns.
     pub wasted_ns: u128,
-    /// Total CPU time (nr_cpus x counted window), ns.
-    pub total_ns: u128,
 }
 
 impl CpuOccupancy {
@@ -79,7 +77,6 @@ impl CpuOccupancy {
             counted_ns: 0,
             idle_ns: 0,
             wasted_ns: 0,
-            total_ns: 0,
         };
         o.grow(nr_cpus, start_idle);
         o
@@ -94,8 +91,6 @@ impl CpuOccupancy {
     /// it announced). New CPUs are unknown, as if present since the start.
     pub fn ensure_cpu(&mut self, cpu: CpuId) {
         if cpu.idx() >= self.cpus.len() {
-            let add = cpu.idx() + 1 - self.cpus.len();
-            self.total_ns += self.counted_ns * add as u128;
             self.grow(cpu.idx() + 1, false);
         }
     }
@@ -135,6 +130,14 @@ impl CpuOccupancy {
         n
     }
 
+    /// Total CPU time, ns: every CPU, known or not, over the counted
+    /// window (a CPU found late counts as unknown from the start), so the
+    /// window times the CPUs, not integrated at each step.
+    #[inline]
+    pub fn total_ns(&self) -> u128 {
+        self.counted_ns * self.cpus.len() as u128
+    }
+
     /// Integrate `dt_ns` of counted time in the current state.
     #[inline]
     pub fn advance(&mut self, dt_ns: u64) {
@@ -143,7 +146,6 @@ impl CpuOccupancy {
         }
         let dt = dt_ns as u128;
         self.counted_ns += dt;
-        self.total_ns += dt * self.cpus.len() as u128;
         self.idle_ns += dt * self.nr_idle() as u128;
         self.wasted_ns += dt * self.nr_wasted() as u128;
     }
@@ -287,7 +289,7 @@ mod tests {
         o.set_busy(CpuId(0), true, false); // CPU 0 idle with its own waiter: not waste
         assert_eq!(o.nr_wasted(), 3);
         o.advance(10);
-        assert_eq!((o.idle_ns, o.wasted_ns, o.total_ns), (40, 30, 40));
+        assert_eq!((o.idle_ns, o.wasted_ns, o.total_ns()), (40, 30, 40));
     }
 
     #[test]
@@ -309,7 +311,7 @@ mod tests {
         assert_eq!(o.idle_ns, 100);
         o.advance(10);
         assert_eq!(o.idle_ns, 110);
-        assert_eq!(o.total_ns, 220);
+        assert_eq!(o.total_ns(), 220);
     }
 
     #[derive(Clone, Debug)]

@@ -59,6 +59,11 @@ pub struct RtState {
     pub period_expires: Ns,
     /// Scratch for `pull_rt_task`.
     pub pulls: Vec<Pull>,
+    /// Some task was ever enqueued in the RT class (`enqueue_task_rt`, the
+    /// only way into an `rt_rq`). Until then every CPU's `rt_nr_running`
+    /// is 0, and `rt_runnable`, asked at every pick, answers without
+    /// reading the CPU's `rt_rq`.
+    pub used: bool,
 }
 
 impl RtState {
@@ -81,6 +86,7 @@ impl RtState {
             period_timer_armed: false,
             period_expires: 0,
             pulls: Vec::new(),
+            used: false,
         }
     }
 }
@@ -156,6 +162,7 @@ impl Sim {
         let (prio, policy, nr) = (t.prio, rt_policy(t.policy), t.nr_cpus_allowed);
         let is_current = self.rqs[cpu.idx()].curr == Some(p);
         let head = flags.has(EnqueueFlags::HEAD);
+        self.rt.used = true;
         let change = self.rt.rqs[cpu.idx()].enqueue_task_rt(p, prio, policy, head, is_current, nr);
         self.rt.rd.apply(cpu, change);
         self.start_rt_bandwidth();
@@ -435,7 +442,8 @@ impl Sim {
     /// `sched_rt_runnable`: RT tasks queued and the class not throttled.
     #[inline]
     pub(crate) fn rt_runnable(&self, cpu: CpuId) -> bool {
-        self.rt.rqs[cpu.idx()].rt_nr_running() > 0 && !self.rt.throttle[cpu.idx()].rt_throttled
+        debug_assert!(self.rt.used || self.rt.rqs[cpu.idx()].rt_nr_running() == 0);
+        self.rt.used && self.rt.rqs[cpu.idx()].rt_nr_running() > 0 && !self.rt.throttle[cpu.idx()].rt_throttled
     }
 
     /// `pick_task_rt`.

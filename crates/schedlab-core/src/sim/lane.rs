@@ -13,6 +13,8 @@
 //! due before the lane's last one, so a lane stays sorted whatever its
 //! users do; an event out of order goes to the heap.
 
+use super::queue::Slot;
+
 /// No slot (an empty lane's ends, a list end).
 pub(super) const NIL: u32 = u32::MAX;
 
@@ -41,7 +43,7 @@ pub(super) struct Lane {
     tail: u32,
     /// The head's order, or `EMPTY_HEAD`: the queue finds the earliest lane
     /// front again whenever a head changes, and a copy here spares each
-    /// lane's empty test and the load through `links`.
+    /// lane's empty test and the load through the slots.
     pub head_order: u128,
     /// The tail's order, or 0 when empty (every order is above 0: sequence
     /// numbers start at 1), so that `accepts` is one comparison.
@@ -67,14 +69,14 @@ impl Lane {
 
     /// Append `slot` (of `order`, which `accepts` allowed) at the end.
     #[inline]
-    pub fn push_back(&mut self, links: &mut [Link], slot: u32, order: u128) {
+    pub fn push_back<E>(&mut self, slots: &mut [Slot<E>], slot: u32, order: u128) {
         debug_assert!(self.accepts(order), "a lane must stay sorted");
-        links[slot as usize] = Link { order, prev: self.tail, next: NIL };
+        slots[slot as usize].link = Link { order, prev: self.tail, next: NIL };
         if self.tail == NIL {
             self.head = slot;
             self.head_order = order;
         } else {
-            links[self.tail as usize].next = slot;
+            slots[self.tail as usize].link.next = slot;
         }
         self.tail = slot;
         self.tail_order = order;
@@ -83,16 +85,16 @@ impl Lane {
     /// Take the head out (the lane is not empty): `unlink` of a slot known
     /// to have no predecessor.
     #[inline]
-    pub fn pop_front(&mut self, links: &mut [Link]) -> u32 {
+    pub fn pop_front<E>(&mut self, slots: &mut [Slot<E>]) -> u32 {
         let slot = self.head;
-        let next = links[slot as usize].next;
+        let next = slots[slot as usize].link.next;
         self.head = next;
         if next == NIL {
             self.head_order = EMPTY_HEAD;
             self.tail = NIL;
             self.tail_order = 0;
         } else {
-            let n = &mut links[next as usize];
+            let n = &mut slots[next as usize].link;
             self.head_order = n.order;
             n.prev = NIL;
         }
@@ -101,19 +103,19 @@ impl Lane {
 
     /// Take `slot`, which is in this lane, out of it.
     #[inline]
-    pub fn unlink(&mut self, links: &mut [Link], slot: u32) {
-        let Link { prev, next, .. } = links[slot as usize];
+    pub fn unlink<E>(&mut self, slots: &mut [Slot<E>], slot: u32) {
+        let Link { prev, next, .. } = slots[slot as usize].link;
         if prev == NIL {
             self.head = next;
-            self.head_order = if next == NIL { EMPTY_HEAD } else { links[next as usize].order };
+            self.head_order = if next == NIL { EMPTY_HEAD } else { slots[next as usize].link.order };
         } else {
-            links[prev as usize].next = next;
+            slots[prev as usize].link.next = next;
         }
         if next == NIL {
             self.tail = prev;
-            self.tail_order = if prev == NIL { 0 } else { links[prev as usize].order };
+            self.tail_order = if prev == NIL { 0 } else { slots[prev as usize].link.order };
         } else {
-            links[next as usize].prev = prev;
+            slots[next as usize].link.prev = prev;
         }
     }
 }

@@ -89,21 +89,45 @@ const SENTINEL: Node = Node { order: u128::MAX, slot: NOT_QUEUED };
 // `front` reads an empty heap's root, the sentinel, as an empty lane's head.
 const _: () = assert!(SENTINEL.order == EMPTY_HEAD);
 
+/// Note `slot`'s heap position `i` if it is a key's (`pos` covers the keys
+/// only: the bounds test is the key test).
+#[inline(always)]
+fn set_pos(pos: &mut [u32], slot: u32, i: u32) {
+    if let Some(p) = pos.get_mut(slot as usize) {
+        *p = i;
+    }
+}
+
+/// A slot's state: what a pending event needs besides its heap node.
+#[derive(Clone, Debug)]
+pub(super) struct Slot<E> {
+    /// Its order and neighbours while it is in a lane.
+    pub(super) link: Link,
+    /// The payload of its pending event.
+    ev: Option<E>,
+}
+
+impl<E> Slot<E> {
+    fn new() -> Self {
+        Slot { link: Link::default(), ev: None }
+    }
+}
+
 /// A min-queue of events of type `E`.
 #[derive(Clone, Debug)]
 pub struct EventQueue<E> {
     /// `FIRST`, the heap's nodes from `ROOT` (a hole at the root included),
     /// then one `SENTINEL`.
     heap: Vec<Node>,
-    /// By slot: its node's index in `heap`, `IN_LANE | lane`, or `NOT_QUEUED`.
-    /// Read for keys only (a one-shot event is never moved or cancelled): a
-    /// one-shot slot's entry is written by the sifts but not kept up to date
-    /// by appends to a lane or pops.
+    /// By key (slots `0..pos.len()` are the keys', the rest one-shot): its
+    /// node's index in `heap`, `IN_LANE | lane`, or `NOT_QUEUED`. A one-shot
+    /// event is never moved or cancelled, so its place is not kept: the
+    /// sifts and a pop write a slot's entry through `get_mut`, whose bounds
+    /// test is the test for a key.
     pos: Vec<u32>,
-    /// By slot: the payload of its pending event.
-    evs: Vec<Option<E>>,
-    /// By slot: its order and neighbours while it is in a lane.
-    links: Vec<Link>,
+    /// By slot: its payload and lane link in one record, so that one bounds
+    /// test reaches both (a lane's pop and append).
+    slots: Vec<Slot<E>>,
     lanes: [Lane; LANES],
     /// The earliest of the lanes' `head_order`s (`EMPTY_HEAD` when all are
     /// empty) and its lane, kept up to date when a lane's head changes
@@ -116,8 +140,6 @@ pub struct EventQueue<E> {
     /// The heap's root was popped and not refilled yet (`heap[ROOT]` is
     /// stale): the next heap insert takes its place (see `pop_due`).
     hole: bool,
-    /// Slots `0..keys` belong to keys; the rest are one-shot.
-    keys: u32,
     /// Free one-shot slots.
     free: Vec<u32>,
     seq: u64,
@@ -146,14 +168,12 @@ impl<E> EventQueue<E> {
                 h
             },
             pos: vec![NOT_QUEUED; n],
-            evs: (0..n).map(|_| None).collect(),
-            links: vec![Link::default(); n],
+            slots: (0..n).map(|_| Slot::new()).collect(),
             lanes: [Lane::default(); LANES],
             lane_min: EMPTY_HEAD,
             lane_min_at: 0,
             in_lanes: 0,
             hole: false,
-            keys,
             free: Vec::new(),
             seq: 0,
             now: 0,
@@ -198,7 +218,7 @@ impl<E> EventQueue<E> {
 
     #[inline(always)]
     fn push_key_to(&mut self, lane: Option<usize>, key: u32, time: Ns, ev: E) {
-        debug_assert!(key < self.keys, "key {key} out of range");
+        debug_assert!((key as usize) < self.pos.len(), "key {key} out of range");
         let i = self.pos[key as usize];
         if i == NOT_QUEUED {
             self.insert(lane, true, key, time, ev);
@@ -222,7 +242,7 @@ impl<E> EventQueue<E> {
             }
         }
         let node = Node { order, slot: key };
-        self.evs[key as usize] = Some(ev);
+        self.slots[key as usize].ev = Some(ev);
         if self.hole {
             // The moved event fills the hole (usually soon due, it sinks
             // a few levels) and the last node its old place, instead of a
@@ -245,12 +265,12 @@ impl<E> EventQueue<E> {
     /// Take `key`'s pending event out of the queue, if there is one.
     #[inline(always)]
     pub fn cancel_key(&mut self, key: u32) {
-        debug_assert!(key < self.keys, "key {key} out of range");
+        debug_assert!((key as usize) < self.pos.len(), "key {key} out of range");
         let i = self.pos[key as usize];
         if i == NOT_QUEUED {
             return;
         }
-        self.evs[key as usize] = None;
+        self.slots[key as usize].ev = None;
         if i & IN_LANE != 0 {
             self.unlink(key, i);
         } else {
@@ -266,7 +286,7 @@ impl<E> EventQueue<E> {
         if p == NOT_QUEUED {
             None
         } else if p & IN_LANE != 0 {
-            Some(time_of(self.links[key as usize].order))
+            Some(time_of(self.slots[key as usize].link.order))
         } else {
             Some(time_of(self.heap[p as usize].order))
         }
@@ -312,19 +332,18 @@ impl<E> EventQueue<E> {
                 top.slot
             }
             Front::Lane(l) => {
-                let s = self.lanes[l].pop_front(&mut self.links);
+                let s = self.lanes[l].pop_front(&mut self.slots);
                 self.lanes_changed();
                 self.in_lanes -= 1;
                 s
             }
         };
-        if slot >= self.keys {
-            self.free.push(slot);
-        } else {
-            self.pos[slot as usize] = NOT_QUEUED;
+        match self.pos.get_mut(slot as usize) {
+            Some(p) => *p = NOT_QUEUED,
+            None => self.free.push(slot),
         }
         self.now = time;
-        let ev = self.evs[slot as usize].take().expect("a queued slot holds its event");
+        let ev = self.slots[slot as usize].ev.take().expect("a queued slot holds its event");
         Some((time, ev))
     }
 
@@ -404,10 +423,8 @@ impl<E> EventQueue<E> {
         match self.free.pop() {
             Some(s) => s,
             None => {
-                self.pos.push(NOT_QUEUED);
-                self.evs.push(None);
-                self.links.push(Link::default());
-                self.pos.len() as u32 - 1
+                self.slots.push(Slot::new());
+                self.slots.len() as u32 - 1
             }
         }
     }
@@ -426,7 +443,7 @@ impl<E> EventQueue<E> {
                 return;
             }
         }
-        self.evs[slot as usize] = Some(ev);
+        self.slots[slot as usize].ev = Some(ev);
         let node = Node { order, slot };
         if self.hole {
             self.hole = false;
@@ -440,8 +457,8 @@ impl<E> EventQueue<E> {
 
     #[inline]
     fn lane_append(&mut self, l: usize, keyed: bool, slot: u32, order: u128, ev: E) {
-        self.evs[slot as usize] = Some(ev);
-        self.lanes[l].push_back(&mut self.links, slot, order);
+        self.slots[slot as usize].ev = Some(ev);
+        self.lanes[l].push_back(&mut self.slots, slot, order);
         // Only an append to an empty lane changes its head, to `order`; a
         // lane with a head already has one before `order`.
         if order < self.lane_min {
@@ -459,7 +476,7 @@ impl<E> EventQueue<E> {
     fn unlink(&mut self, slot: u32, p: u32) {
         let lane = &mut self.lanes[(p & !IN_LANE) as usize];
         let was_head = lane.head == slot;
-        lane.unlink(&mut self.links, slot);
+        lane.unlink(&mut self.slots, slot);
         if was_head {
             self.lanes_changed();
         }
@@ -473,7 +490,7 @@ impl<E> EventQueue<E> {
     #[inline]
     fn heap_remove(&mut self, i: usize) {
         debug_assert!(!self.hole || i > ROOT);
-        self.pos[self.heap[i].slot as usize] = NOT_QUEUED;
+        set_pos(&mut self.pos, self.heap[i].slot, NOT_QUEUED);
         let last = self.pop_last();
         if i < self.heap.len() - 1 {
             let old = self.heap[i];
@@ -503,11 +520,11 @@ impl<E> EventQueue<E> {
                 break;
             }
             self.heap[i] = p;
-            self.pos[p.slot as usize] = i as u32;
+            set_pos(&mut self.pos, p.slot, i as u32);
             i = parent;
         }
         self.heap[i] = node;
-        self.pos[node.slot as usize] = i as u32;
+        set_pos(&mut self.pos, node.slot, i as u32);
     }
 
     /// Refill the root's hole with `node` (the former last node): move the
@@ -524,7 +541,7 @@ impl<E> EventQueue<E> {
             let k = pair[1].before(&pair[0]) as u32;
             let (c, child) = (pair[k as usize], 2 * i + k);
             heap[i as usize] = c;
-            self.pos[c.slot as usize] = i;
+            set_pos(&mut self.pos, c.slot, i);
             i = child;
         }
         self.sift_up(i as usize, node);
@@ -543,11 +560,11 @@ impl<E> EventQueue<E> {
                 break;
             }
             heap[i as usize] = c;
-            self.pos[c.slot as usize] = i;
+            set_pos(&mut self.pos, c.slot, i);
             i = child;
         }
         heap[i as usize] = node;
-        self.pos[node.slot as usize] = i;
+        set_pos(&mut self.pos, node.slot, i);
     }
 }
 
