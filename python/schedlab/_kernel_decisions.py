@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-# `wake_flags` bits of kernel/sched/sched.h (v6.4 and later: WF_EXEC 0x02,
-# WF_FORK 0x04, WF_TTWU 0x08, WF_SYNC 0x10).
+# `wake_flags` bits of kernel/sched/sched.h (WF_EXEC 0x02, WF_FORK 0x04,
+# WF_TTWU 0x08, WF_SYNC 0x10: the same in v6.1 and v6.12, the kernels
+# recorded here).
 WF_TTWU = 0x08
 WF_SYNC = 0x10
 
