@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -30,22 +29,14 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from engine_cost import bench_binary  # this directory: run as a script
+
 ROOT = Path(__file__).resolve().parent.parent
 PANICS = ("core::panicking::panic_bounds_check", "core::slice::index::slice_index_fail")
 CRATE = "crates/schedlab-core/src/"
 INSN = re.compile(r"\s+([0-9a-f]+):\s+(.*)$")
 JCC = re.compile(r"^j(?!mp)[a-z]+\s+([0-9a-f]+) <")
 JMP = re.compile(r"^jmp\s+([0-9a-f]+) <")
-
-
-def bench_binary() -> Path:
-    subprocess.run(
-        ["cargo", "build", "-q", "--profile", "dist", "--example", "bench", "-p", "schedlab-core"],
-        cwd=ROOT,
-        check=True,
-    )
-    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    return target / "dist" / "examples" / "bench"
 
 
 def instruction_counts(callgrind_out: Path, binary: Path) -> dict[int, int]:

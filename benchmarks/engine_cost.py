@@ -39,7 +39,8 @@ from schedlab._bench_scale import machine_toml, runtime_ms, workload
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _bench_binary() -> Path:
+def bench_binary() -> Path:
+    """The `dist` build of the bench example (built here; also used by bounds_sites.py)."""
     subprocess.run(
         ["cargo", "build", "-q", "--profile", "dist", "--example", "bench", "-p", "schedlab-core"],
         cwd=ROOT,
@@ -73,7 +74,7 @@ def _schbench(cpus: int, ms: int) -> str:
 
 
 def measure(sizes: list[int]) -> dict[str, object]:
-    binary = _bench_binary()
+    binary = bench_binary()
     ir, handled, stale = _count(binary)
     doc: dict[str, object] = {
         "standard": {
