@@ -247,3 +247,21 @@ def test_a_6_1_table_replays_under_the_cfs_profile_its_kernel_json_implies():
     doc = json.loads(r.stdout)
     assert doc["policy"] == "v5.9+SIS_UTIL-SIS_PROP+NI_RANDOM+migrate_se_pelt_lag+wa_idle_prev"
     assert doc["all"]["agree"] >= 0.98 * doc["all"]["rows"]
+
+
+def test_the_suite_entry_replays_a_kept_table_without_booting(monkeypatch, tmp_path: Path):
+    src = DECISIONS / "guest-1s2c2t-workqueue"
+    for name in ("decisions.csv", "machine.toml", "kernel.json"):
+        shutil.copy(src / name, tmp_path / name)
+
+    def no_boot(*_args: object, **_kw: object) -> Path:
+        raise AssertionError("reuse must not record again")
+
+    monkeypatch.setattr(kd, "record", no_boot)
+    entry = kd.suite_entry(tmp_path, "sockets=1,cores=2,threads=2", tmp_path / "wl", reuse=True)
+    assert entry["case"] == "kernel-decisions"
+    assert entry["policy"] == "v6.12+NI_RANDOM"
+    assert entry["decisions"]["all"] == {"rows": 416, "agree": 416}
+    md = "\n".join(kd.markdown_section(entry))
+    assert "| all | 416 | 100.0% |" in md
+    assert "| no CPU idle | 308 | 100.0% |" in md
