@@ -6,6 +6,7 @@ the model's `select_task_rq_fair` (`_kernel_decisions.py`). Registered on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -61,7 +62,15 @@ def record_cmd(
     except BtfError as e:
         _fail(f"--qemu {qemu}: the guest kernel's BTF: {e}", 1)
     n = max(0, len(path.read_text().splitlines()) - 1)
-    _out().print(f"recorded {n} wakeup decisions of `{workload}` in {shape.describe()} into {path}")
+    info = json.loads((out / "kernel.json").read_text())
+    left_out = int(info.get("decision_probe_lines_left_out", 0))
+    # kernel.json's overruns: the per-CPU buffers' "overrun: N" lines, split
+    lost = [o for o in info.get("overruns", []) if o.isdigit() and o != "0"]
+    _out().print(
+        f"recorded {n} wakeup decisions of `{workload}` in {shape.describe()} into {path}"
+        + (f"; {left_out} incomplete probe lines left out" if left_out else "")
+        + ("; the trace buffer overran: some decisions are missing" if lost else "")
+    )
 
 
 @decisions_app.command("check")

@@ -164,15 +164,21 @@ def columns(nr_cpus: int) -> list[str]:
     return [*fixed, "wakee_recent_cpu", *per_cpu]
 
 
-def rows(trace: str, nr_cpus: int, hz: int, comm_prefix: str = "wl") -> list[dict[str, int]]:
+def rows(
+    trace: str, nr_cpus: int, hz: int, comm_prefix: str = "wl", lost: list[int] | None = None
+) -> list[dict[str, int]]:
     """The table's rows from a recording with the probes: one per
     `WF_TTWU` call of `select_task_rq_fair` whose waker's and wakee's comms
     start with `comm_prefix` (the workload's threads; per-CPU kernel threads
-    are bound to their CPU, which the table does not carry)."""
+    are bound to their CPU, which the table does not carry). The trace line
+    numbers of probe lines left out because they are incomplete (a field the
+    probe could not read, a call whose return line is missing) go into
+    `lost`."""
     comm_of: dict[int, str] = {}
-    pending: dict[int, tuple[str, dict[str, str]]] = {}
+    pending: dict[int, tuple[int, str, dict[str, str]]] = {}
     out: list[dict[str, int]] = []
-    for line in trace.splitlines():
+    dropped = lost if lost is not None else []
+    for number, line in enumerate(trace.splitlines(), 1):
         m = _LINE.match(line)
         if m is None:
             continue
@@ -183,13 +189,21 @@ def rows(trace: str, nr_cpus: int, hz: int, comm_prefix: str = "wl") -> list[dic
             if "pid" in f and "comm" in f:
                 comm_of[int(f["pid"])] = f["comm"]
         elif event == "sel":
-            pending[cpu] = (comm, f)
+            if cpu in pending:  # the last call on this CPU never returned in the trace
+                dropped.append(pending[cpu][0])
+            pending[cpu] = (number, comm, f)
         elif cpu in pending:  # selr: the return on the same CPU (irqs off in between)
-            waker_comm, s = pending.pop(cpu)
+            at, waker_comm, s = pending.pop(cpu)
             row = _row(waker_comm, s, f.get("ret", ""), cpu, nr_cpus, hz, comm_of, comm_prefix)
-            if row is not None:
+            if row is _INCOMPLETE:
+                dropped.append(at)
+            elif isinstance(row, dict):
                 out.append(row)
     return out
+
+
+# What `_row` returns for a probe line it cannot read whole.
+_INCOMPLETE = "incomplete"
 
 
 def _row(
@@ -201,7 +215,7 @@ def _row(
     hz: int,
     comm_of: Mapping[int, str],
     prefix: str,
-) -> dict[str, int] | None:
+) -> dict[str, int] | str | None:
     try:
         wf, prev, kernel_cpu = int(s["wf"], 0), int(s["prev"]), int(ret, 0)
         if not wf & WF_TTWU or not waker_comm.startswith(prefix):
@@ -240,7 +254,7 @@ def _row(
             row[f"idle{k}"] = int(int(s[f"cp{k}"], 0) == 0)
             row[f"delayed{k}"] = int(s.get(f"d{k}", "0"), 0)
     except (KeyError, ValueError):
-        return None  # a line the probe did not complete (a full buffer cut it)
+        return _INCOMPLETE  # a field the probe could not read ("(fault)"), or a cut line
     return row
 
 
@@ -377,9 +391,11 @@ def record(
 
     hz = int(tomllib.loads((out / "machine.toml").read_text()).get("machine", {}).get("hz", 250))
     decisions = out / "decisions.csv"
-    decisions.write_text(table(rows(trace, shape.cpus, hz), shape.cpus))
+    lost: list[int] = []
+    decisions.write_text(table(rows(trace, shape.cpus, hz, lost=lost), shape.cpus))
     info = json.loads((out / "kernel.json").read_text())
     info["decision_probe_offsets"] = offsets
+    info["decision_probe_lines_left_out"] = len(lost)
     (out / "kernel.json").write_text(json.dumps(info, indent=2) + "\n")
     return decisions
 

@@ -92,8 +92,10 @@ def test_rows_keep_the_workloads_ttwu_decisions_with_what_they_read():
         + " wl-s-10 [001] d..1. 1.1: sel: (select_task_rq_fair+0x4) pid=11 prev=1\n"  # cut short
         + " wl-s-10 [001] d..1. 1.1: selr: (x <- select_task_rq_fair) ret=0\n"
     )
-    rows = kd.rows(trace, 2, hz=250)
+    lost: list[int] = []
+    rows = kd.rows(trace, 2, hz=250, lost=lost)
     assert len(rows) == 2
+    assert lost == [12]  # the line cut short: left out, and counted
     first, second = rows
     assert first["this"] == 0 and first["prev"] == 1 and first["kernel_cpu"] == 0
     assert first["sync"] == 1 and first["waker_flips"] == 7 and first["wakee_flips"] == 3
@@ -265,3 +267,13 @@ def test_the_suite_entry_replays_a_kept_table_without_booting(monkeypatch, tmp_p
     md = "\n".join(kd.markdown_section(entry))
     assert "| all | 416 | 100.0% |" in md
     assert "| no CPU idle | 308 | 100.0% |" in md
+
+
+def test_a_call_whose_return_is_missing_is_counted_as_left_out():
+    waking = " wl-s-10 [000] d..1. 0.5: sched_waking: comm=wl-r pid=11 prio=120 target_cpu=001\n"
+    first = _sel(0, "wl-s", 11, 0x18, 0).splitlines()[0] + "\n"  # its selr line lost
+    lost: list[int] = []
+    rows = kd.rows(waking + first + _sel(0, "wl-s", 11, 0x18, 1), 2, hz=250, lost=lost)
+    assert [r["kernel_cpu"] for r in rows] == [1]
+    assert lost == [2]
+
