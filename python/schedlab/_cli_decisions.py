@@ -122,19 +122,9 @@ def check_cmd(
         "share",
         right=("decisions", "model agrees", "share"),
     )
-    labels = {
-        "all": "all",
-        "all_busy": "no CPU idle",
-        "with_idle": "an idle CPU",
-        "colocated": "wakee's prev CPU = waker's",
-        "kernel_chose_this": "kernel chose the waker's CPU",
-        "kernel_chose_prev": "kernel chose prev",
-        "kernel_chose_other": "kernel chose another CPU",
-    }
-    for key, label in labels.items():
+    for key, label in _kernel_decisions.REPORT_ROWS:
         a = report[key]
-        share = f"{100 * a['agree'] / a['rows']:.1f}%" if a["rows"] else "-"
-        t.add_row(label, str(a["rows"]), str(a["agree"]), share)
+        t.add_row(label, str(a["rows"]), str(a["agree"]), _kernel_decisions.share(a))
     _out().print(t)
     if report["disagreements"]:
         listed = ", ".join(

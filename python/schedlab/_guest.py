@@ -476,14 +476,35 @@ _FLIPS_PROBE = "p:schedlab/fork_flips wake_up_new_task pid=p->pid flips=p->wakee
 _TYPED_KPROBE_ARGS = frozenset({"6.12"})
 
 
+def guest_btf(shape: GuestShape, cache: Path | None = None) -> bytes:
+    """The guest kernel's BTF (`/sys/kernel/btf/vmlinux`), fetched with one
+    boot the first time and kept beside the cached kernel (the boot's files
+    in ``btf-boot`` there)."""
+    cache = cache or default_cache()
+    kdir = fetch_kernel(shape.kernel, cache).parent
+    kept = kdir / "btf"
+    if not kept.exists():
+        work = kdir / "btf-boot"
+        _boot_job(shape, "cat /sys/kernel/btf/vmlinux > /out/btf\n", {}, work, cache, 900)
+        got = work / ".guest" / "result" / "btf"
+        if not got.exists() or got.stat().st_size == 0:
+            raise GuestError(
+                "the guest kernel has no BTF (/sys/kernel/btf/vmlinux): "
+                f"its struct offsets are unknown (see {work / '.guest'})"
+            )
+        part = kept.with_suffix(".part")
+        part.write_bytes(got.read_bytes())
+        part.replace(kept)
+    return kept.read_bytes()
+
+
 def flips_probe(shape: GuestShape, cache: Path | None) -> str:
     """The fork probe for the guest's kernel: typed where it takes typed
     arguments, else by register at its BTF's offsets (the BTF is fetched
-    once per kernel with one boot; `_kernel_decisions.guest_btf`)."""
+    once per kernel with one boot; `guest_btf`)."""
     if shape.kernel in _TYPED_KPROBE_ARGS:
         return _FLIPS_PROBE
     from ._btf import Btf
-    from ._kernel_decisions import guest_btf
 
     btf = Btf(guest_btf(shape, cache))
     pid, flips = btf.offset("task_struct.pid"), btf.offset("task_struct.wakee_flips")

@@ -12,7 +12,8 @@ wakeups and whether its idle task runs, its LLC's `has_idle_cores` and
 it returned. Most of that sits behind per-CPU pointers that a kprobe's
 typed arguments cannot follow, so the probe reads it through
 `__per_cpu_offset` at the offsets the guest kernel's own BTF gives
-(`_btf.py`; the BTF is fetched once per kernel with one extra boot). Each
+(`_btf.py`; the BTF is fetched once per kernel with one extra boot,
+`_guest.guest_btf`). Each
 `WF_TTWU` call becomes a row of a table (`decisions.csv`), which
 `decision_replay.rs` writes into a simulated machine of the guest's
 topology, one row at a time, for the model to decide.
@@ -194,16 +195,14 @@ def rows(
             pending[cpu] = (number, comm, f)
         elif cpu in pending:  # selr: the return on the same CPU (irqs off in between)
             at, waker_comm, s = pending.pop(cpu)
-            row = _row(waker_comm, s, f.get("ret", ""), cpu, nr_cpus, hz, comm_of, comm_prefix)
-            if row is _INCOMPLETE:
+            try:
+                row = _row(waker_comm, s, f.get("ret", ""), cpu, nr_cpus, hz, comm_of, comm_prefix)
+            except (KeyError, ValueError):  # a field read as "(fault)", or a cut line
                 dropped.append(at)
-            elif isinstance(row, dict):
+                continue
+            if row is not None:
                 out.append(row)
     return out
-
-
-# What `_row` returns for a probe line it cannot read whole.
-_INCOMPLETE = "incomplete"
 
 
 def _row(
@@ -215,46 +214,46 @@ def _row(
     hz: int,
     comm_of: Mapping[int, str],
     prefix: str,
-) -> dict[str, int] | str | None:
-    try:
-        wf, prev, kernel_cpu = int(s["wf"], 0), int(s["prev"]), int(ret, 0)
-        if not wf & WF_TTWU or not waker_comm.startswith(prefix):
-            return None
-        if not comm_of.get(int(s["pid"]), "").startswith(prefix):
-            return None
-        if not (0 <= prev < nr_cpus and 0 <= kernel_cpu < nr_cpus):
-            return None
-        decay_ts, jiffies = int(s[f"cd{cpu}"], 0), int(s["j"], 0)
-        row = {
-            "this": cpu,
-            "prev": prev,
-            "sync": int(bool(wf & WF_SYNC)),
-            "waker_flips": int(s[f"cf{cpu}"], 0),
-            # record_wakee: time_after(jiffies, decay_ts + HZ)
-            "waker_decay_due": int(jiffies - (decay_ts + hz) > 0),
-            "waker_last_is_wakee": int(s[f"cw{cpu}"] == s["pp"]),
-            "wakee_flips": int(s["fl"], 0),
-            "wakee_load": int(s["pl"], 0),
-            "waker_load": int(s[f"cl{cpu}"], 0),
-            "kernel_cpu": kernel_cpu,
-        }
-        recent = int(s["ru"], 0)
-        row["wakee_recent_cpu"] = recent if 0 <= recent < nr_cpus else prev
-        for p, key in (
-            ("load", "l"),
-            ("nr", "n"),
-            ("cap", "c"),
-            ("ttwu_pending", "tp"),
-            ("has_idle_cores", "hic"),
-            ("nr_idle_scan", "nis"),
-        ):
-            for k in range(nr_cpus):
-                row[f"{p}{k}"] = int(s[f"{key}{k}"], 0)
+) -> dict[str, int] | None:
+    """One row, None for a call the table leaves out (not a wakeup between
+    the workload's threads); KeyError or ValueError where a field is
+    missing or unreadable."""
+    wf, prev, kernel_cpu = int(s["wf"], 0), int(s["prev"]), int(ret, 0)
+    if not wf & WF_TTWU or not waker_comm.startswith(prefix):
+        return None
+    if not comm_of.get(int(s["pid"]), "").startswith(prefix):
+        return None
+    if not (0 <= prev < nr_cpus and 0 <= kernel_cpu < nr_cpus):
+        return None
+    decay_ts, jiffies = int(s[f"cd{cpu}"], 0), int(s["j"], 0)
+    row = {
+        "this": cpu,
+        "prev": prev,
+        "sync": int(bool(wf & WF_SYNC)),
+        "waker_flips": int(s[f"cf{cpu}"], 0),
+        # record_wakee: time_after(jiffies, decay_ts + HZ)
+        "waker_decay_due": int(jiffies - (decay_ts + hz) > 0),
+        "waker_last_is_wakee": int(s[f"cw{cpu}"] == s["pp"]),
+        "wakee_flips": int(s["fl"], 0),
+        "wakee_load": int(s["pl"], 0),
+        "waker_load": int(s[f"cl{cpu}"], 0),
+        "kernel_cpu": kernel_cpu,
+    }
+    recent = int(s["ru"], 0)
+    row["wakee_recent_cpu"] = recent if 0 <= recent < nr_cpus else prev
+    for p, key in (
+        ("load", "l"),
+        ("nr", "n"),
+        ("cap", "c"),
+        ("ttwu_pending", "tp"),
+        ("has_idle_cores", "hic"),
+        ("nr_idle_scan", "nis"),
+    ):
         for k in range(nr_cpus):
-            row[f"idle{k}"] = int(int(s[f"cp{k}"], 0) == 0)
-            row[f"delayed{k}"] = int(s.get(f"d{k}", "0"), 0)
-    except (KeyError, ValueError):
-        return _INCOMPLETE  # a field the probe could not read ("(fault)"), or a cut line
+            row[f"{p}{k}"] = int(s[f"{key}{k}"], 0)
+    for k in range(nr_cpus):
+        row[f"idle{k}"] = int(int(s[f"cp{k}"], 0) == 0)
+        row[f"delayed{k}"] = int(s.get(f"d{k}", "0"), 0)
     return row
 
 
@@ -320,30 +319,6 @@ def suite_entry(out: Path, qemu: str, wl_bin: Path, reuse: bool) -> dict[str, An
     }
 
 
-def guest_btf(shape: Any, cache: Path | None = None) -> bytes:
-    """The guest kernel's BTF (`/sys/kernel/btf/vmlinux`), fetched with one
-    boot the first time and kept beside the cached kernel (the boot's files
-    in ``btf-boot`` there)."""
-    from . import _guest
-
-    cache = cache or _guest.default_cache()
-    kdir = _guest.fetch_kernel(shape.kernel, cache).parent
-    kept = kdir / "btf"
-    if not kept.exists():
-        work = kdir / "btf-boot"
-        _guest._boot_job(shape, "cat /sys/kernel/btf/vmlinux > /out/btf\n", {}, work, cache, 900)
-        got = work / ".guest" / "result" / "btf"
-        if not got.exists() or got.stat().st_size == 0:
-            raise _guest.GuestError(
-                "the guest kernel has no BTF (/sys/kernel/btf/vmlinux): "
-                f"its struct offsets are unknown (see {work / '.guest'})"
-            )
-        part = kept.with_suffix(".part")
-        part.write_bytes(got.read_bytes())
-        part.replace(kept)
-    return kept.read_bytes()
-
-
 def record(
     shape: Any, wl_bin: Path, out: Path, workload: str = DEFAULT_WORKLOAD, cache: Path | None = None
 ) -> Path:
@@ -362,7 +337,7 @@ def record(
             "(a kprobe event takes 128 arguments)"
         )
     _guest.check_static(wl_bin)
-    btf = Btf(guest_btf(shape, cache))
+    btf = Btf(_guest.guest_btf(shape, cache))
     offsets: dict[str, int] = {}
     for path in OFFSETS:
         try:
@@ -400,17 +375,25 @@ def record(
     return decisions
 
 
+# The report's agreements, in the order the CLI and the markdown show them.
+REPORT_ROWS = (
+    ("all", "all"),
+    ("all_busy", "no CPU idle"),
+    ("with_idle", "an idle CPU"),
+    ("colocated", "wakee's prev CPU = waker's"),
+    ("kernel_chose_this", "kernel chose the waker's CPU"),
+    ("kernel_chose_prev", "kernel chose prev"),
+    ("kernel_chose_other", "kernel chose another CPU"),
+)
+
+
+def share(a: Mapping[str, int]) -> str:
+    """An agreement's share as a percentage, or - without rows."""
+    return f"{100 * a['agree'] / a['rows']:.1f}%" if a["rows"] else "-"
+
+
 def markdown_section(r: dict[str, Any]) -> list[str]:
     """The markdown lines of a `suite_entry` (a validate section's table)."""
-    d = r["decisions"]
-    rows = [
-        ("all", "all"),
-        ("no CPU idle", "all_busy"),
-        ("an idle CPU", "with_idle"),
-        ("kernel chose the waker's CPU", "kernel_chose_this"),
-        ("kernel chose prev", "kernel_chose_prev"),
-        ("kernel chose another CPU", "kernel_chose_other"),
-    ]
     lines = [
         "### kernel-decisions",
         "",
@@ -421,8 +404,7 @@ def markdown_section(r: dict[str, Any]) -> list[str]:
         "| decisions | rows | the model chose the kernel's CPU |",
         "|---|---|---|",
     ]
-    for label, key in rows:
-        a = d[key]
-        share = f"{100 * a['agree'] / a['rows']:.1f}%" if a["rows"] else "-"
-        lines.append(f"| {label} | {a['rows']} | {share} |")
+    for key, label in REPORT_ROWS:
+        a = r["decisions"][key]
+        lines.append(f"| {label} | {a['rows']} | {share(a)} |")
     return [*lines, ""]
