@@ -135,34 +135,10 @@ _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
 def columns(nr_cpus: int) -> list[str]:
-    """The table's header: `decision_replay.rs`'s layout."""
-    fixed = [
-        "this",
-        "prev",
-        "sync",
-        "waker_flips",
-        "waker_decay_due",
-        "waker_last_is_wakee",
-        "wakee_flips",
-        "wakee_load",
-        "waker_load",
-        "kernel_cpu",
-    ]
-    per_cpu = [
-        f"{p}{k}"
-        for p in (
-            "load",
-            "nr",
-            "cap",
-            "delayed",
-            "idle",
-            "ttwu_pending",
-            "has_idle_cores",
-            "nr_idle_scan",
-        )
-        for k in range(nr_cpus)
-    ]
-    return [*fixed, "wakee_recent_cpu", *per_cpu]
+    """The table's header: `decision_replay.rs`'s layout, defined there."""
+    from . import _native
+
+    return _native.decision_columns(nr_cpus)
 
 
 def rows(

@@ -423,6 +423,12 @@ pub fn replay_decisions(machine: &MachineSource, policy: &str, table: &str, tabl
     Ok(serde_json::to_string(&report).unwrap_or_default())
 }
 
+/// The header of a decisions table for `nr_cpus` CPUs (what
+/// `schedlab kernel-decisions record` writes and `replay_decisions` reads).
+pub fn decision_columns(nr_cpus: usize) -> Vec<String> {
+    crate::decision_replay::columns(nr_cpus)
+}
+
 /// One entry of `schedlab policy list`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PolicyEntry {

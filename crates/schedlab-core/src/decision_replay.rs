@@ -5,8 +5,9 @@
 //! made for a wakeup (`WF_TTWU`), with what that call read: every CPU's root
 //! `cfs_rq` load, `nr_running` and `cpu_capacity`, the waker's load, flips,
 //! decay stamp and last wakee, the wakee's load and flips, what the idle
-//! search reads (where the table has it), and the CPU the kernel returned. `python/schedlab/_kernel_decisions.py` records such rows
-//! in a QEMU guest with kprobes. Here each row's state is written into a
+//! search reads (where the table has it), and the CPU the kernel returned.
+//! `python/schedlab/_kernel_decisions.py` records such rows in a QEMU guest
+//! with kprobes. Here each row's state is written into a
 //! simulated machine of the same topology and the model's
 //! `record_wakee` + `select_task_rq_fair` decide; the report counts where
 //! the two CPUs agree. A row is checked on its own: no simulated history
@@ -141,6 +142,34 @@ const FIRST_CURR: u32 = 2;
 /// stamp one second and more in the past exists.
 const NOW: u64 = 10 * NSEC_PER_SEC;
 
+/// The table's columns of one decision, in the order a table has them.
+pub const COLUMNS: [&str; 10] = [
+    "this",
+    "prev",
+    "sync",
+    "waker_flips",
+    "waker_decay_due",
+    "waker_last_is_wakee",
+    "wakee_flips",
+    "wakee_load",
+    "waker_load",
+    "kernel_cpu",
+];
+/// The wakee's `recent_used_cpu`, one of the idle search's columns.
+pub const RECENT_COLUMN: &str = "wakee_recent_cpu";
+/// The per-CPU columns, `{prefix}{cpu}`, by prefix: `load`, `nr` and `cap`
+/// are required, `delayed` may be absent (0), the last four (the idle
+/// search's, with [`RECENT_COLUMN`]) are all there or none.
+pub const PER_CPU_COLUMNS: [&str; 8] =
+    ["load", "nr", "cap", "delayed", "idle", "ttwu_pending", "has_idle_cores", "nr_idle_scan"];
+
+/// A whole table's header for `nr_cpus` CPUs: what
+/// `_kernel_decisions.table` writes, every column there.
+pub fn columns(nr_cpus: usize) -> Vec<String> {
+    let fixed = COLUMNS.iter().chain([&RECENT_COLUMN]).map(|c| c.to_string());
+    fixed.chain(PER_CPU_COLUMNS.iter().flat_map(|p| (0..nr_cpus).map(move |k| format!("{p}{k}")))).collect()
+}
+
 /// Parses a decisions table (CSV with a header) for a machine of `nr_cpus`
 /// CPUs; `origin` names it in errors.
 pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<DecisionRow>> {
@@ -175,28 +204,17 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
             .collect::<Result<Vec<_>>>()
             .map(Some)
     };
-    let names = [
-        "this",
-        "prev",
-        "sync",
-        "waker_flips",
-        "waker_decay_due",
-        "waker_last_is_wakee",
-        "wakee_flips",
-        "wakee_load",
-        "waker_load",
-        "kernel_cpu",
-    ];
-    let idx: Vec<usize> = names.iter().map(|n| col(n)).collect::<Result<_>>()?;
-    let (load, nr, cap) = (per_cpu("load", true)?, per_cpu("nr", true)?, per_cpu("cap", true)?);
+    let idx: Vec<usize> = COLUMNS.iter().map(|n| col(n)).collect::<Result<_>>()?;
+    let [load, nr, cap, delayed, idle, pending, idle_cores, idle_scan] = PER_CPU_COLUMNS;
+    let (load, nr, cap) = (per_cpu(load, true)?, per_cpu(nr, true)?, per_cpu(cap, true)?);
     let (load, nr, cap) = (load.unwrap_or_default(), nr.unwrap_or_default(), cap.unwrap_or_default());
-    let delayed = per_cpu("delayed", false)?;
+    let delayed = per_cpu(delayed, false)?;
     let idle_cols = match (
-        per_cpu("idle", false)?,
-        per_cpu("ttwu_pending", false)?,
-        per_cpu("has_idle_cores", false)?,
-        per_cpu("nr_idle_scan", false)?,
-        header.iter().position(|h| *h == "wakee_recent_cpu"),
+        per_cpu(idle, false)?,
+        per_cpu(pending, false)?,
+        per_cpu(idle_cores, false)?,
+        per_cpu(idle_scan, false)?,
+        header.iter().position(|h| *h == RECENT_COLUMN),
     ) {
         (Some(i), Some(t), Some(h), Some(n), Some(r)) => Some((i, t, h, n, r)),
         (None, None, None, None, None) => None,
@@ -209,6 +227,10 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
             ))
         }
     };
+    /// Each CPU's value of one per-CPU column, parsed by `parse`.
+    fn each<T>(cols: &[usize], prefix: &str, parse: impl Fn(usize, &str) -> Result<T>) -> Result<Vec<T>> {
+        cols.iter().enumerate().map(|(k, &c)| parse(c, &format!("{prefix}{k}"))).collect()
+    }
     let mut rows = Vec::new();
     for (i, text) in lines.enumerate() {
         let line = i + 2;
@@ -255,6 +277,7 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
                 v => Err(SchedlabError::spec(origin, format!("line {line}: {name}"), format!("0 or 1, found {v}"))),
             }
         };
+        let names = COLUMNS;
         rows.push(DecisionRow {
             line,
             this: cpu(idx[0], names[0])?,
@@ -267,34 +290,20 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
             wakee_load: num(idx[7], names[7])?,
             waker_load: num(idx[8], names[8])?,
             kernel_cpu: cpu(idx[9], names[9])?,
-            load: load.iter().enumerate().map(|(k, &c)| num(c, &format!("load{k}"))).collect::<Result<_>>()?,
-            nr_running: nr.iter().enumerate().map(|(k, &c)| small(c, &format!("nr{k}"))).collect::<Result<_>>()?,
-            capacity: cap.iter().enumerate().map(|(k, &c)| small(c, &format!("cap{k}"))).collect::<Result<_>>()?,
+            load: each(&load, PER_CPU_COLUMNS[0], num)?,
+            nr_running: each(&nr, PER_CPU_COLUMNS[1], small)?,
+            capacity: each(&cap, PER_CPU_COLUMNS[2], small)?,
             nr_delayed: match &delayed {
-                Some(d) => {
-                    d.iter().enumerate().map(|(k, &c)| small(c, &format!("delayed{k}"))).collect::<Result<_>>()?
-                }
+                Some(d) => each(d, PER_CPU_COLUMNS[3], small)?,
                 None => vec![0; nr_cpus],
             },
             idle_state: match &idle_cols {
                 Some((i, t, h, n, r)) => Some(IdleState {
-                    idle: i.iter().enumerate().map(|(k, &c)| flag(c, &format!("idle{k}"))).collect::<Result<_>>()?,
-                    ttwu_pending: t
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &c)| small(c, &format!("ttwu_pending{k}")))
-                        .collect::<Result<_>>()?,
-                    has_idle_cores: h
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &c)| Ok(num(c, &format!("has_idle_cores{k}"))? != 0))
-                        .collect::<Result<_>>()?,
-                    nr_idle_scan: n
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &c)| small(c, &format!("nr_idle_scan{k}")))
-                        .collect::<Result<_>>()?,
-                    wakee_recent_cpu: cpu(*r, "wakee_recent_cpu")?,
+                    idle: each(i, PER_CPU_COLUMNS[4], flag)?,
+                    ttwu_pending: each(t, PER_CPU_COLUMNS[5], small)?,
+                    has_idle_cores: each(h, PER_CPU_COLUMNS[6], |c, name| Ok(num(c, name)? != 0))?,
+                    nr_idle_scan: each(n, PER_CPU_COLUMNS[7], small)?,
+                    wakee_recent_cpu: cpu(*r, RECENT_COLUMN)?,
                 }),
                 None => None,
             },

@@ -190,3 +190,15 @@ fn bad_tables_are_refused_with_the_line_and_column() {
     let e = err("nothing,here\n".into());
     assert!(e.contains("`this`"), "{e}");
 }
+
+#[test]
+fn the_header_columns_writes_is_the_one_parse_rows_reads_whole() {
+    // 11 decision columns, then 8 per CPU; a row of zeros with CPU numbers in
+    // range parses, idle search state included.
+    let header = columns(2);
+    assert_eq!(header.len(), 11 + 8 * 2);
+    let row = vec!["0"; header.len()].join(",");
+    let rows = parse_rows(&format!("{}\n{row}\n", header.join(",")), "t.csv", 2).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].idle_state.is_some());
+}

@@ -209,6 +209,12 @@ fn replay_decisions(
     document(py, &json)
 }
 
+/// The header of a decisions table for `nr_cpus` CPUs (`_kernel_decisions.table`).
+#[pyfunction]
+fn decision_columns(nr_cpus: usize) -> Vec<String> {
+    api::decision_columns(nr_cpus)
+}
+
 /// Policies, kernel profiles and features: a list of dicts (`name`,
 /// `kind`, `default_on`, `summary`, `shown_by`).
 #[pyfunction]
@@ -294,5 +300,6 @@ fn _native(py: Python<'_>, m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_tunables, m)?)?;
     m.add_function(wrap_pyfunction!(analyze_trace, m)?)?;
     m.add_function(wrap_pyfunction!(replay_decisions, m)?)?;
+    m.add_function(wrap_pyfunction!(decision_columns, m)?)?;
     Ok(())
 }
