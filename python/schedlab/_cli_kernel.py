@@ -246,11 +246,12 @@ def validate_cmd(
         str,
         typer.Option(
             "--stall-model",
-            metavar="host|independent",
-            help="How a guest's measured stalls are simulated: host (the host the stall probes "
-            "fit: vCPUs time-shared by the recording host's CPUs with its slice and its own "
-            "threads' share, the overcommit noise family) or independent (one busy-gated stall "
-            "source per count of busy vCPUs, each CPU on its own).",
+            metavar="host|probes|independent",
+            help="How a guest's measured stalls are simulated: host (vCPUs time-shared by the "
+            "recording host's CPUs, the overcommit noise family, as the host's own trace of the "
+            "vCPU threads during each recording measured it, kept as host.json when recording as "
+            "root; else as its stall probes fit), probes (the probes' fit always) or independent "
+            "(one busy-gated stall source per count of busy vCPUs, each CPU on its own).",
         ),
     ] = "host",
     suite: Annotated[

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _hostshare, _native, _stalls, _tracefs, _wakewide
+from . import _hostrun, _hostshare, _native, _stalls, _tracefs, _wakewide
 from ._kernel_profile import domain_notes, kernel_notes, policy_for_kernel, tunable_notes
 from ._resolve import resolve_machine, resolve_workloads
 from ._result import run_sources
@@ -52,7 +52,9 @@ COMPARED = (*FRACTIONS, "migrations_per_wakeup", "context_switches", "completion
 #: Shown beside every case's compared rows: the share of the workload's
 #: wakeups in which `wake_wide()` held, replayed on the recordings and on the
 #: simulation's traces alike (every seed; `_wakewide`).
-SHOWN_ALWAYS = ("wake_wide_pct",)
+SHOWN_ALWAYS = ("wake_wide_pct", "host_stall_pct")
+#: How a guest's stalls are simulated (`validate --stall-model`).
+STALL_MODELS = ("host", "probes", "independent")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,9 +296,11 @@ def run_case(
     specs from its calibration), run beside each recording's simulation
     unless, with `own_stalls`, the recording stored its own
     (``probe-stalls-K.json``, measured after it in its boot), which then win:
-    with `stall_model` "host", as the host those probes fit (`_hostshare`:
-    the `overcommit` family, vCPUs time-shared by the recording host's CPUs),
-    with "independent", as one busy-gated `stall` source per count."""
+    with `stall_model` "host", as the host the recording's own host trace
+    measured (`_hostrun.fit`, ``host.json``) or, without one, the host those
+    probes fit ("probes" always: `_hostshare`; both the `overcommit` family,
+    vCPUs time-shared by the recording host's CPUs), with "independent", as
+    one busy-gated `stall` source per count."""
     from . import _calibrate
 
     real_runs: list[dict[str, float]] = []
@@ -305,6 +309,7 @@ def run_case(
     own_shares: list[list[tuple[int, float]]] = []
     host_fits: list[tuple[int, str, str]] = []  # (recording, spec, how it was fitted)
     host_load: list[str] = []
+    host_sides: list[dict[str, Any]] = []
     recovered: list[int] = []
     stalls: list[_stalls.LongRuns] = []
     info: dict[str, Any] = {}
@@ -342,6 +347,10 @@ def run_case(
         wide = _wakewide.wide_share(text, case.comm, start, _wakewide.llc_sizes(machine_text))
         if wide is not None:
             real_runs[-1]["wake_wide_pct"] = 100 * wide
+        side = _hostrun.recorded(out)
+        if side is not None:
+            host_sides.append(side)
+            real_runs[-1]["host_stall_pct"] = _hostrun.stall_pct(side)
         if parent_wakee_flips is not None:
             rep_flips.append([parent_wakee_flips])
         else:
@@ -349,7 +358,11 @@ def run_case(
         measured = None
         host_cpus = int(info.get("host_cpus") or 0)
         fitted = _hostshare.fit(out, host_cpus, wake_preempt) if own_stalls else None
-        if fitted is not None and stall_model == "host":
+        hosted = _hostrun.fit(side, cpus) if side and own_stalls and stall_model == "host" else None
+        if hosted is not None:
+            measured = ([hosted[0]], hosted[1])
+            host_fits.append((i, hosted[0], hosted[1]))
+        elif fitted is not None and stall_model in ("host", "probes"):
             measured = ([fitted.spec()], fitted.describe())
             host_fits.append((i, fitted.spec(), fitted.describe()))
         elif own_stalls:
@@ -400,6 +413,9 @@ def run_case(
                 wide = _wakewide.wide_share(res.trace, "*", start, sim_llc)
                 if wide is not None:
                     metrics["wake_wide_pct"] = 100 * wide
+                if host_sides:
+                    host = _hostrun.simulated_stall_pct(res.trace, cpus)
+                    metrics["host_stall_pct"] = host if host is not None else 0.0
             runs.append(metrics)
         if long_shares:
             sim_long[(tuple(flips), tuple(beside))] = statistics.fmean(long_shares)
@@ -436,6 +452,8 @@ def run_case(
     rep_flips = [run_as[k] for k in keys]
     rows = []
     for m in (*COMPARED, *case.shown, *SHOWN_ALWAYS):
+        if m == "host_stall_pct" and not host_sides:
+            continue  # no host trace: a host recording, or one made without tracefs
         real = _mean([r.get(m, math.nan) for r in real_runs])
         sim = _mean([r.get(m, math.nan) for r in sim_runs])
         # The recordings' own spread: where it is wider than the target, the
@@ -470,6 +488,7 @@ def run_case(
             case.note,
             *notes,
             *_recovered_note(recovered),
+            *_opt(_hostrun.note(host_sides)),
             *_opt(
                 _stalls.note(
                     stalls,
@@ -509,8 +528,9 @@ def _stall_notes(
     if host_fits:
         per = "; ".join(f"recording {i}: `{spec}`, {how}" for i, spec, how in host_fits)
         notes.append(
-            "each recording simulated on vCPUs time-shared by the host its stall probes (1 s with "
-            f"1 to N vCPUs spinning, right after it in its boot) fit: {per}"
+            "each recording simulated on vCPUs time-shared by its host (the `overcommit` noise), "
+            "measured in the host's trace of the recording where one was kept, else fitted to its "
+            f"stall probes (1 s with 1 to N vCPUs spinning, right after it in its boot): {per}"
         )
     if own_shares:
         per = "; ".join(
@@ -568,11 +588,13 @@ def validate(
     ``out/calibrate/machine.toml``, the imported machine with the measured
     costs (`calibrated_machine`). There, with `stalls`, the stalls the
     guest's stall probes measured are simulated beside every case, after
-    `noise`: as the host they fit (`stall_model` "host": `_hostshare`, the
+    `noise`: as the host they fit (`stall_model` "host" or "probes": `_hostshare`, the
     `overcommit` family) or as independent per-count `stall` sources
     ("independent": `_calibrate.stall_noise`)."""
-    if stall_model not in ("host", "independent"):
-        raise _native.SpecError(f"--stall-model: expected host or independent, got '{stall_model}'")
+    if stall_model not in STALL_MODELS:
+        raise _native.SpecError(
+            f"--stall-model: expected {', '.join(STALL_MODELS)}, got '{stall_model}'"
+        )
     results: list[dict[str, Any]] = []
     record: Callable[[list[str], Path], dict[str, Any]]
     if calibrate is None:
@@ -616,7 +638,7 @@ def validate(
         from . import _calibrate
 
         measured = _calibrate.stall_noise(out / "calibrate") if qemu is not None else None
-        if stall_model == "host" and qemu is not None:
+        if stall_model in ("host", "probes") and qemu is not None:
             # The calibration boot's host: this one (the recordings carry
             # their own count in kernel.json).
             wake_preempt = _hostshare.wake_preempt_pct(out / "calibrate")

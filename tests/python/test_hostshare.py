@@ -143,5 +143,5 @@ def test_the_guest_calibration_runs_the_host_wake_probe_where_it_fits() -> None:
 def test_an_unknown_stall_model_is_refused(tmp_path: Path) -> None:
     from schedlab import _validate
 
-    with pytest.raises(_native.SpecError, match=r"--stall-model: expected host or independent"):
+    with pytest.raises(_native.SpecError, match=r"--stall-model: expected host, probes, independent, got .bogus."):
         _validate.validate(tmp_path, stall_model="bogus")
