@@ -23,7 +23,6 @@ exiting, so the console is watched and the guest stopped on one.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gzip
 import io
@@ -41,7 +40,7 @@ from typing import Any
 
 from ._kernel_profile import parse_sched_tunables, preempt_model
 from ._native import SpecError
-from ._tracefs import SCHED_EVENTS
+from ._tracefs import SCHED_EVENTS, own_autogroup_nice
 
 # Debian suite that carries each kernel series we boot: 6.1 is Debian 12's
 # own kernel (CFS, before EEVDF); 6.12 is bookworm-backports' (EEVDF with
@@ -359,21 +358,6 @@ def _first_fatal(console: str) -> str | None:
     oops before the panic it causes), or None."""
     found = [(console.find(m), m) for m in _FATAL_CONSOLE if m in console]
     return min(found)[1] if found else None
-
-
-def own_autogroup_nice(pid: int) -> None:
-    """Gives process `pid`, which leads a session of its own, the nice value
-    of this process as its autogroup's. With autogroups on
-    (`/proc/sys/kernel/sched_autogroup_enabled`), a thread's nice value
-    weighs it only against the threads of its own session: QEMU's vCPU
-    threads under `nice -n -15 schedlab ...` got no more of the host than one
-    nice-10 compiler in another session (found in a host trace of a guest
-    recording, 2026-11-24: a `rustc` took 0.5-1.0 of this host's 2 CPUs
-    while the guest ran hackbench). Lowering an autogroup's nice needs
-    CAP_SYS_NICE; without it, or without autogroups, nothing changes."""
-    mine = os.getpriority(os.PRIO_PROCESS, 0)
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/autogroup").write_text(str(mine))
 
 
 def boot(

@@ -108,11 +108,39 @@ def parse_host(lines: Iterator[str] | list[str]) -> HostEvents:
 Spans = dict[int, list[tuple[int, int]]]
 
 
-def guest_idle(lines: Iterator[str] | list[str]) -> tuple[Spans, int, int]:
-    """Each guest CPU's idle intervals (from a switch to pid 0 to the switch
-    away from it) and the guest trace's first and last switch."""
-    idle: dict[int, list[tuple[int, int]]] = {}
+@dataclass
+class GuestIdle:
+    """A guest trace's idle time: each CPU's idle intervals entered in the
+    trace (from a switch to pid 0 to the switch away from it), the trace's
+    first and last switch, and the CPUs idle when it starts (their first
+    switch is away from pid 0) or throughout (no switch at all)."""
+
+    entered: Spans
+    first: int
+    last: int
+    idle_at_start: dict[int, int]
+    seen: set[int]
+
+    def spans(self, cpus: Iterator[int] | list[int]) -> Spans:
+        """Every idle interval of `cpus`, the ones before a CPU's first
+        switch and those of a CPU that never switched included."""
+        out: Spans = {}
+        for cpu in cpus:
+            spans = list(self.entered.get(cpu, []))
+            if cpu in self.idle_at_start:
+                spans.insert(0, (self.first, self.idle_at_start[cpu]))
+            elif cpu not in self.seen:
+                spans = [(self.first, self.last)]
+            out[cpu] = spans
+        return out
+
+
+def guest_idle(lines: Iterator[str] | list[str]) -> GuestIdle:
+    """The idle time of a guest trace (`GuestIdle`)."""
+    idle: Spans = {}
     since: dict[int, int] = {}
+    at_start: dict[int, int] = {}
+    seen: set[int] = set()
     first = last = -1
     for line in lines:
         m = _SWITCH.search(line)
@@ -122,13 +150,16 @@ def guest_idle(lines: Iterator[str] | list[str]) -> tuple[Spans, int, int]:
         t, cpu = _ns(s, f), int(cpu_s)
         first = t if first < 0 else first
         last = t
+        if cpu not in seen and pp == "0":
+            at_start[cpu] = t
+        seen.add(cpu)
         if pp == "0" and cpu in since:
             idle.setdefault(cpu, []).append((since.pop(cpu), t))
         if npid == "0":
             since[cpu] = t
     for cpu, t in since.items():
         idle.setdefault(cpu, []).append((t, last))
-    return idle, first, last
+    return GuestIdle(idle, first, last, at_start, seen)
 
 
 def align(host: HostEvents, idle: Spans) -> tuple[int, float]:
@@ -315,11 +346,15 @@ def analyze(host_lines: list[str], guest_lines: list[str]) -> dict[str, Any]:
     host = parse_host(host_lines)
     if not host.vcpus:
         raise HostTraceError("no vCPU thread (named 'CPU k/TCG') in the host trace")
-    idle, g0, g1 = guest_idle(guest_lines)
+    guest = guest_idle(guest_lines)
+    g0, g1 = guest.first, guest.last
     if g0 < 0:
         raise HostTraceError("the guest trace has no sched_switch")
-    offset, agree = align(host, idle)
-    idle_host = {cpu: [(a + offset, b + offset) for a, b in spans] for cpu, spans in idle.items()}
+    offset, agree = align(host, guest.entered)
+    idle_host = {
+        cpu: [(a + offset, b + offset) for a, b in spans]
+        for cpu, spans in guest.spans(list(host.vcpus)).items()
+    }
     doc = measure(host, idle_host, g0 + offset, g1 + offset)
     doc["occupancy"] = occupancy(host, g0 + offset, g1 + offset, doc["host_cpus_seen"])
     doc["offset_s"] = round(offset / 1e9, 6)
@@ -371,7 +406,8 @@ def cut(
 ) -> list[str]:
     """The host trace's lines within the guest trace's span (plus `margin_s`
     either side), for keeping beside the recording."""
-    _idle, g0, g1 = guest_idle(guest_lines)
+    guest = guest_idle(guest_lines)
+    g0, g1 = guest.first, guest.last
     off = int(offset_s * 1e9)
     lo, hi = g0 + off - int(margin_s * 1e9), g1 + off + int(margin_s * 1e9)
     stamp = re.compile(r"\]\s+\S+\s+(\d+)\.(\d+):")

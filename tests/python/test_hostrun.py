@@ -70,10 +70,14 @@ def _host() -> list[str]:
 def test_the_host_trace_is_aligned_on_the_guests_idle_entries() -> None:
     host = _hostrun.parse_host(_host())
     assert host.vcpus == {0: 11, 1: 12}
-    idle, first, last = _hostrun.guest_idle(GUEST)
-    assert idle == {0: [(1_000_000_000, 1_010_000_000)]}
-    assert (first, last) == (1_000_000_000, 1_020_000_000)
-    offset, share = _hostrun.align(host, idle)
+    guest = _hostrun.guest_idle(GUEST)
+    assert guest.entered == {0: [(1_000_000_000, 1_010_000_000)]}
+    assert (guest.first, guest.last) == (1_000_000_000, 1_020_000_000)
+    # A CPU with no switch in the trace idled throughout.
+    assert guest.spans([0, 1, 2]) == {
+        0: [(1_000_000_000, 1_010_000_000)], 1: [], 2: [(1_000_000_000, 1_020_000_000)],
+    }  # fmt: skip
+    offset, share = _hostrun.align(host, guest.entered)
     assert offset == 100_000_050_000
     assert share == 1.0
 
@@ -213,12 +217,27 @@ def test_qemu_gets_an_autogroup_with_the_callers_nice_value() -> None:
     import sys
 
     code = (
-        "import subprocess; from schedlab import _guest; "
+        "import subprocess; from schedlab import _tracefs; "
         "p = subprocess.Popen(['sleep', '5'], start_new_session=True); "
-        "_guest.own_autogroup_nice(p.pid); "
+        "_tracefs.own_autogroup_nice(p.pid); "
         "print(open(f'/proc/{p.pid}/autogroup').read()); p.kill()"
     )
     done = subprocess.run(
         ["nice", "-n", "7", sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip().endswith("nice 7"), done.stdout
+
+
+def test_a_cpu_idle_before_its_first_switch_counts_as_halted_not_blocked() -> None:
+    # Guest CPU 1 runs its idle task until 1.005 s: the trace starts with a
+    # switch away from pid 0 there. Its vCPU's sleep before then is a halt.
+    guest = [*GUEST]
+    guest.insert(
+        1,
+        "  <idle>-0 [001] d..2. 1.005000: sched_switch: prev_comm=swapper/1 prev_pid=0 "
+        "prev_prio=120 prev_state=R ==> next_comm=b next_pid=102 next_prio=120",
+    )
+    guest[2] = guest[2].replace(" 1.000000:", " 1.006000:")
+    idle = _hostrun.guest_idle(guest)
+    assert idle.idle_at_start == {1: 1_005_000_000}
+    assert idle.spans([1]) == {1: [(1_000_000_000, 1_005_000_000)]}
