@@ -241,3 +241,10 @@ def test_a_cpu_idle_before_its_first_switch_counts_as_halted_not_blocked() -> No
     idle = _hostrun.guest_idle(guest)
     assert idle.idle_at_start == {1: 1_005_000_000}
     assert idle.spans([1]) == {1: [(1_000_000_000, 1_005_000_000)]}
+
+
+def test_a_host_trace_that_lost_the_workloads_start_is_refused() -> None:
+    # The buffer overran: the host's events before 101.0005 s are gone.
+    late = [line for line in _host() if float(line.split("]")[1].split()[1].rstrip(":")) > 101.0]
+    with pytest.raises(_hostrun.HostTraceError, match="overran"):
+        _hostrun.analyze(late, GUEST)
