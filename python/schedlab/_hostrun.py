@@ -307,7 +307,11 @@ def measure(host: HostEvents, idle: Spans, w0: int, w1: int) -> dict[str, Any]:
     for pid in list(state):
         close(pid, w1)
     span = max(1, w1 - w0)
-    host_cpus = len({sw.cpu for sw in host.switches}) or 1
+    # The host CPUs the vCPU threads ran on in the window: all of a host's
+    # unless QEMU was confined to fewer (taskset, a cpuset), which is then
+    # the host the vCPUs share.
+    used = {sw.cpu for sw in host.switches if sw.next in pid_cpu and w0 <= sw.t < w1}
+    host_cpus = len(used) or len({sw.cpu for sw in host.switches}) or 1
     n = len(times) or 1
     total = VcpuTimes(
         sum(v.running_ns for v in times.values()),
@@ -318,7 +322,7 @@ def measure(host: HostEvents, idle: Spans, w0: int, w1: int) -> dict[str, Any]:
     share = 100 / (n * span)
     return {
         "window_s": round(span / 1e9, 6),
-        "host_cpus_seen": host_cpus,
+        "host_cpus": host_cpus,
         "vcpus": n,
         "running_pct": round(total.running_ns * share, 2),
         "waiting_pct": round(total.waiting_ns * share, 2),
@@ -361,7 +365,7 @@ def analyze(host_lines: list[str], guest_lines: list[str]) -> dict[str, Any]:
         for cpu, spans in guest.spans(list(host.vcpus)).items()
     }
     doc = measure(host, idle_host, g0 + offset, g1 + offset)
-    doc["occupancy"] = occupancy(host, g0 + offset, g1 + offset, doc["host_cpus_seen"])
+    doc["occupancy"] = occupancy(host, g0 + offset, g1 + offset, doc["host_cpus"])
     doc["offset_s"] = round(offset / 1e9, 6)
     doc["aligned_pct"] = round(100 * agree, 1)
     return doc
@@ -452,9 +456,22 @@ def keep(host_lines: list[str], guest_text: str, out: Path) -> dict[str, Any]:
 
 
 def recorded(out: Path) -> dict[str, Any] | None:
-    """``out/host.json`` when it holds a measurement."""
+    """The host's side of the recording in `out`: measured again from the
+    host trace kept there (``host-trace.txt`` beside the guest's
+    ``trace.txt``), as the guest's trace is analyzed again on every
+    `validate --reuse`, else what ``host.json`` holds; None without a
+    measurement."""
     import json
 
+    kept, guest = out / "host-trace.txt", out / "trace.txt"
+    if kept.is_file() and guest.is_file():
+        try:
+            return analyze(
+                kept.read_text(errors="replace").splitlines(),
+                guest.read_text(errors="replace").splitlines(),
+            )
+        except HostTraceError:
+            return None
     try:
         doc: dict[str, Any] = json.loads((out / "host.json").read_text())
     except (OSError, ValueError):
@@ -619,7 +636,7 @@ def fit(doc: dict[str, Any], vcpus: int) -> tuple[str, str] | None:
     (`occupancy`, the slice-ended turns), as a noise spec and how it was
     found; None when the trace saw too few slice ends to say."""
     occ = doc.get("occupancy") or {}
-    host_cpus = int(doc.get("host_cpus_seen") or 0)
+    host_cpus = int(doc.get("host_cpus") or 0)
     ends = int(doc.get("turn_ends", {}).get("slice", 0))
     measured = {int(k): float(v) for k, v in (occ.get("other_share") or {}).items()}
     if host_cpus < 1 or vcpus <= host_cpus or ends < MIN_SAMPLES or not measured:

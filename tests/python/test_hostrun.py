@@ -138,6 +138,11 @@ def test_keep_writes_the_measurement_or_the_reason(tmp_path: Path) -> None:
     assert len(kept) == len(HOST)  # 50 ms either side of the guest's span
     tight = _hostrun.cut(_host(), doc["offset_s"], GUEST, margin_s=0)
     assert len(tight) == len(HOST) - 2  # the two switches at 100.99 s fall outside
+    # Beside the guest's trace, the kept host trace is measured again (as
+    # `validate --reuse` analyzes the guest's again): the same figures.
+    (tmp_path / "trace.txt").write_text("\n".join(GUEST) + "\n")
+    (tmp_path / "host.json").write_text("{}")
+    assert _hostrun.recorded(tmp_path) == doc
     other = tmp_path / "other"
     other.mkdir()
     _hostrun.keep([], "\n".join(GUEST), other)
