@@ -278,7 +278,7 @@ impl Sim {
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
             && (PLAIN || env.idle != CpuIdleType::NotIdle)
-            && g.flags & SD_SHARE_CPUCAPACITY != 0
+            && env.sg_flags & SD_SHARE_CPUCAPACITY != 0
             && sgs.sum_h_nr_running > 1
         {
             sgs.group_smt_balance = true;
@@ -459,15 +459,16 @@ impl Sim {
                 if sgs.avg_load < busiest.avg_load {
                     return false;
                 }
-                if sgs.avg_load == busiest.avg_load && sds.busiest.is_some_and(|b| b.flags & SD_SHARE_CPUCAPACITY != 0)
+                // The busiest group's flags are the domain's groups' (env.sg_flags).
+                if sgs.avg_load == busiest.avg_load && sds.busiest.is_some() && env.sg_flags & SD_SHARE_CPUCAPACITY != 0
                 {
                     return false;
                 }
             }
             GroupType::HasSpare => {
-                if smt_vs_nonsmt_groups(sds.busiest, Some(sg)) {
-                    return !(sg.flags & SD_SHARE_CPUCAPACITY != 0 && sgs.sum_h_nr_running <= 1);
-                }
+                // smt_vs_nonsmt_groups(busiest, sg) is false here: the
+                // groups of one domain share their flags (env.sg_flags).
+                debug_assert!(!smt_vs_nonsmt_groups(sds.busiest, Some(sg)));
                 if !has_spare(sgs) {
                     return false;
                 }
@@ -497,6 +498,7 @@ impl Sim {
         sg_overloaded: &mut bool,
     ) {
         debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
+        debug_assert_eq!(g.flags, env.sg_flags, "a domain's groups share their flags");
         self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, g, local_group, sg_overloaded, sgs);
         if local_group {
             sds.local = Some(g);
