@@ -85,6 +85,10 @@ pub struct LbEnv {
     pub dst_group: DstGroup,
     /// `new_dst_cpu` for LBF_DST_PINNED.
     pub new_dst_cpu: CpuId,
+    /// `sg->flags` of every group of the domain: the child domain's flags,
+    /// which schedlab gives all of a domain's groups (`group_refs`), so the
+    /// group loop tests them once per pass, not once per group.
+    pub sg_flags: u32,
     /// Idle type.
     pub idle: CpuIdleType,
     /// Amount to move (meaning per `migration_type`).
@@ -440,6 +444,7 @@ impl Sim {
             dst_cpu: this_cpu,
             dst_group,
             new_dst_cpu: this_cpu,
+            sg_flags: sd.child.map_or(0, |c| self.domains.sd(c).flags),
             idle,
             imbalance: 0,
             cpus: sd.span,

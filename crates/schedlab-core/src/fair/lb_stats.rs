@@ -242,7 +242,7 @@ impl Sim {
     /// CPU has a lone task on a reduced capacity (no reduced-capacity load
     /// to find), so those tests and lookups drop out of its group loop.
     #[inline(always)]
-    pub fn update_sg_lb_stats<const PLAIN: bool>(
+    pub fn update_sg_lb_stats<const PLAIN: bool, const SPAN_SUMS: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -259,7 +259,10 @@ impl Sim {
             Some((summed, overloaded)) => {
                 // Only the root domain's pass reads `sg_overloaded`: the
                 // usual pass ors it in whatever the level (no test per group).
-                *sg_overloaded |= (PLAIN || balancing_at_rd) && overloaded;
+                // With `SPAN_SUMS` the caller takes the span's count instead.
+                if !SPAN_SUMS {
+                    *sg_overloaded |= (PLAIN || balancing_at_rd) && overloaded;
+                }
                 #[cfg(debug_assertions)]
                 {
                     let mut scan_overloaded = false;
@@ -275,7 +278,7 @@ impl Sim {
         // smt_balance: a busy SMT group should hand a task to an idle dst.
         if !local_group
             && (PLAIN || env.idle != CpuIdleType::NotIdle)
-            && g.flags & SD_SHARE_CPUCAPACITY != 0
+            && env.sg_flags & SD_SHARE_CPUCAPACITY != 0
             && sgs.sum_h_nr_running > 1
         {
             sgs.group_smt_balance = true;
@@ -456,15 +459,16 @@ impl Sim {
                 if sgs.avg_load < busiest.avg_load {
                     return false;
                 }
-                if sgs.avg_load == busiest.avg_load && sds.busiest.is_some_and(|b| b.flags & SD_SHARE_CPUCAPACITY != 0)
+                // The busiest group's flags are the domain's groups' (env.sg_flags).
+                if sgs.avg_load == busiest.avg_load && sds.busiest.is_some() && env.sg_flags & SD_SHARE_CPUCAPACITY != 0
                 {
                     return false;
                 }
             }
             GroupType::HasSpare => {
-                if smt_vs_nonsmt_groups(sds.busiest, Some(sg)) {
-                    return !(sg.flags & SD_SHARE_CPUCAPACITY != 0 && sgs.sum_h_nr_running <= 1);
-                }
+                // smt_vs_nonsmt_groups(busiest, sg) is false here: the
+                // groups of one domain share their flags (env.sg_flags).
+                debug_assert!(!smt_vs_nonsmt_groups(sds.busiest, Some(sg)));
                 if !has_spare(sgs) {
                     return false;
                 }
@@ -483,7 +487,7 @@ impl Sim {
     /// `sgs`), the local or busiest group's update, the domain's totals.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn sd_lb_visit<'a, const PLAIN: bool>(
+    fn sd_lb_visit<'a, const PLAIN: bool, const SPAN_SUMS: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -494,7 +498,8 @@ impl Sim {
         sg_overloaded: &mut bool,
     ) {
         debug_assert_eq!(local_group, g.span.test(env.dst_cpu));
-        self.update_sg_lb_stats::<PLAIN>(env, sd, g, local_group, sg_overloaded, sgs);
+        debug_assert_eq!(g.flags, env.sg_flags, "a domain's groups share their flags");
+        self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, g, local_group, sg_overloaded, sgs);
         if local_group {
             sds.local = Some(g);
             sds.local_stat = *sgs;
@@ -502,16 +507,18 @@ impl Sim {
             sds.busiest = Some(g);
             sds.busiest_stat = *sgs;
         }
-        sds.total_load += sgs.group_load;
-        sds.total_capacity += sgs.group_capacity;
-        sds.sum_util += sgs.group_util;
+        if !SPAN_SUMS {
+            sds.total_load += sgs.group_load;
+            sds.total_capacity += sgs.group_capacity;
+            sds.sum_util += sgs.group_util;
+        }
     }
 
     /// The group loop of `update_sd_lb_stats` when dst is in `local` only:
     /// `local`, then `rest` and `before` (the list from `local` on, wrapped).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn sd_lb_groups<'a, const PLAIN: bool>(
+    fn sd_lb_groups<'a, const PLAIN: bool, const SPAN_SUMS: bool>(
         &self,
         env: &LbEnv,
         sd: &crate::topology::SchedDomain,
@@ -525,16 +532,18 @@ impl Sim {
         // The local group's statistics straight into `sds.local_stat`
         // (sd_lb_visit's local arm, without the copy from the buffer).
         debug_assert!(local.span.test(env.dst_cpu));
-        self.update_sg_lb_stats::<PLAIN>(env, sd, local, true, sg_overloaded, &mut sds.local_stat);
+        self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, local, true, sg_overloaded, &mut sds.local_stat);
         sds.local = Some(local);
-        sds.total_load += sds.local_stat.group_load;
-        sds.total_capacity += sds.local_stat.group_capacity;
-        sds.sum_util += sds.local_stat.group_util;
+        if !SPAN_SUMS {
+            sds.total_load += sds.local_stat.group_load;
+            sds.total_capacity += sds.local_stat.group_capacity;
+            sds.sum_util += sds.local_stat.group_util;
+        }
         for g in rest {
-            self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
+            self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
         for g in before {
-            self.sd_lb_visit::<PLAIN>(env, sd, g, false, sds, sgs, sg_overloaded);
+            self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
     }
 
@@ -569,15 +578,64 @@ impl Sim {
                     && !self.fair.nohz.any_sgc_imbalance()
                     && !self.fair.sg_sums.any_lone_reduced()
                 {
-                    self.sd_lb_groups::<true>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
+                    let span_slot = self.fair.sd_span_slot[env.sd.0 as usize];
+                    if span_slot != u32::MAX {
+                        // The groups divide the span and the sums are up to
+                        // date: the totals are the span's sums.
+                        self.sd_lb_groups::<true, true>(
+                            env,
+                            sd,
+                            local,
+                            rest,
+                            before,
+                            &mut sds,
+                            &mut sgs,
+                            &mut sg_overloaded,
+                        );
+                        let s = self.fair.sg_sums.group(span_slot);
+                        sds.total_load = s.load();
+                        sds.total_capacity = s.capacity();
+                        sds.sum_util = s.util();
+                        // The usual pass ors every group's overloaded count.
+                        sg_overloaded = s.nr_overloaded() != 0;
+                        #[cfg(debug_assertions)]
+                        {
+                            let groups = refs.iter().map(|g| self.fair.sg_sums.group(g.slot));
+                            let sums = groups.fold((0, 0, 0, false), |(l, c, u, o), g| {
+                                (l + g.load(), c + g.capacity(), u + g.util(), o || g.nr_overloaded() != 0)
+                            });
+                            let span = (sds.total_load, sds.total_capacity, sds.sum_util, sg_overloaded);
+                            debug_assert_eq!(sums, span, "span sums");
+                        }
+                    } else {
+                        self.sd_lb_groups::<true, false>(
+                            env,
+                            sd,
+                            local,
+                            rest,
+                            before,
+                            &mut sds,
+                            &mut sgs,
+                            &mut sg_overloaded,
+                        );
+                    }
                 } else {
-                    self.sd_lb_groups::<false>(env, sd, local, rest, before, &mut sds, &mut sgs, &mut sg_overloaded);
+                    self.sd_lb_groups::<false, false>(
+                        env,
+                        sd,
+                        local,
+                        rest,
+                        before,
+                        &mut sds,
+                        &mut sgs,
+                        &mut sg_overloaded,
+                    );
                 }
             }
         } else {
             for g in from.iter().chain(before) {
                 let local_group = g.span.test(env.dst_cpu);
-                self.sd_lb_visit::<false>(env, sd, g, local_group, &mut sds, &mut sgs, &mut sg_overloaded);
+                self.sd_lb_visit::<false, false>(env, sd, g, local_group, &mut sds, &mut sgs, &mut sg_overloaded);
             }
         }
         if let Some(b) = sds.busiest {
@@ -613,6 +671,33 @@ impl Sim {
         let y = (SCHED_CAPACITY_SCALE - tmp) * llc_weight / SCHED_CAPACITY_SCALE;
         Some((self.llc_of(env.dst_cpu), y as u32))
     }
+}
+
+/// `FairState::sd_span_slot`: per domain, the group slot whose CPUs are the
+/// domain's span, when the domain's groups lie within it and do not
+/// overlap (their CPU counts add up to the span's), so that the sums of
+/// its groups are the sums of that slot; `u32::MAX` where there is none
+/// (a top level, whose span is no group's, or overlapping NUMA groups).
+pub fn span_slots(domains: &crate::topology::Domains, refs: &[Vec<GroupRef>]) -> Vec<u32> {
+    let mut by_span: std::collections::HashMap<CpuMask, u32, crate::topology::FixedHasher> =
+        std::collections::HashMap::default();
+    for g in refs.iter().flatten() {
+        by_span.entry(g.span).or_insert(g.slot);
+    }
+    domains
+        .sds
+        .iter()
+        .zip(refs)
+        .map(|(sd, groups)| {
+            let divides =
+                groups.iter().all(|g| g.within_sd) && groups.iter().map(|g| g.nr_cpus).sum::<u32>() == sd.span.weight();
+            if divides {
+                by_span.get(&sd.span).copied().unwrap_or(u32::MAX)
+            } else {
+                u32::MAX
+            }
+        })
+        .collect()
 }
 
 /// The groups of every domain as [`GroupRef`]s, in `SchedDomain::groups`

@@ -36,10 +36,11 @@ fn sim_of(machine: &str, workloads: &[&str], policy: &str) -> Sim {
 }
 
 /// Every 2 ms for `until_ms`: bring the sums up to date and compare every
-/// group of every domain of every CPU, for each kind of balance pass.
+/// group of every domain of every CPU, for each kind of balance pass, and
+/// each domain's span slot (`FairState::sd_span_slot`) with its groups.
 /// Returns (groups answered from the sums, groups that needed the loop).
 fn compare_along(s: &mut Sim, until_ms: u64) -> (u32, u32) {
-    let (mut summed, mut scanned) = (0, 0);
+    let (mut summed, mut scanned, mut spanned) = (0, 0, 0);
     for step in 1..=until_ms / 2 {
         s.run(step * 2 * NSEC_PER_MSEC).unwrap();
         s.sg_sums_sync();
@@ -47,6 +48,26 @@ fn compare_along(s: &mut Sim, until_ms: u64) -> (u32, u32) {
         for c in 0..s.rqs.len() {
             let cpu = CpuId(c as u32);
             for level in 0..s.domains.chain(cpu).len() {
+                // The usual pass reads the domain's totals from its span's
+                // slot, where it has one: the sums of its groups.
+                let sd_id = s.domains.chain(cpu)[level];
+                let span_slot = s.fair.sd_span_slot[sd_id.0 as usize];
+                if span_slot != u32::MAX {
+                    let env = s.lb_env(cpu, level, CpuIdleType::NewlyIdle);
+                    let sd = s.domains.sd(sd_id);
+                    let mut want = (0, 0, 0);
+                    for g in s.sd_group_refs(sd_id, cpu) {
+                        let mut overloaded = false;
+                        let scan = s.sg_lb_stats_scan(&env, sd, g, g.span.test(cpu), true, &mut overloaded);
+                        want = (want.0 + scan.group_load, want.1 + scan.group_capacity, want.2 + scan.group_util);
+                    }
+                    let span = s.fair.sg_sums.group(span_slot);
+                    assert_eq!((span.load(), span.capacity(), span.util()), want, "cpu {c} level {level}: span sums");
+                    let overloaded =
+                        s.sd_group_refs(sd_id, cpu).any(|g| s.fair.sg_sums.group(g.slot).nr_overloaded() != 0);
+                    assert_eq!(span.nr_overloaded() != 0, overloaded, "cpu {c} level {level}: span overloaded");
+                    spanned += 1;
+                }
                 for idle in [CpuIdleType::NotIdle, CpuIdleType::Idle, CpuIdleType::NewlyIdle] {
                     let env = s.lb_env(cpu, level, idle);
                     let sd = s.domains.sd(env.sd);
@@ -67,6 +88,9 @@ fn compare_along(s: &mut Sim, until_ms: u64) -> (u32, u32) {
             }
         }
     }
+    // Every machine here has a level whose groups divide its span below
+    // its top.
+    assert!(spanned > 0, "no domain read its totals from its span's slot");
     (summed, scanned)
 }
 

@@ -60,6 +60,12 @@ pub struct FairState {
     pub(in crate::fair) sg_local: Vec<Vec<LocalGroup>>,
     /// Per-group sums of what `update_sg_lb_stats` reads (`sg_sums.rs`).
     pub(in crate::fair) sg_sums: SgSums,
+    /// Per domain, the slot of `sg_sums` whose CPUs are the domain's span
+    /// when its groups divide the span (disjoint, within it) and some
+    /// level's group has that span (the parent's), else `u32::MAX`
+    /// (`lb_stats::span_slots`): the usual pass reads the domain's totals
+    /// from it, not one addition per group.
+    pub(in crate::fair) sd_span_slot: Vec<u32>,
     /// `sysctl_sched_base_slice` for this machine, ns: a new entity's slice.
     pub(in crate::fair) base_slice_ns: Ns,
     /// `max_load_balance_interval`, jiffies: HZ * nr_cpus / 10 (at least
@@ -93,6 +99,7 @@ impl FairState {
         let capacity_orig: Vec<u64> = (0..nr).map(|c| machine.capacity_orig(CpuId(c as u32)) as u64).collect();
         let sg_sums = SgSums::new(&sg_refs, &pct, &sg_cpus, &capacity_orig);
         let sg_local = super::local_group::local_groups(domains, &sg_refs);
+        let sd_span_slot = super::lb_stats::span_slots(domains, &sg_refs);
         let imb_numa_nr = domains.sds.iter().map(|sd| super::busiest::imb_numa_nr_of(domains, sd)).collect();
         FairState {
             ses: nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
@@ -103,6 +110,7 @@ impl FairState {
             sg_cpus,
             sg_local,
             sg_sums,
+            sd_span_slot,
             imb_numa_nr,
             base_slice_ns,
             max_load_balance_interval: (machine.hz.max(1) as u64 * nr as u64 / 10).max(1),
