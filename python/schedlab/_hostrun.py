@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import fnmatch
 import os
 import re
 from collections import Counter
@@ -674,3 +675,61 @@ def fit(doc: dict[str, Any], vcpus: int) -> tuple[str, str] | None:
         )
     )
     return ",".join(parts), how
+
+
+def others_on_host(trace: str, comm: str) -> tuple[float, str]:
+    """In a trace recorded on the host itself (`schedlab record`): the host
+    CPUs that tasks other than the workload's (whose names match the glob
+    `comm`, as `analyze --comm` selects them) and the idle task took between the
+    workload's first and last switch, and the name of the one that took
+    most. Another process on a CPU takes it out of the idle search, so a
+    native recording made beside other work places wakees as a busy host
+    does, whatever the nice values."""
+    mine = re.compile(fnmatch.translate(comm))
+    on: dict[int, tuple[str, int]] = {}
+    runs: list[tuple[str, int, int]] = []
+    start = end = -1
+    for line in trace.splitlines():
+        m = _SWITCH.search(line)
+        if not m:
+            continue
+        cpu_s, s, f, pc, _pp, _ps, nc, npid = m.groups()
+        t, cpu = _ns(s, f), int(cpu_s)
+        if cpu in on:
+            who, since = on.pop(cpu)
+            runs.append((who, since, t))
+        ours = mine.match(nc)
+        if ours or mine.match(pc):
+            start = t if start < 0 else start
+            end = t
+        if not ours and npid != "0":
+            on[cpu] = (nc, t)
+    if start < 0 or end <= start:
+        return 0.0, ""
+    took: Counter[str] = Counter()
+    for who, a, b in runs:
+        lo, hi = max(a, start), min(b, end)
+        if hi > lo:
+            took[who] += hi - lo
+    top = took.most_common(1)
+    return sum(took.values()) / (end - start), (top[0][0] if top else "")
+
+
+#: Host CPUs other processes may take beside a native recording before its
+#: note calls the host busy: a few kernel threads and the recorder take a
+#: hundredth of a CPU (this VM, quiet: 0.006-0.02).
+BUSY_CPUS = 0.1
+
+
+def busy_note(beside: list[tuple[float, str]]) -> str | None:
+    """A note for a native case's recordings made beside other work
+    (`others_on_host` per recording), None on a quiet host."""
+    if not beside or max(s for s, _ in beside) < BUSY_CPUS:
+        return None
+    shares = ", ".join(f"{s:.2f}" for s, _ in beside)
+    top = max(beside)[1]
+    return (
+        f"other processes took {shares} of the host's CPUs during the recordings (most: "
+        f"{top}): a CPU they hold is not idle to the kernel's idle search, so these recordings "
+        "show a busy host's placement, which the simulated quiet machine does not have"
+    )

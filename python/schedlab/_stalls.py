@@ -150,3 +150,36 @@ def note(
             else "the simulated machine does not stall"
         )
     )
+
+
+def stall_notes(
+    rep_stalls: Sequence[tuple[str, ...]],
+    own_shares: Sequence[Sequence[tuple[int, float]]],
+    fallback: Sequence[str],
+    host_fits: Sequence[tuple[int, str, str]] = (),
+) -> list[str]:
+    """How the recordings' simulations stalled: beside the stalls each
+    measured after itself (its share stalled per count of busy vCPUs), or
+    the host its stall probes fit (`host_fits`, each described), or beside
+    the calibration's."""
+    notes = []
+    if host_fits:
+        per = "; ".join(f"recording {i}: `{spec}`, {how}" for i, spec, how in host_fits)
+        notes.append(
+            "each recording simulated on vCPUs time-shared by its host (the `overcommit` noise), "
+            "measured in the host's trace of the recording where one was kept, else fitted to its "
+            f"stall probes (1 s with 1 to N vCPUs spinning, right after it in its boot): {per}"
+        )
+    if own_shares:
+        per = "; ".join(
+            f"recording {i}: " + ", ".join(f"{k} busy {100 * s:.0f}%" for k, s in shares)
+            for i, shares in enumerate(own_shares)
+        )
+        notes.append(
+            "each recording simulated beside the vCPU stalls measured right after it in its "
+            "boot (the stall probe for 1 s with 1 to N vCPUs spinning, one busy-gated `stall` "
+            f"source per count; the share of time stalled: {per})"
+        )
+    if fallback and any(s == tuple(fallback) for s in rep_stalls):
+        notes.append(f"simulated beside the calibration's vCPU stalls `{' '.join(fallback)}`")
+    return notes

@@ -310,6 +310,7 @@ def run_case(
     host_fits: list[tuple[int, str, str]] = []  # (recording, spec, how it was fitted)
     host_load: list[str] = []
     host_sides: list[dict[str, Any]] = []
+    others_beside: list[tuple[float, str]] = []  # other processes' CPUs, native recordings
     recovered: list[int] = []
     stalls: list[_stalls.LongRuns] = []
     info: dict[str, Any] = {}
@@ -347,6 +348,8 @@ def run_case(
         wide = _wakewide.wide_share(text, case.comm, start, _wakewide.llc_sizes(machine_text))
         if wide is not None:
             real_runs[-1]["wake_wide_pct"] = 100 * wide
+        if info.get("source") != "qemu":
+            others_beside.append(_hostrun.others_on_host(text, case.comm))
         side = _hostrun.recorded(out)
         if side is not None:
             host_sides.append(side)
@@ -489,6 +492,7 @@ def run_case(
             *notes,
             *_recovered_note(recovered),
             *_opt(_hostrun.note(host_sides)),
+            *_opt(_hostrun.busy_note(others_beside)),
             *_opt(
                 _stalls.note(
                     stalls,
@@ -497,7 +501,7 @@ def run_case(
                 )
             ),
             *[f"simulated beside the noise `{n}`" for n in noise],
-            *_stall_notes(rep_stalls, own_shares, vcpu_stalls, host_fits),
+            *_stalls.stall_notes(rep_stalls, own_shares, vcpu_stalls, host_fits),
             *_opt(
                 f"the host's 1-minute load average as each recording's boot ended: "
                 f"{', '.join(host_load)} (on {info.get('host_cpus', '?')} host CPUs; the more "
@@ -512,39 +516,6 @@ def run_case(
         "seeds": seeds,
         "rows": rows,
     }
-
-
-def _stall_notes(
-    rep_stalls: Sequence[tuple[str, ...]],
-    own_shares: Sequence[Sequence[tuple[int, float]]],
-    fallback: Sequence[str],
-    host_fits: Sequence[tuple[int, str, str]] = (),
-) -> list[str]:
-    """How the recordings' simulations stalled: beside the stalls each
-    measured after itself (its share stalled per count of busy vCPUs), or
-    the host its stall probes fit (`host_fits`, each described), or beside
-    the calibration's."""
-    notes = []
-    if host_fits:
-        per = "; ".join(f"recording {i}: `{spec}`, {how}" for i, spec, how in host_fits)
-        notes.append(
-            "each recording simulated on vCPUs time-shared by its host (the `overcommit` noise), "
-            "measured in the host's trace of the recording where one was kept, else fitted to its "
-            f"stall probes (1 s with 1 to N vCPUs spinning, right after it in its boot): {per}"
-        )
-    if own_shares:
-        per = "; ".join(
-            f"recording {i}: " + ", ".join(f"{k} busy {100 * s:.0f}%" for k, s in shares)
-            for i, shares in enumerate(own_shares)
-        )
-        notes.append(
-            "each recording simulated beside the vCPU stalls measured right after it in its "
-            "boot (the stall probe for 1 s with 1 to N vCPUs spinning, one busy-gated `stall` "
-            f"source per count; the share of time stalled: {per})"
-        )
-    if fallback and any(s == tuple(fallback) for s in rep_stalls):
-        notes.append(f"simulated beside the calibration's vCPU stalls `{' '.join(fallback)}`")
-    return notes
 
 
 def _recovered_note(recovered: Sequence[int]) -> list[str]:

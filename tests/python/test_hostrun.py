@@ -253,3 +253,34 @@ def test_a_host_trace_that_lost_the_workloads_start_is_refused() -> None:
     late = [line for line in _host() if float(line.split("]")[1].split()[1].rstrip(":")) > 101.0]
     with pytest.raises(_hostrun.HostTraceError, match="overran"):
         _hostrun.analyze(late, GUEST)
+
+
+def test_other_processes_beside_a_native_recording_are_measured() -> None:
+    # The workload (wl-pipe threads) runs from 1.000 to 1.010 s; a compiler
+    # holds CPU 1 from 0.995 to 1.006 s (6 ms inside), a kworker 1 ms.
+    def sw(t: float, cpu: int, pc: str, nc: str, npid: int) -> str:
+        return (
+            f"  x-1 [{cpu:03d}] d..2. {t:.6f}: sched_switch: prev_comm={pc} prev_pid=1 "
+            f"prev_prio=120 prev_state=S ==> next_comm={nc} next_pid={npid} next_prio=120"
+        )
+
+    trace = "\n".join([
+        sw(0.995, 1, "swapper/1", "rustc", 50),
+        sw(1.000, 0, "swapper/0", "wl-pipe-0", 100),
+        sw(1.006, 1, "rustc", "swapper/1", 0),
+        sw(1.007, 1, "swapper/1", "kworker/1:1", 60),
+        sw(1.008, 1, "kworker/1:1", "wl-pipe-1", 101),
+        sw(1.010, 0, "wl-pipe-0", "swapper/0", 0),
+    ])  # fmt: skip
+    share, top = _hostrun.others_on_host(trace, "wl-pipe-*")
+    assert share == pytest.approx(7 / 10)
+    assert top == "rustc"
+    assert _hostrun.others_on_host(trace, "absent") == (0.0, "")
+
+
+def test_the_busy_host_note_names_the_share_and_the_process() -> None:
+    assert _hostrun.busy_note([(0.006, "kworker"), (0.02, "tokio")]) is None
+    note = _hostrun.busy_note([(0.01, "kworker"), (1.0, "rustc")])
+    assert note is not None
+    assert "took 0.01, 1.00 of the host's CPUs" in note
+    assert "(most: rustc)" in note
