@@ -353,9 +353,9 @@ impl SgSums {
     #[inline]
     pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
         let c = self.cpus[cpu];
-        let (own, pct) = &self.groups[c.own as usize];
+        debug_assert_eq!(t.capacity_orig, c.capacity_orig, "fixed with the machine");
+        let (own, own_pct) = &mut self.groups[c.own as usize];
         let old = CpuTerms { w: own.w, capacity_orig: c.capacity_orig };
-        let own_pct = *pct;
         // No test for unchanged terms: 94% of the CPUs a pass re-reads did
         // change, and adding a zero difference is cheaper than comparing.
         let d = words_delta(&old, &t);
@@ -365,18 +365,26 @@ impl SgSums {
         // at the smallest: testing that once spares each slot the test (a
         // lone task on an unreduced CPU, the usual case, moves no count).
         let (was, is) = (old.lone_reduced(self.min_pct), t.lone_reduced(self.min_pct));
-        let lone = was || is;
-        if lone {
-            self.nr_lone_reduced = self.nr_lone_reduced + is as u32 - was as u32;
-        }
-        for &s in &self.cpu_slots[c.at as usize..c.end as usize] {
-            let (sums, pct) = &mut self.groups[s as usize];
-            sums.apply(&d, lone, &old, &t, *pct);
-        }
-        let own = &mut self.groups[c.own as usize].0;
+        // The own slot written before the others are moved: the old terms
+        // are then needed only on the rare lone-reduced path, and the usual
+        // loop keeps the difference, not both terms, in registers.
         own.w = t.w;
-        own.nr_lone_reduced = (lone && t.lone_reduced(own_pct)) as u32;
-        self.cpus[cpu].capacity_orig = t.capacity_orig;
+        own.nr_lone_reduced = (is && t.lone_reduced(*own_pct)) as u32;
+        let slots = &self.cpu_slots[c.at as usize..c.end as usize];
+        if was || is {
+            self.nr_lone_reduced = self.nr_lone_reduced + is as u32 - was as u32;
+            for &s in slots {
+                let (sums, pct) = &mut self.groups[s as usize];
+                sums.apply(&d, true, &old, &t, *pct);
+            }
+        } else {
+            for &s in slots {
+                let sums = &mut self.groups[s as usize].0;
+                for (s, d) in sums.w.iter_mut().zip(&d) {
+                    *s = s.wrapping_add(*d);
+                }
+            }
+        }
     }
 }
 
