@@ -425,8 +425,9 @@ impl Sim {
         if !self.rqs.any_changed() {
             return;
         }
-        let changed = self.rqs.take_changed();
+        let changed = self.rqs.take_changed_uncleared();
         for &c in &changed {
+            self.rqs.clear_changed(c as usize);
             let t = self.sg_cpu_terms(CpuId(c));
             self.fair.sg_sums.set_terms(c as usize, t);
         }
