@@ -243,6 +243,9 @@ struct CpuSlots {
     /// `arch_scale_cpu_capacity`, fixed with the machine (and
     /// `CpuTerms::capacity_orig` of its terms: not summed).
     capacity_orig: u64,
+    /// Its terms in the own slot are lone-reduced at `min_pct`: kept, so
+    /// that a change computes the test for its new terms only.
+    lone_reduced: bool,
 }
 
 impl SgSums {
@@ -283,7 +286,7 @@ impl SgSums {
             });
             let at = cpu_slots.len() as u32;
             cpu_slots.extend_from_slice(slots);
-            cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig });
+            cpus.push(CpuSlots { own, at, end: cpu_slots.len() as u32, capacity_orig, lone_reduced: false });
         }
         SgSums {
             min_pct,
@@ -341,6 +344,11 @@ impl SgSums {
                 }
             }
         }
+        for (cpu, c) in self.cpus.iter().enumerate() {
+            if c.lone_reduced != self.terms(cpu).lone_reduced(self.min_pct) {
+                return Err(format!("CPU {cpu}'s lone-reduced flag is not its terms'"));
+            }
+        }
         let lone_reduced = (0..self.cpus.len()).filter(|&c| self.terms(c).lone_reduced(self.min_pct)).count();
         if lone_reduced != self.nr_lone_reduced as usize {
             return Err(format!("{} CPUs counted lone-reduced, their terms give {lone_reduced}", self.nr_lone_reduced));
@@ -355,24 +363,29 @@ impl SgSums {
         let c = self.cpus[cpu];
         debug_assert_eq!(t.capacity_orig, c.capacity_orig, "fixed with the machine");
         let (own, own_pct) = &mut self.groups[c.own as usize];
-        let old = CpuTerms { w: own.w, capacity_orig: c.capacity_orig };
         // No test for unchanged terms: 94% of the CPUs a pass re-reads did
         // change, and adding a zero difference is cheaper than comparing.
-        let d = words_delta(&old, &t);
+        let d = words_delta(&CpuTerms { w: own.w, capacity_orig: c.capacity_orig }, &t);
         // Only a CPU lone-reduced before or after can change a lone-reduced
         // count, and `capacity * pct < capacity_orig * 100` holds for every
         // pct below some bound, so a CPU lone-reduced at no slot's pct is not
         // at the smallest: testing that once spares each slot the test (a
         // lone task on an unreduced CPU, the usual case, moves no count).
-        let (was, is) = (old.lone_reduced(self.min_pct), t.lone_reduced(self.min_pct));
-        // The own slot written before the others are moved: the old terms
-        // are then needed only on the rare lone-reduced path, and the usual
-        // loop keeps the difference, not both terms, in registers.
+        // The old terms' answer is kept with the CPU (`CpuSlots::lone_reduced`).
+        let (was, is) = (c.lone_reduced, t.lone_reduced(self.min_pct));
+        // The own slot written before the others are moved: the usual loop
+        // keeps the difference, not both terms, in registers (the rare
+        // lone-reduced path gets the old terms back from it).
         own.w = t.w;
         own.nr_lone_reduced = (is && t.lone_reduced(*own_pct)) as u32;
         let slots = &self.cpu_slots[c.at as usize..c.end as usize];
         if was || is {
             self.nr_lone_reduced = self.nr_lone_reduced + is as u32 - was as u32;
+            self.cpus[cpu].lone_reduced = is;
+            let mut old = t;
+            for (o, d) in old.w.iter_mut().zip(&d) {
+                *o = o.wrapping_sub(*d);
+            }
             for &s in slots {
                 let (sums, pct) = &mut self.groups[s as usize];
                 sums.apply(&d, true, &old, &t, *pct);
