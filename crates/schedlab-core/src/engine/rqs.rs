@@ -57,6 +57,22 @@ impl Rqs {
         std::mem::replace(&mut self.changed, std::mem::take(&mut self.spare))
     }
 
+    /// The CPUs changed since the last call, their flags still set: the
+    /// caller clears each one ([`Rqs::clear_changed`]) as it reads that
+    /// runqueue, which it indexes anyway, instead of a walk of its own
+    /// here, and notes nothing changed before it hands the list back.
+    #[inline]
+    pub fn take_changed_uncleared(&mut self) -> Vec<u32> {
+        std::mem::replace(&mut self.changed, std::mem::take(&mut self.spare))
+    }
+
+    /// Clear runqueue `i`'s changed flag (its CPU was in a list from
+    /// [`Rqs::take_changed_uncleared`]).
+    #[inline]
+    pub fn clear_changed(&mut self, i: usize) {
+        self.rqs[i].noted_changed = false;
+    }
+
     /// Return a list [`Rqs::take_changed`] gave out.
     pub fn give_back(&mut self, mut list: Vec<u32>) {
         list.clear();
@@ -169,6 +185,24 @@ mod tests {
         r.untracked_mut(3).ready_at = 5;
         assert!(!r.any_changed());
         assert!(r[3].seg_active);
+        r[3].nr_running += 1;
+        assert_eq!(drained(&mut r), vec![3]);
+    }
+
+    #[test]
+    fn a_list_taken_uncleared_is_forgotten_as_its_cpus_are_cleared() {
+        let mut r = rqs(4);
+        drained(&mut r);
+        r[1].nr_running += 1;
+        r[3].nr_running += 1;
+        let list = r.take_changed_uncleared();
+        assert_eq!(list, vec![1, 3]);
+        assert!(!r.any_changed());
+        for &c in &list {
+            assert!(r.is_changed(c as usize));
+            r.clear_changed(c as usize);
+        }
+        r.give_back(list);
         r[3].nr_running += 1;
         assert_eq!(drained(&mut r), vec![3]);
     }

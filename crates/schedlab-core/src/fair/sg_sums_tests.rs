@@ -102,6 +102,44 @@ fn summed_group_stats_equal_the_loop_on_smt_and_numa_machines() {
 }
 
 #[test]
+fn summed_wakeup_stats_equal_the_loop_for_every_task_and_group() {
+    // The fork/exec slow path's `update_sg_wakeup_stats` from the sums:
+    // every group of every CPU's domains, for every task (running, queued,
+    // sleeping: discounted where its averages are attached), wherever the
+    // sums answer, gives the loop's statistics.
+    let mut s = sim_of("xeon-2s-20c", &["hackbench:groups=2,loops=40"], "eevdf");
+    let (mut summed, mut scanned) = (0, 0);
+    for step in 1..=10 {
+        s.run(step * 2 * NSEC_PER_MSEC).unwrap();
+        s.sg_sums_sync();
+        for c in 0..s.rqs.len() {
+            let cpu = CpuId(c as u32);
+            for &sd_id in s.domains.chain(cpu) {
+                let sd = s.domains.sd(sd_id);
+                for g in s.sd_group_refs(sd_id, cpu) {
+                    for p in 0..s.tasks.len() {
+                        let p = crate::ids::TaskId(p as u32);
+                        match s.sg_wakeup_stats_summed(sd, g, p) {
+                            Some(sgs) => {
+                                assert_eq!(
+                                    sgs,
+                                    s.sg_wakeup_stats_scan(sd, g, p),
+                                    "cpu {c} group {} task {p:?}",
+                                    g.index
+                                );
+                                summed += 1;
+                            }
+                            None => scanned += 1,
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(summed > 1000 && scanned > 0, "summed {summed}, scanned {scanned}");
+}
+
+#[test]
 fn summed_group_stats_equal_the_loop_beside_rt_tasks_on_big_little() {
     // RT tasks on the big CPUs take capacity (capacity_of falls) and make
     // misfits: the sums must decline the groups whose largest misfit or

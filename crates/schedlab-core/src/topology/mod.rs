@@ -4,6 +4,7 @@
 //! and how `topo import` writes a description from sysfs (`sysfs`).
 
 pub mod domains;
+mod hasher;
 pub mod machine;
 pub mod show;
 pub mod spec;
@@ -18,10 +19,8 @@ pub use machine::{
 };
 pub use show::{render_json, render_text};
 
-/// A hasher with fixed keys (`DefaultHasher::new`: SipHash with zero keys)
-/// for build-time maps that are only looked up: the std default seeds each
-/// map at random, which leaves results alone but moves a build's
-/// instruction count from run to run (engine_cost.py counts them).
-pub type FixedHasher = std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+/// The hasher of the build-time maps keyed by CPU masks, which are only
+/// looked up (see [`hasher::WordHasher`]).
+pub type FixedHasher = std::hash::BuildHasherDefault<hasher::WordHasher>;
 pub use spec::{parse_machine, set_governor, set_idle_governor};
 pub use sysfs::import_sysfs;
