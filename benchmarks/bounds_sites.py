@@ -130,7 +130,9 @@ def crate_frames(binary: Path, addrs: list[int]) -> dict[int, list[str]]:
     return frames
 
 
-def measure(binary: Path, bench_args: list[str]) -> dict[str, object]:
+def run_counts(binary: Path, bench_args: list[str]) -> dict[int, int]:
+    """Executions per instruction address of `binary` run with `bench_args`
+    under callgrind (`--dump-instr=yes`)."""
     with tempfile.TemporaryDirectory() as tmp:
         cg = Path(tmp) / "callgrind.out"
         subprocess.run(
@@ -145,7 +147,11 @@ def measure(binary: Path, bench_args: list[str]) -> dict[str, object]:
             capture_output=True,
             check=True,
         )
-        counts = instruction_counts(cg, binary)
+        return instruction_counts(cg, binary)
+
+
+def measure(binary: Path, bench_args: list[str]) -> dict[str, object]:
+    counts = run_counts(binary, bench_args)
     sites = sorted(((counts[a], a) for a in bounds_jumps(binary) if counts.get(a)), reverse=True)
     frames = crate_frames(binary, [a for _, a in sites])
     by_line: dict[str, int] = defaultdict(int)

@@ -24,11 +24,10 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from bounds_sites import CRATE, instruction_counts  # this directory: run as a script
+from bounds_sites import CRATE, run_counts  # this directory: run as a script
 from engine_cost import bench_binary
 
 # Blocks of the engine, by source file (path under crates/schedlab-core/src/).
@@ -84,21 +83,7 @@ def block_of(path: str) -> str:
 
 
 def measure(binary: Path, bench_args: list[str]) -> dict[str, object]:
-    with tempfile.TemporaryDirectory() as tmp:
-        cg = Path(tmp) / "callgrind.out"
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-instr=yes",
-                f"--callgrind-out-file={cg}",
-                str(binary),
-                *bench_args,
-            ],
-            capture_output=True,
-            check=True,
-        )
-        counts = instruction_counts(cg, binary)
+    counts = run_counts(binary, bench_args)
     frames = frames_of(binary, sorted(counts))
     blocks: dict[str, int] = defaultdict(int)
     lines: dict[str, int] = defaultdict(int)

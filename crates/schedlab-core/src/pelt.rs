@@ -203,19 +203,30 @@ pub fn accumulate_sum(delta: u64, sa: &mut SchedAvg, load: u64, runnable: u64, r
     periods
 }
 
-/// `___update_load_sum`: advance the sums to `now` (PELT clock, ns). Returns
-/// true when a period boundary was crossed and the averages need recomputing.
-pub fn update_load_sum(sa: &mut SchedAvg, now: u64, load: u64, runnable: u64, running: bool) -> bool {
+/// `___update_load_sum`'s clock: the whole microseconds (1024 ns units)
+/// from the last update to `now`, the clock moved on by them; None when
+/// there are none, or when time went backwards (the kernel tolerates it at
+/// clock init and resyncs), where the kernel returns without an update.
+#[inline(always)]
+fn advance_pelt_clock(sa: &mut SchedAvg, now: u64) -> Option<u64> {
     if now < sa.last_update_time {
-        // Time went backwards (the kernel tolerates it at clock init): resync.
         sa.last_update_time = now;
-        return false;
+        return None;
     }
     let delta = (now - sa.last_update_time) >> 10;
     if delta == 0 {
-        return false;
+        return None;
     }
     sa.last_update_time += delta << 10;
+    Some(delta)
+}
+
+/// `___update_load_sum`: advance the sums to `now` (PELT clock, ns). Returns
+/// true when a period boundary was crossed and the averages need recomputing.
+pub fn update_load_sum(sa: &mut SchedAvg, now: u64, load: u64, runnable: u64, running: bool) -> bool {
+    let Some(delta) = advance_pelt_clock(sa, now) else {
+        return false;
+    };
     // running and runnable are subsets of load (see the kernel comment on
     // a dequeued curr).
     let (runnable, running) = if load == 0 { (0, false) } else { (runnable, running) };
@@ -288,15 +299,9 @@ pub fn update_load_avg_cfs_rq(
 #[inline(always)]
 fn update_zero_signal(sa: &mut SchedAvg, now: u64) -> bool {
     debug_assert!(load_avg_is_decayed(sa));
-    if now < sa.last_update_time {
-        sa.last_update_time = now;
+    let Some(delta) = advance_pelt_clock(sa, now) else {
         return false;
-    }
-    let delta = (now - sa.last_update_time) >> 10;
-    if delta == 0 {
-        return false;
-    }
-    sa.last_update_time += delta << 10;
+    };
     let contrib = delta + sa.period_contrib as u64;
     sa.period_contrib = (contrib % 1024) as u32;
     if contrib < 1024 {

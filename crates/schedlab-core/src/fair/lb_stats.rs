@@ -63,6 +63,24 @@ pub struct SgLbStats {
     pub group_misfit_task_load: u64,
 }
 
+impl SgLbStats {
+    /// The statistics the group sums hold: the per-CPU loop's sums, nothing
+    /// it classifies.
+    #[inline(always)]
+    pub fn from_sums(s: &super::sg_sums::GroupSums) -> Self {
+        SgLbStats {
+            group_capacity: s.capacity(),
+            group_load: s.load(),
+            group_util: s.util(),
+            group_runnable: s.runnable(),
+            sum_h_nr_running: s.h_nr_running(),
+            sum_nr_running: s.nr_running(),
+            idle_cpus: s.idle_cpus(),
+            ..SgLbStats::default()
+        }
+    }
+}
+
 /// One group as the statistics see it: its span, the flags of the child
 /// domain it stands for (`sg->flags`), its core count and capacity extremes.
 #[derive(Clone, Copy, Debug)]
@@ -348,17 +366,7 @@ impl Sim {
                 return None;
             }
         }
-        let sgs = SgLbStats {
-            group_capacity: s.capacity(),
-            group_load: s.load(),
-            group_util: s.util(),
-            group_runnable: s.runnable(),
-            sum_h_nr_running: s.h_nr_running(),
-            sum_nr_running: s.nr_running(),
-            idle_cpus: s.idle_cpus(),
-            ..SgLbStats::default()
-        };
-        Some((sgs, s.nr_overloaded() != 0))
+        Some((SgLbStats::from_sums(s), s.nr_overloaded() != 0))
     }
 
     /// One CPU's part of `update_sg_lb_stats`.

@@ -81,17 +81,7 @@ impl Sim {
         if sched_feat!(self.features, wakeup_stats_allowed) && !g.span.is_subset(&t.allowed) {
             return None;
         }
-        let s = self.fair.sg_sums.group(g.slot);
-        Some(SgLbStats {
-            group_capacity: s.capacity(),
-            group_load: s.load(),
-            group_util: s.util(),
-            group_runnable: s.runnable(),
-            sum_h_nr_running: s.h_nr_running(),
-            sum_nr_running: s.nr_running(),
-            idle_cpus: s.idle_cpus(),
-            ..SgLbStats::default()
-        })
+        Some(SgLbStats::from_sums(self.fair.sg_sums.group(g.slot)))
     }
 
     /// The loop of `update_sg_wakeup_stats` over the group's CPUs.
