@@ -307,6 +307,12 @@ def measure(host: HostEvents, idle: Spans, w0: int, w1: int) -> dict[str, Any]:
             state[sw.next] = ("run", sw.t)
     for pid in list(state):
         close(pid, w1)
+    for who, since in on_cpu.values():  # each host CPU's last run, to the window's end
+        if w1 > max(since, w0):
+            kind = "vcpus" if who in pid_cpu else ("idle" if who == 0 else "other")
+            cpu_time[kind] += w1 - max(since, w0)
+            if kind == "other":
+                others[comm.get(who, "?")] += w1 - max(since, w0)
     span = max(1, w1 - w0)
     # The host CPUs the vCPU threads ran on in the window: all of a host's
     # unless QEMU was confined to fewer (taskset, a cpuset), which is then

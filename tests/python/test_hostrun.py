@@ -108,6 +108,8 @@ def test_each_vcpus_time_is_split_into_running_waiting_blocked_and_halted() -> N
     assert share["other"] == pytest.approx(3.04 / 20, abs=1e-3)
     assert share["idle"] == pytest.approx(11.05 / 20, abs=1e-3)
     assert doc["host_other_top"]["rustc"] == pytest.approx(0.15)
+    # Every host CPU's time is someone's, to the window's end.
+    assert sum(share.values()) == pytest.approx(doc["host_cpus"], abs=2e-3)
 
 
 def test_an_offset_most_idle_entries_disagree_with_is_refused() -> None:
