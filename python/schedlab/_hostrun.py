@@ -55,6 +55,8 @@ _SWITCH = re.compile(
 )
 _WAKEUP = re.compile(r"\[(\d+)\]\s+\S+\s+(\d+)\.(\d+): sched_wakeup: comm=(.*?) pid=(\d+)")
 _VCPU = re.compile(r"CPU (\d+)/TCG$")
+#: Any ftrace line's CPU and timestamp.
+_STAMP = re.compile(r"\[(\d+)\]\s+\S+\s+(\d+)\.(\d+):")
 
 
 class HostTraceError(ValueError):
@@ -254,6 +256,15 @@ def measure(host: HostEvents, idle: Spans, w0: int, w1: int) -> dict[str, Any]:
     wakes = iter(host.wakeups)
     pending = next(wakes, None)
 
+    def account(who: int, since: int, t: int) -> None:
+        """A host CPU ran `who` from `since` to `t`."""
+        a, b = max(since, w0), min(t, w1)
+        if b > a:
+            kind = "vcpus" if who in pid_cpu else ("idle" if who == 0 else "other")
+            cpu_time[kind] += b - a
+            if kind == "other":
+                others[comm.get(who, "?")] += b - a
+
     def close(pid: int, t: int) -> None:
         if pid not in state:
             return
@@ -281,13 +292,7 @@ def measure(host: HostEvents, idle: Spans, w0: int, w1: int) -> dict[str, Any]:
                 state[pid] = ("wait", t)
             pending = next(wakes, None)
         if sw.cpu in on_cpu:
-            who, since = on_cpu[sw.cpu]
-            a, b = max(since, w0), min(sw.t, w1)
-            if b > a:
-                kind = "vcpus" if who in pid_cpu else ("idle" if who == 0 else "other")
-                cpu_time[kind] += b - a
-                if kind == "other":
-                    others[comm.get(who, "?")] += b - a
+            account(*on_cpu[sw.cpu], sw.t)
         on_cpu[sw.cpu] = (sw.next, sw.t)
         comm[sw.next] = sw.next_comm
         if sw.prev in pid_cpu:
@@ -308,11 +313,7 @@ def measure(host: HostEvents, idle: Spans, w0: int, w1: int) -> dict[str, Any]:
     for pid in list(state):
         close(pid, w1)
     for who, since in on_cpu.values():  # each host CPU's last run, to the window's end
-        if w1 > max(since, w0):
-            kind = "vcpus" if who in pid_cpu else ("idle" if who == 0 else "other")
-            cpu_time[kind] += w1 - max(since, w0)
-            if kind == "other":
-                others[comm.get(who, "?")] += w1 - max(since, w0)
+        account(who, since, w1)
     span = max(1, w1 - w0)
     # The host CPUs the vCPU threads ran on in the window: all of a host's
     # unless QEMU was confined to fewer (taskset, a cpuset), which is then
@@ -434,11 +435,10 @@ def cut(
     g0, g1 = guest.first, guest.last
     off = int(offset_s * 1e9)
     lo, hi = g0 + off - int(margin_s * 1e9), g1 + off + int(margin_s * 1e9)
-    stamp = re.compile(r"\]\s+\S+\s+(\d+)\.(\d+):")
     kept = []
     for line in host_lines:
-        m = stamp.search(line)
-        if m and lo <= _ns(*m.groups()) <= hi:
+        m = _STAMP.search(line)
+        if m and lo <= _ns(m.group(2), m.group(3)) <= hi:
             kept.append(line)
     return kept
 
@@ -493,7 +493,6 @@ def stall_pct(doc: dict[str, Any]) -> float:
 
 
 _HOST_IRQ = re.compile(r"\[(\d+)\]\s+\S+\s+(\d+)\.(\d+): irq_handler_(entry|exit): irq=65535\b")
-_STAMP = re.compile(r"\[(\d+)\]\s+\S+\s+(\d+)\.(\d+):")
 
 
 def simulated_stall_pct(trace: str, nr_cpus: int) -> float | None:
