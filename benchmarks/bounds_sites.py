@@ -173,16 +173,25 @@ def measure(binary: Path, bench_args: list[str]) -> dict[str, object]:
     }
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def bench_parser(description: str | None) -> argparse.ArgumentParser:
+    """The options both attributions take: the binary, --json and the
+    bench's own arguments."""
+    ap = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawTextHelpFormatter
+    )
     ap.add_argument(
         "--binary", type=Path, help="a bench binary built with debug info (default: build it)"
     )
-    ap.add_argument("--top", type=int, default=30, help="sites and lines to print")
     ap.add_argument("--json", action="store_true")
     ap.add_argument(
         "bench_args", nargs="*", help="the bench's arguments (default: the standard bench)"
     )
+    return ap
+
+
+def main() -> int:
+    ap = bench_parser(__doc__)
+    ap.add_argument("--top", type=int, default=30, help="sites and lines to print")
     a = ap.parse_args()
     doc = measure((a.binary or bench_binary()).resolve(), a.bench_args)
     if a.json:

@@ -20,14 +20,13 @@ and binutils; takes about a minute after the build.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from bounds_sites import CRATE, run_counts  # this directory: run as a script
+from bounds_sites import CRATE, bench_parser, run_counts  # this directory: run as a script
 from engine_cost import bench_binary
 
 # Blocks of the engine, by source file (path under crates/schedlab-core/src/).
@@ -103,16 +102,9 @@ def measure(binary: Path, bench_args: list[str]) -> dict[str, object]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument(
-        "--binary", type=Path, help="a bench binary built with debug info (default: build it)"
-    )
+    ap = bench_parser(__doc__)
     ap.add_argument("--lines", metavar="PREFIX", help="also list the lines of files under PREFIX")
     ap.add_argument("--top", type=int, default=30, help="lines to list")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument(
-        "bench_args", nargs="*", help="the bench's arguments (default: the standard bench)"
-    )
     a = ap.parse_args()
     doc = measure((a.binary or bench_binary()).resolve(), a.bench_args)
     if a.json:
