@@ -339,7 +339,18 @@ pub fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
 impl Sim {
     /// Writes `row`'s state into the machine and returns the CPU the model's
     /// `record_wakee` + `select_task_rq_fair` choose for it.
+    ///
+    /// Panics if one of the row's CPUs is not the machine's: the
+    /// runqueues are indexed without bounds tests (`Rqs::get`), so a row
+    /// built by hand is checked here as `parse_rows` checks a table's.
     pub fn replay_decision(&mut self, row: &DecisionRow) -> CpuId {
+        let n = self.rqs.len();
+        let recent = row.idle_state.as_ref().map_or(row.prev, |s| s.wakee_recent_cpu);
+        assert!(
+            [row.this, row.prev, recent].iter().all(|&c| (c as usize) < n),
+            "decisions row at line {}: a CPU outside the {n}-CPU machine",
+            row.line
+        );
         self.now = NOW;
         for k in 0..self.rqs.len() {
             let rq = &mut self.rqs[k];
