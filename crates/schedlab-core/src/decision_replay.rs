@@ -351,6 +351,9 @@ impl Sim {
             "decisions row at line {}: a CPU outside the {n}-CPU machine",
             row.line
         );
+        // The runqueues' `curr` tasks, indexed without bounds tests too
+        // (`Tasks::get`): the sim must be one from `replay_sim`.
+        assert!(self.tasks.len() >= (FIRST_CURR as usize) + n, "a sim from replay_sim: a task per CPU");
         self.now = NOW;
         for k in 0..self.rqs.len() {
             let rq = &mut self.rqs[k];

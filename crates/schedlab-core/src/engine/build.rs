@@ -185,7 +185,7 @@ impl Sim {
             rqs: super::rqs::Rqs::new(rqs),
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,
-            tasks,
+            tasks: super::tasks::Tasks::new(tasks),
             chans: workload.chans.iter().map(|c| Chan::new(c.kind)).collect(),
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
             conds: vec![Cond::default(); workload.conds as usize],
