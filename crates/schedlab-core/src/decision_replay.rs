@@ -315,7 +315,7 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
 /// The simulated machine the rows are written into: `machine`'s topology,
 /// under `policy`, with a wakee, a waker and one `curr` per CPU (tasks that
 /// never run: the replay never advances the clock).
-pub fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
+pub(crate) fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
     let policy = crate::policy::parse_policy(policy)?;
     let cfg = SimConfig {
         features: policy.features,

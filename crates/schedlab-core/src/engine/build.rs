@@ -32,7 +32,7 @@ pub struct SimConfig {
 
 impl Sim {
     /// Build the engine state for `workload` on `machine`.
-    pub fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
+    pub(crate) fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
         let nr = machine.nr_cpus();
         let (with_kthreads, irq, irq_streams) = super::irq::with_ksoftirqd(workload, nr, cfg.seed)?;
         let (with_kthreads, sugov_first) = crate::cpufreq::sugov::with_sugov_kthreads(with_kthreads, &machine);

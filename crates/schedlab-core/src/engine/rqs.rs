@@ -32,7 +32,7 @@ pub struct Rqs {
 
 impl Rqs {
     /// Wrap `rqs`; every CPU starts changed (nothing summed yet).
-    pub fn new(mut rqs: Vec<Rq>) -> Self {
+    pub(crate) fn new(mut rqs: Vec<Rq>) -> Self {
         let n = rqs.len();
         for rq in &mut rqs {
             rq.noted_changed = true;
@@ -94,15 +94,19 @@ impl Rqs {
         // SAFETY: `i` is a CPU of the machine these runqueues were built
         // for, and there is one runqueue per CPU of it: `Sim::build` makes
         // them (`Rqs::new`) and nothing adds or removes one afterwards
-        // (`rqs` is private and only indexed here). The CPU ids the engine
+        // (`rqs` is private and never resized). The CPU ids the engine
         // indexes with all come from that machine: its CPU numbers, lists,
         // masks and domains (built from it and validated at its build), or a
         // workload's, trace's or decisions table's CPU, checked against it
         // when the run is built (`Sim::build`: start CPUs, affinity masks
-        // cut to the machine; `SetAffinity` masks cut at build;
+        // cut to the machine; `SetAffinity` masks cut at build; interrupt
+        // sources' CPUs filtered to it in `irq::with_ksoftirqd`;
         // `decision_replay::parse_rows` and `Sim::replay_decision` for a
-        // row's CPUs). The debug assertion above checks it in every debug
-        // run of the test suite.
+        // row's CPUs). Only the crate makes an `Rqs` or a `Sim`
+        // (`Rqs::new`, `Sim::build`, `replay_sim` are crate-internal), so no
+        // index reaches here from outside but through those checks. The
+        // debug assertion above checks it in every debug run of the test
+        // suite.
         unsafe { self.rqs.get_unchecked(i) }
     }
 

@@ -34,7 +34,9 @@ impl Tasks {
         // from them), or a program's `Wake` or `Spawn` target, which
         // `Sim::do_action` checks against the task count before use, or a
         // decisions row's tasks, whose count `Sim::replay_decision` checks.
-        // The debug assertion above checks it in every debug run of the
+        // Only the crate makes a `Tasks` or a `Sim` (`Tasks::new`,
+        // `Sim::build`, `replay_sim` are crate-internal). The debug assertion
+        // above checks it in every debug run of the
         // test suite.
         unsafe { self.tasks.get_unchecked(i) }
     }
