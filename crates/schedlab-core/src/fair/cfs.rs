@@ -40,8 +40,8 @@
 //! DELAY_DEQUEUE, DELAY_ZERO) are never read here: nothing is delayed, so
 //! the engine never sees [`Pick::Delayed`].
 
-use super::entities::Entities;
 use super::eevdf::{get_update_sysctl_factor, CfsRq, CurrUpdate, DequeueFlags, EnqueueFlags, Pick, SchedEntity};
+use super::entities::Entities;
 use super::weight::{calc_delta, calc_delta_fair, inv_weight};
 use crate::features::Features;
 use crate::ids::{Ns, TaskId};
@@ -356,13 +356,7 @@ impl CfsRq {
     /// `dequeue_entity` (CFS): always completes. Without SLEEP (a
     /// migration, or SAVE) the vruntime becomes relative to `min_vruntime`;
     /// a sleeper keeps its absolute vruntime and notes `min_vruntime`.
-    pub(super) fn dequeue_entity_cfs(
-        &mut self,
-        ses: &mut Entities,
-        id: TaskId,
-        now: Ns,
-        flags: DequeueFlags,
-    ) -> bool {
+    pub(super) fn dequeue_entity_cfs(&mut self, ses: &mut Entities, id: TaskId, now: Ns, flags: DequeueFlags) -> bool {
         self.update_curr_cfs(ses, now);
         self.clear_buddies(id);
         if self.curr != Some(id) {

@@ -3,8 +3,8 @@
 //! 0.75 ms, `wakeup_granularity` 1 ms, `sched_nr_latency` 8.
 
 use super::cfs::*;
-use super::entities::Entities;
 use super::eevdf::*;
+use super::entities::Entities;
 use crate::features::{Feat, Features};
 use crate::ids::{Ns, TaskId};
 

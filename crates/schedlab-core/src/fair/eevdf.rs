@@ -33,8 +33,8 @@
 //! PELT is not updated here: the engine calls `pelt::update_load_avg_*`
 //! around these calls, as `update_load_avg()` does in the kernel.
 
-use super::entities::Entities;
 use super::cfs::CfsParams;
+use super::entities::Entities;
 use crate::features::Features;
 use crate::ids::{Ns, TaskId};
 use crate::sched_feat;

@@ -5,8 +5,8 @@
 //! kernel/sched/fair.c, 2026 (with the pre-2026 rules behind the
 //! `lag_clamp_max_slice` and `delayed_lag_floor` profile flags).
 
-use super::entities::Entities;
 use super::eevdf::{CfsRq, EnqueueFlags};
+use super::entities::Entities;
 use super::weight::calc_delta_fair;
 use crate::features::Features;
 use crate::ids::TaskId;

@@ -102,7 +102,9 @@ impl FairState {
         let sd_span_slot = super::lb_stats::span_slots(domains, &sg_refs);
         let imb_numa_nr = domains.sds.iter().map(|sd| super::busiest::imb_numa_nr_of(domains, sd)).collect();
         FairState {
-            ses: super::entities::Entities::new(nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect()),
+            ses: super::entities::Entities::new(
+                nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
+            ),
             llc,
             nohz: NohzState::new(nr, domains.nr_levels as usize, machine.all_cpus()),
             eas: EasState::new(machine, domains),
