@@ -315,7 +315,7 @@ pub fn parse_rows(text: &str, origin: &str, nr_cpus: usize) -> Result<Vec<Decisi
 /// The simulated machine the rows are written into: `machine`'s topology,
 /// under `policy`, with a wakee, a waker and one `curr` per CPU (tasks that
 /// never run: the replay never advances the clock).
-pub fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
+pub(crate) fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
     let policy = crate::policy::parse_policy(policy)?;
     let cfg = SimConfig {
         features: policy.features,
@@ -339,7 +339,21 @@ pub fn replay_sim(machine: Machine, policy: &str) -> Result<Sim> {
 impl Sim {
     /// Writes `row`'s state into the machine and returns the CPU the model's
     /// `record_wakee` + `select_task_rq_fair` choose for it.
+    ///
+    /// Panics if one of the row's CPUs is not the machine's: the
+    /// runqueues are indexed without bounds tests (`Rqs::get`), so a row
+    /// built by hand is checked here as `parse_rows` checks a table's.
     pub fn replay_decision(&mut self, row: &DecisionRow) -> CpuId {
+        let n = self.rqs.len();
+        let recent = row.idle_state.as_ref().map_or(row.prev, |s| s.wakee_recent_cpu);
+        assert!(
+            [row.this, row.prev, recent].iter().all(|&c| (c as usize) < n),
+            "decisions row at line {}: a CPU outside the {n}-CPU machine",
+            row.line
+        );
+        // The runqueues' `curr` tasks, indexed without bounds tests too
+        // (`Tasks::get`): the sim must be one from `replay_sim`.
+        assert!(self.tasks.len() >= (FIRST_CURR as usize) + n, "a sim from replay_sim: a task per CPU");
         self.now = NOW;
         for k in 0..self.rqs.len() {
             let rq = &mut self.rqs[k];

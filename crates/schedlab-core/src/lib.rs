@@ -7,6 +7,8 @@
 //! integer-nanosecond clock and emits kernel-named events, from which
 //! `metrics` computes the results.
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod api;
 pub mod class;

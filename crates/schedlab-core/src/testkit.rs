@@ -8,12 +8,17 @@
 
 use crate::api::{MachineSource, RunOptions, RunResult, RunSpec};
 use crate::engine::build::SimConfig;
+#[cfg(test)]
 use crate::engine::Sim;
 use crate::fair::wakeup::WakeCtx;
 use crate::features::Features;
-use crate::ids::{CpuId, TaskId};
+use crate::ids::CpuId;
+#[cfg(test)]
+use crate::ids::TaskId;
 use crate::policy::ClassKind;
-use crate::topology::{build_sched_domains, parse_machine, Machine};
+#[cfg(test)]
+use crate::topology::build_sched_domains;
+use crate::topology::{parse_machine, Machine};
 use crate::trace::PlacePath;
 use crate::workload::{Action, PrimaryMetric, Program, Script, StartKind, TaskSpec, Workload};
 
@@ -137,7 +142,8 @@ pub fn sim_config(features: Features) -> SimConfig {
 }
 
 /// A `Sim` of workload `w` on the inline TOML machine under `cfg`.
-pub fn sim_with(toml: &str, w: &Workload, cfg: SimConfig) -> Sim {
+#[cfg(test)]
+pub(crate) fn sim_with(toml: &str, w: &Workload, cfg: SimConfig) -> Sim {
     let m = machine_from_toml(toml);
     let d = build_sched_domains(&m).unwrap();
     Sim::build(m, d, w, cfg).unwrap()
@@ -145,14 +151,16 @@ pub fn sim_with(toml: &str, w: &Workload, cfg: SimConfig) -> Sim {
 
 /// A `Sim` of `ntasks` tasks of 1 ms of work each (not yet woken, prev CPU
 /// 0) on the inline TOML machine, under [`sim_config`]`(features)`.
-pub fn sim_from_toml(toml: &str, ntasks: usize, features: Features) -> Sim {
+#[cfg(test)]
+pub(crate) fn sim_from_toml(toml: &str, ntasks: usize, features: Features) -> Sim {
     let w = script_workload(script_tasks(ntasks, &[Action::Compute(1_000_000)], 1));
     sim_with(toml, &w, sim_config(features))
 }
 
 /// Make `cpu` busy running task `task` as the wakeup path sees it: `curr`
 /// set, one runnable task, and the task's CPU is `cpu`. Nothing is queued.
-pub fn busy(sim: &mut Sim, cpu: u32, task: u32) {
+#[cfg(test)]
+pub(crate) fn busy(sim: &mut Sim, cpu: u32, task: u32) {
     sim.rqs[cpu as usize].curr = Some(TaskId(task));
     // A clock updated while idle is not current for a busy CPU.
     sim.rqs[cpu as usize].clock_stamp = u64::MAX;

@@ -32,7 +32,7 @@ pub struct SimConfig {
 
 impl Sim {
     /// Build the engine state for `workload` on `machine`.
-    pub fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
+    pub(crate) fn build(machine: Machine, domains: Domains, workload: &Workload, cfg: SimConfig) -> crate::Result<Sim> {
         let nr = machine.nr_cpus();
         let (with_kthreads, irq, irq_streams) = super::irq::with_ksoftirqd(workload, nr, cfg.seed)?;
         let (with_kthreads, sugov_first) = crate::cpufreq::sugov::with_sugov_kthreads(with_kthreads, &machine);
@@ -185,7 +185,7 @@ impl Sim {
             rqs: super::rqs::Rqs::new(rqs),
             // Spawned tasks count once created.
             alive: workload.tasks.iter().filter(|t| !t.noise && t.start != StartKind::Spawned).count() as u32,
-            tasks,
+            tasks: super::tasks::Tasks::new(tasks),
             chans: workload.chans.iter().map(|c| Chan::new(c.kind)).collect(),
             barriers: workload.barriers.iter().map(|b| Barrier { parties: b.parties, ..Default::default() }).collect(),
             conds: vec![Cond::default(); workload.conds as usize],

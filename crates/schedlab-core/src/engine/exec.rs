@@ -143,6 +143,21 @@ impl Sim {
         )))
     }
 
+    /// The task a program of `p` names (a `Wake` or `Spawn` target, from the
+    /// workload) is one of the run's: the tasks are indexed without bounds
+    /// tests (`Tasks::get`), so an id from outside is checked here, once.
+    #[inline]
+    fn check_task_named(&self, p: TaskId, task: TaskId) -> crate::Result<()> {
+        if task.idx() < self.tasks.len() {
+            return Ok(());
+        }
+        Err(crate::SchedlabError::Runtime(format!(
+            "task {p} ({}) names task {task}, but the run has {} tasks",
+            self.tasks[p.idx()].name,
+            self.tasks.len()
+        )))
+    }
+
     /// Perform one action; `None` means it completed instantly.
     fn do_action(&mut self, cpu: CpuId, p: TaskId, action: Action) -> crate::Result<Option<Stepped>> {
         match action {
@@ -184,6 +199,7 @@ impl Sim {
                 Ok(Some(Stepped::Reschedule))
             }
             Action::Wake { task, sync } => {
+                self.check_task_named(p, task)?;
                 let w = &mut self.tasks[task.idx()];
                 w.wake_tokens += 1;
                 if w.state == TaskState::Blocked && w.pending == Some(Action::Wait) {
@@ -194,7 +210,10 @@ impl Sim {
             }
             Action::Barrier { id, spin_ns } => self.barrier_arrive(cpu, p, id.0, spin_ns),
             Action::SetAffinity { mask } => self.set_cpus_allowed_ptr(cpu, p, mask),
-            Action::Spawn { task } => self.kernel_clone(cpu, p, task),
+            Action::Spawn { task } => {
+                self.check_task_named(p, task)?;
+                self.kernel_clone(cpu, p, task)
+            }
             Action::SetScheduler { policy, priority } => {
                 let resched = self.sched_setscheduler(cpu, p, policy, priority)?;
                 Ok(resched.then_some(Stepped::Reschedule))

@@ -28,6 +28,7 @@ pub mod rq;
 pub mod rqs;
 pub mod setsched;
 pub mod task;
+pub mod tasks;
 pub mod tick;
 pub mod timers;
 pub mod uclamp;
@@ -42,7 +43,6 @@ use crate::sim::{EventQueue, Rng};
 use crate::topology::{Domains, Machine};
 use crate::trace::{Event, TimedEvent};
 use ipc::{Barrier, Chan, Cond, Sem};
-use task::Task;
 
 /// Engine events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,7 +239,7 @@ pub struct Sim {
     pub(crate) rqs: rqs::Rqs,
     /// Tasks, by id (`struct task_struct`): the core's fields (`on_rq`,
     /// `cpu`, `prio`, affinity) and the PELT averages every class reads.
-    pub(crate) tasks: Vec<Task>,
+    pub(crate) tasks: tasks::Tasks,
     /// Current time (the time of the event being handled): `rq_clock`'s
     /// source, read by every class.
     pub(crate) now: Ns,

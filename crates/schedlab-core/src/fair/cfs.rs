@@ -41,6 +41,7 @@
 //! the engine never sees [`Pick::Delayed`].
 
 use super::eevdf::{get_update_sysctl_factor, CfsRq, CurrUpdate, DequeueFlags, EnqueueFlags, Pick, SchedEntity};
+use super::entities::Entities;
 use super::weight::{calc_delta, calc_delta_fair, inv_weight};
 use crate::features::Features;
 use crate::ids::{Ns, TaskId};
@@ -135,7 +136,7 @@ impl CfsRq {
 
     /// `sched_slice`: `id`'s wall-time share of the period, `period * w / W`,
     /// counting `id` in `W` (and in the task count) even when not queued.
-    pub fn sched_slice(&self, ses: &[SchedEntity], id: TaskId) -> Ns {
+    pub fn sched_slice(&self, ses: &Entities, id: TaskId) -> Ns {
         let se = &ses[id.idx()];
         let (mut nr, mut load) = (self.nr_queued as u64, self.load_weight);
         if !se.on_rq {
@@ -146,7 +147,7 @@ impl CfsRq {
     }
 
     /// `sched_vslice`: [`Self::sched_slice`] in `id`'s virtual time.
-    pub fn sched_vslice(&self, ses: &[SchedEntity], id: TaskId) -> u64 {
+    pub fn sched_vslice(&self, ses: &Entities, id: TaskId) -> u64 {
         calc_delta_fair(self.sched_slice(ses, id), &ses[id.idx()])
     }
 
@@ -174,7 +175,7 @@ impl CfsRq {
     /// `__pick_first_entity`: the queued entity (curr excluded) with the
     /// smallest vruntime; ties go to the earliest queued, as the rbtree
     /// inserts equal keys to the right.
-    pub fn pick_first_entity(&self, ses: &[SchedEntity]) -> Option<TaskId> {
+    pub fn pick_first_entity(&self, ses: &Entities) -> Option<TaskId> {
         let mut best: Option<TaskId> = None;
         for &t in &self.queue {
             if best.is_none_or(|b| entity_before(&ses[t.idx()], &ses[b.idx()])) {
@@ -186,7 +187,7 @@ impl CfsRq {
 
     /// `update_min_vruntime`: the smaller of curr's (if queued) and the
     /// leftmost's vruntime, never moving backwards.
-    fn update_min_vruntime(&mut self, ses: &[SchedEntity]) {
+    fn update_min_vruntime(&mut self, ses: &Entities) {
         let curr = self.curr_on_rq(ses).map(|c| c.vruntime);
         let left = self.pick_first_entity(ses).map(|t| ses[t.idx()].vruntime);
         let v = match (curr, left) {
@@ -215,7 +216,7 @@ impl CfsRq {
     /// `check_preempt_tick` in `resched` when others are queued
     /// (`entity_tick` checks only with `nr_running > 1`). Only the tick acts
     /// on `resched`, so the check has no side effect here.
-    pub(super) fn update_curr_cfs(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
+    pub(super) fn update_curr_cfs(&mut self, ses: &mut Entities, now: Ns) -> CurrUpdate {
         let Some(c) = self.curr else {
             return CurrUpdate::default();
         };
@@ -236,7 +237,7 @@ impl CfsRq {
     // apart), and clearing there would drop the last buddy that a wakeup
     // preemption has just set to curr before the switch picks. The kernel's
     // tick only finds curr a buddy in that same window, so nothing else is lost.
-    fn check_preempt_tick(&self, ses: &[SchedEntity], c: TaskId) -> bool {
+    fn check_preempt_tick(&self, ses: &Entities, c: TaskId) -> bool {
         let ideal_runtime = self.sched_slice(ses, c);
         let curr = &ses[c.idx()];
         let delta_exec = curr.sum_exec_runtime - curr.prev_sum_exec_runtime;
@@ -255,7 +256,7 @@ impl CfsRq {
     /// `min_vruntime` with START_DEBIT; a waking sleeper at most
     /// `sched_latency` (halved with GENTLE_FAIR_SLEEPERS) before it. Never
     /// earlier than the entity's own vruntime: sleeping gains at most that.
-    pub fn place_entity_cfs(&self, ses: &mut [SchedEntity], id: TaskId, initial: bool, f: &Features) {
+    pub fn place_entity_cfs(&self, ses: &mut Entities, id: TaskId, initial: bool, f: &Features) {
         let mut vruntime = self.min_vruntime;
         if initial && sched_feat!(f, START_DEBIT) {
             vruntime = vruntime.wrapping_add(self.sched_vslice(ses, id));
@@ -275,7 +276,7 @@ impl CfsRq {
     /// for another; keep its vruntime relative to this `min_vruntime`.
     /// For the engine's `set_task_cpu`; without it, [`Self::enqueue_entity`]
     /// falls back on the `min_vruntime` saved when the task went to sleep.
-    pub fn migrate_task_rq_fair(&self, ses: &mut [SchedEntity], id: TaskId, f: &Features) {
+    pub fn migrate_task_rq_fair(&self, ses: &mut Entities, id: TaskId, f: &Features) {
         let se = &mut ses[id.idx()];
         if sched_feat!(f, EEVDF) || se.on_rq || se.vruntime_normalized {
             return;
@@ -289,7 +290,7 @@ impl CfsRq {
     /// normalised vruntime on this queue, place new and waking entities.
     pub(super) fn enqueue_entity_cfs(
         &mut self,
-        ses: &mut [SchedEntity],
+        ses: &mut Entities,
         id: TaskId,
         now: Ns,
         flags: EnqueueFlags,
@@ -346,7 +347,7 @@ impl CfsRq {
     }
 
     /// Add this queue's `min_vruntime` to a normalised vruntime.
-    fn renormalise(&self, ses: &mut [SchedEntity], id: TaskId) {
+    fn renormalise(&self, ses: &mut Entities, id: TaskId) {
         let se = &mut ses[id.idx()];
         se.vruntime = se.vruntime.wrapping_add(self.min_vruntime);
         se.vruntime_normalized = false;
@@ -355,13 +356,7 @@ impl CfsRq {
     /// `dequeue_entity` (CFS): always completes. Without SLEEP (a
     /// migration, or SAVE) the vruntime becomes relative to `min_vruntime`;
     /// a sleeper keeps its absolute vruntime and notes `min_vruntime`.
-    pub(super) fn dequeue_entity_cfs(
-        &mut self,
-        ses: &mut [SchedEntity],
-        id: TaskId,
-        now: Ns,
-        flags: DequeueFlags,
-    ) -> bool {
+    pub(super) fn dequeue_entity_cfs(&mut self, ses: &mut Entities, id: TaskId, now: Ns, flags: DequeueFlags) -> bool {
         self.update_curr_cfs(ses, now);
         self.clear_buddies(id);
         if self.curr != Some(id) {
@@ -396,7 +391,7 @@ impl CfsRq {
     /// the one after it when the leftmost is the skip buddy (`sched_yield`),
     /// the last buddy, and above it the next buddy, each when within
     /// `wakeup_gran` of the leftmost.
-    pub(super) fn pick_next_entity_cfs(&self, ses: &[SchedEntity]) -> Pick {
+    pub(super) fn pick_next_entity_cfs(&self, ses: &Entities) -> Pick {
         let curr = self.curr.filter(|c| ses[c.idx()].on_rq);
         let mut left = self.pick_first_entity(ses);
         if let Some(c) = curr {
@@ -440,7 +435,7 @@ impl CfsRq {
     /// `set_next_entity` (CFS): the picked entity stops being a buddy
     /// (v5.9 clears them in `pick_next_entity`; the engine always sets what
     /// it picked) and becomes curr.
-    pub(super) fn set_next_entity_cfs(&mut self, ses: &mut [SchedEntity], id: TaskId, now: Ns) {
+    pub(super) fn set_next_entity_cfs(&mut self, ses: &mut Entities, id: TaskId, now: Ns) {
         self.clear_buddies(id);
         if ses[id.idx()].on_rq {
             self.dequeue_tree(ses, id);
@@ -463,7 +458,7 @@ impl CfsRq {
     /// (their preemption is the tick's).
     pub(super) fn check_preempt_wakeup(
         &mut self,
-        ses: &mut [SchedEntity],
+        ses: &mut Entities,
         woken: TaskId,
         now: Ns,
         (fork, pol): (bool, super::wakeup_policy::WakeupPolicies),

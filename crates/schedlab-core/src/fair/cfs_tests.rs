@@ -4,6 +4,7 @@
 
 use super::cfs::*;
 use super::eevdf::*;
+use super::entities::Entities;
 use crate::features::{Feat, Features};
 use crate::ids::{Ns, TaskId};
 
@@ -24,8 +25,8 @@ fn rq(nr_cpus: usize) -> CfsRq {
     CfsRq::new(EevdfParams::new(nr_cpus, 250))
 }
 
-fn ents(nices: &[i32]) -> Vec<SchedEntity> {
-    nices.iter().map(|&n| SchedEntity::new(n, 700_000)).collect()
+fn ents(nices: &[i32]) -> Entities {
+    Entities::new(nices.iter().map(|&n| SchedEntity::new(n, 700_000)).collect())
 }
 
 fn t(i: u32) -> TaskId {
@@ -34,7 +35,7 @@ fn t(i: u32) -> TaskId {
 
 /// Put `id` straight into the queue with the given vruntime and deadline
 /// (no placement), as the tree would hold it.
-fn queue_raw(cfs: &mut CfsRq, ses: &mut [SchedEntity], id: TaskId, vruntime: u64, deadline: u64) {
+fn queue_raw(cfs: &mut CfsRq, ses: &mut Entities, id: TaskId, vruntime: u64, deadline: u64) {
     let se = &mut ses[id.idx()];
     (se.vruntime, se.deadline, se.on_rq) = (vruntime, deadline, true);
     cfs.load_weight += se.weight;
@@ -45,7 +46,7 @@ fn queue_raw(cfs: &mut CfsRq, ses: &mut [SchedEntity], id: TaskId, vruntime: u64
 
 /// Task 0 runs alone from vruntime 0 for `run_ns`: afterwards
 /// `min_vruntime` = curr's vruntime = `run_ns` (nice 0).
-fn running_curr(nices: &[i32], run_ns: Ns, f: &Features) -> (CfsRq, Vec<SchedEntity>) {
+fn running_curr(nices: &[i32], run_ns: Ns, f: &Features) -> (CfsRq, Entities) {
     let mut cfs = rq(1);
     let mut ses = ents(nices);
     cfs.enqueue_entity(&mut ses, t(0), 0, EnqueueFlags::default(), f);
@@ -57,7 +58,7 @@ fn running_curr(nices: &[i32], run_ns: Ns, f: &Features) -> (CfsRq, Vec<SchedEnt
 }
 
 /// Wake `id` (which last ran on this CPU, at vruntime `vruntime`) at `now`.
-fn wake(cfs: &mut CfsRq, ses: &mut [SchedEntity], id: TaskId, vruntime: u64, now: Ns, f: &Features) {
+fn wake(cfs: &mut CfsRq, ses: &mut Entities, id: TaskId, vruntime: u64, now: Ns, f: &Features) {
     ses[id.idx()].vruntime = vruntime;
     ses[id.idx()].exec_start = 1; // ran here before: not a migration
     cfs.enqueue_entity(ses, id, now, EnqueueFlags::WAKEUP, f);
@@ -127,7 +128,7 @@ fn tick_preempts_by_vruntime_distance_not_before_min_granularity() {
 }
 
 /// Curr ran 20 ms; a task whose vruntime is `behind` less wakes up.
-fn wake_behind(behind: u64, nice: i32, f: &Features) -> (bool, CfsRq, Vec<SchedEntity>) {
+fn wake_behind(behind: u64, nice: i32, f: &Features) -> (bool, CfsRq, Entities) {
     let (mut cfs, mut ses) = running_curr(&[0, nice], 20 * MS, f);
     wake(&mut cfs, &mut ses, t(1), 20 * MS - behind, 20 * MS, f);
     assert_eq!(ses[1].vruntime, 20 * MS - behind, "within the sleeper credit: not moved");
@@ -360,7 +361,7 @@ proptest::proptest! {
     ) {
         let f = cfs_f();
         let mut cfs = rq(4);
-        let mut ses: Vec<SchedEntity> = ents(&[0; 6]);
+        let mut ses: Entities = ents(&[0; 6]);
         let mut now = 0;
         for (op, i, nice) in ops {
             let id = t(i as u32);

@@ -34,6 +34,7 @@
 //! around these calls, as `update_load_avg()` does in the kernel.
 
 use super::cfs::CfsParams;
+use super::entities::Entities;
 use crate::features::Features;
 use crate::ids::{Ns, TaskId};
 use crate::sched_feat;
@@ -311,12 +312,12 @@ impl CfsRq {
     }
 
     /// curr, when it is still queued (it may be mid-dequeue).
-    pub(super) fn curr_on_rq<'a>(&self, ses: &'a [SchedEntity]) -> Option<&'a SchedEntity> {
+    pub(super) fn curr_on_rq<'a>(&self, ses: &'a Entities) -> Option<&'a SchedEntity> {
         self.curr.map(|c| &ses[c.idx()]).filter(|se| se.on_rq)
     }
 
     /// Sums including curr: (sum of w*key, W).
-    fn sums_with_curr(&self, ses: &[SchedEntity]) -> (i64, i64) {
+    fn sums_with_curr(&self, ses: &Entities) -> (i64, i64) {
         let (mut avg, mut load) = (self.sum_w_vruntime, self.sum_weight as i64);
         if let Some(c) = self.curr_on_rq(ses) {
             avg += self.entity_key(c) * c.weight as i64;
@@ -326,7 +327,7 @@ impl CfsRq {
     }
 
     /// `avg_vruntime`: V, rounded down so that an entity at V is eligible.
-    pub fn avg_vruntime(&self, ses: &[SchedEntity]) -> u64 {
+    pub fn avg_vruntime(&self, ses: &Entities) -> u64 {
         let (mut avg, load) = self.sums_with_curr(ses);
         if load != 0 {
             if avg < 0 {
@@ -338,7 +339,7 @@ impl CfsRq {
     }
 
     /// `vruntime_eligible`: `V >= vruntime`, without division.
-    pub fn vruntime_eligible(&self, ses: &[SchedEntity], vruntime: u64) -> bool {
+    pub fn vruntime_eligible(&self, ses: &Entities, vruntime: u64) -> bool {
         self.eligible_in(self.sums_with_curr(ses), vruntime)
     }
 
@@ -350,12 +351,12 @@ impl CfsRq {
     }
 
     /// `entity_eligible`: the entity is owed service (lag >= 0).
-    pub fn entity_eligible(&self, ses: &[SchedEntity], id: TaskId) -> bool {
+    pub fn entity_eligible(&self, ses: &Entities, id: TaskId) -> bool {
         self.vruntime_eligible(ses, ses[id.idx()].vruntime)
     }
 
     /// `update_zero_vruntime`: move the reference point to V.
-    pub(super) fn update_zero_vruntime(&mut self, ses: &[SchedEntity]) {
+    pub(super) fn update_zero_vruntime(&mut self, ses: &Entities) {
         let v = self.avg_vruntime(ses);
         let delta = v.wrapping_sub(self.zero_vruntime) as i64;
         // v' = v - d for every key: the sum moves by -d * W.
@@ -365,7 +366,7 @@ impl CfsRq {
 
     /// `__enqueue_entity`: into the "tree" and the sums.
     #[inline(always)]
-    pub(super) fn enqueue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
+    pub(super) fn enqueue_tree(&mut self, ses: &Entities, id: TaskId) {
         let se = &ses[id.idx()];
         self.sum_w_vruntime += self.entity_key(se) * se.weight as i64;
         self.sum_weight += se.weight;
@@ -374,7 +375,7 @@ impl CfsRq {
     }
 
     /// `__dequeue_entity`: out of the "tree" and the sums.
-    pub(super) fn dequeue_tree(&mut self, ses: &[SchedEntity], id: TaskId) {
+    pub(super) fn dequeue_tree(&mut self, ses: &Entities, id: TaskId) {
         if let Some(pos) = self.queue.iter().position(|&t| t == id) {
             self.queue.remove(pos); // keeps enqueue order for tie-breaks
             let se = &ses[id.idx()];
@@ -384,14 +385,14 @@ impl CfsRq {
     }
 
     /// `cfs_rq_min_slice`: the shortest slice among queued entities and curr.
-    pub fn cfs_rq_min_slice(&self, ses: &[SchedEntity]) -> u64 {
+    pub fn cfs_rq_min_slice(&self, ses: &Entities) -> u64 {
         let curr = self.curr_on_rq(ses).map_or(u64::MAX, |c| c.slice);
         self.queue.iter().map(|t| ses[t.idx()].slice).fold(curr, u64::min)
     }
 
     /// `set_protect_slice`: protect curr until its deadline, or for the
     /// shortest queued slice (RUN_TO_PARITY), or for a minimum quantum.
-    fn set_protect_slice(&self, ses: &mut [SchedEntity], id: TaskId, f: &Features) {
+    fn set_protect_slice(&self, ses: &mut Entities, id: TaskId, f: &Features) {
         let mut slice = self.params.normalized_base_slice_ns;
         if sched_feat!(f, RUN_TO_PARITY) {
             slice = self.cfs_rq_min_slice(ses);
@@ -406,7 +407,7 @@ impl CfsRq {
     }
 
     /// `update_protect_slice`: shorten curr's protection to the shortest slice.
-    fn update_protect_slice(&self, ses: &mut [SchedEntity], id: TaskId) {
+    fn update_protect_slice(&self, ses: &mut Entities, id: TaskId) {
         let slice = self.cfs_rq_min_slice(ses);
         let se = &mut ses[id.idx()];
         se.vprot = min_vruntime(se.vprot, se.vruntime.wrapping_add(calc_delta_fair(slice, se)));
@@ -415,7 +416,7 @@ impl CfsRq {
     /// `__pick_eevdf`: the eligible entity with the earliest deadline; curr
     /// wins while protected (`protect`) and eligible.
     #[inline(always)]
-    fn pick_eevdf(&self, ses: &[SchedEntity], protect: bool) -> Option<TaskId> {
+    fn pick_eevdf(&self, ses: &Entities, protect: bool) -> Option<TaskId> {
         let first = self.queue.first().copied();
         if self.nr_queued == 1 {
             return if self.curr_on_rq(ses).is_some() { self.curr } else { first };
@@ -465,7 +466,7 @@ impl CfsRq {
     /// Under CFS `resched` is `check_preempt_tick`'s verdict (the engine's
     /// tick acts on it; other callers ignore it).
     #[inline(always)]
-    pub fn update_curr(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
+    pub fn update_curr(&mut self, ses: &mut Entities, now: Ns) -> CurrUpdate {
         if !sched_feat!(self.features, EEVDF) {
             return self.update_curr_cfs(ses, now);
         }
@@ -494,7 +495,7 @@ impl CfsRq {
     /// `V' = V - w_i vl_i / (W + w_i)`, so placing at `V - vl_i (W + w_i)/W`
     /// leaves it exactly `vl_i` behind the new V.
     #[inline(always)]
-    pub fn place_entity(&self, ses: &mut [SchedEntity], id: TaskId, flags: EnqueueFlags, f: &Features) {
+    pub fn place_entity(&self, ses: &mut Entities, id: TaskId, flags: EnqueueFlags, f: &Features) {
         let vruntime = self.avg_vruntime(ses);
         let curr_w = self.curr_on_rq(ses).map_or(0, |c| c.weight);
         let se = &mut ses[id.idx()];
@@ -525,7 +526,7 @@ impl CfsRq {
     /// (`enqueue_entity_cfs`: min_vruntime re-basing, `place_entity` CFS).
     pub fn enqueue_entity(
         &mut self,
-        ses: &mut [SchedEntity],
+        ses: &mut Entities,
         id: TaskId,
         now: Ns,
         flags: EnqueueFlags,
@@ -567,7 +568,7 @@ impl CfsRq {
     /// NO_EEVDF: CFS, always completes (`dequeue_entity_cfs`).
     pub fn dequeue_entity(
         &mut self,
-        ses: &mut [SchedEntity],
+        ses: &mut Entities,
         id: TaskId,
         now: Ns,
         flags: DequeueFlags,
@@ -628,7 +629,7 @@ impl CfsRq {
     /// `pick_eevdf`. Call [`Self::update_curr`] first when curr ran.
     /// NO_EEVDF: the leftmost vruntime with CFS buddies (`pick_next_entity_cfs`).
     #[inline(always)]
-    pub fn pick_next_entity(&self, ses: &[SchedEntity], f: &Features) -> Pick {
+    pub fn pick_next_entity(&self, ses: &Entities, f: &Features) -> Pick {
         if !sched_feat!(f, EEVDF) {
             return self.pick_next_entity_cfs(ses);
         }
@@ -649,7 +650,7 @@ impl CfsRq {
 
     /// `set_next_entity`: make `id` curr (out of the tree), start its
     /// accounting at task clock `now` and protect its slice (EEVDF only).
-    pub fn set_next_entity(&mut self, ses: &mut [SchedEntity], id: TaskId, now: Ns, f: &Features) {
+    pub fn set_next_entity(&mut self, ses: &mut Entities, id: TaskId, now: Ns, f: &Features) {
         self.features = *f;
         if !sched_feat!(f, EEVDF) {
             return self.set_next_entity_cfs(ses, id, now);
@@ -670,7 +671,7 @@ impl CfsRq {
     }
 
     /// `put_prev_entity`: curr stops running; back into the tree if queued.
-    pub fn put_prev_entity(&mut self, ses: &mut [SchedEntity], now: Ns) -> CurrUpdate {
+    pub fn put_prev_entity(&mut self, ses: &mut Entities, now: Ns) -> CurrUpdate {
         let Some(prev) = self.curr else {
             return CurrUpdate::default();
         };
@@ -692,7 +693,7 @@ impl CfsRq {
     /// CFS `check_preempt_wakeup` (vruntime gap against `wakeup_gran`).
     pub fn wakeup_preempt_fair(
         &mut self,
-        ses: &mut [SchedEntity],
+        ses: &mut Entities,
         woken: TaskId,
         now: Ns,
         (fork, pol): (bool, super::wakeup_policy::WakeupPolicies),

@@ -5,7 +5,8 @@
 //! kernel/sched/fair.c, 2026 (with the pre-2026 rules behind the
 //! `lag_clamp_max_slice` and `delayed_lag_floor` profile flags).
 
-use super::eevdf::{CfsRq, EnqueueFlags, SchedEntity};
+use super::eevdf::{CfsRq, EnqueueFlags};
+use super::entities::Entities;
 use super::weight::calc_delta_fair;
 use crate::features::Features;
 use crate::ids::TaskId;
@@ -17,7 +18,7 @@ impl CfsRq {
     /// slice plus a tick (2026, 6e3c0a4e1ad1 "sched/fair: Fix lag clamp",
     /// `lag_clamp_max_slice`), or before it twice the entity's own slice, at
     /// least a tick.
-    fn entity_lag(&self, ses: &[SchedEntity], id: TaskId, avruntime: u64) -> i64 {
+    fn entity_lag(&self, ses: &Entities, id: TaskId, avruntime: u64) -> i64 {
         let se = &ses[id.idx()];
         let vlag = avruntime.wrapping_sub(se.vruntime) as i64;
         let span = if sched_feat!(self.features, lag_clamp_max_slice) {
@@ -34,7 +35,7 @@ impl CfsRq {
     /// it was delayed, nor (DELAY_ZERO) rise above 0. Returns whether the
     /// saved lag differs from `V - v` (clamped), so that a requeued entity
     /// must be placed again.
-    pub fn update_entity_lag(&self, ses: &mut [SchedEntity], id: TaskId) -> bool {
+    pub fn update_entity_lag(&self, ses: &mut Entities, id: TaskId) -> bool {
         let avruntime = self.avg_vruntime(ses);
         let mut vlag = self.entity_lag(ses, id, avruntime);
         let se = &mut ses[id.idx()];
@@ -50,14 +51,14 @@ impl CfsRq {
     }
 
     /// `cfs_rq_max_slice`: the longest slice among queued entities and curr.
-    pub fn cfs_rq_max_slice(&self, ses: &[SchedEntity]) -> u64 {
+    pub fn cfs_rq_max_slice(&self, ses: &Entities) -> u64 {
         let curr = self.curr_on_rq(ses).map_or(0, |c| c.slice);
         self.queue.iter().map(|t| ses[t.idx()].slice).fold(curr, u64::max)
     }
 
     /// `requeue_delayed_entity`: a delayed entity is woken before it was
     /// picked; it stays queued. With DELAY_ZERO positive lag is dropped.
-    pub fn requeue_delayed_entity(&mut self, ses: &mut [SchedEntity], id: TaskId, f: &Features) {
+    pub fn requeue_delayed_entity(&mut self, ses: &mut Entities, id: TaskId, f: &Features) {
         debug_assert!(ses[id.idx()].sched_delayed && ses[id.idx()].on_rq);
         self.features = *f;
         if sched_feat!(f, delayed_lag_floor) {

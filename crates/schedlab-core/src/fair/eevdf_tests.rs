@@ -15,7 +15,7 @@ fn ent(nice: i32, cfs: &CfsRq) -> SchedEntity {
 
 /// Enqueue every entity (as new tasks), then run the queue for
 /// `total` ns: pick, run until update_curr asks to reschedule, put back.
-fn run(cfs: &mut CfsRq, ses: &mut [SchedEntity], f: &Features, total: Ns) {
+fn run(cfs: &mut CfsRq, ses: &mut Entities, f: &Features, total: Ns) {
     let mut now = 0;
     for i in 0..ses.len() {
         cfs.enqueue_entity(ses, TaskId(i as u32), now, EnqueueFlags::INITIAL, f);
@@ -56,7 +56,7 @@ fn calc_delta_fair_scales_by_weight() {
 fn two_equal_tasks_share_half_half() {
     let f = Features::mainline();
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs)]);
     run(&mut cfs, &mut ses, &f, 1_000_000_000);
     let (a, b) = (ses[0].sum_exec_runtime, ses[1].sum_exec_runtime);
     assert_eq!(a + b, 1_000_000_000);
@@ -67,7 +67,7 @@ fn two_equal_tasks_share_half_half() {
 fn nice_0_vs_nice_5_share_by_weight() {
     let f = Features::mainline();
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(5, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(5, &cfs)]);
     run(&mut cfs, &mut ses, &f, 2_000_000_000);
     let ratio_x1000 = ses[0].sum_exec_runtime * 1000 / ses[1].sum_exec_runtime;
     let want = 1024 * 1000 / 335;
@@ -78,7 +78,7 @@ fn nice_0_vs_nice_5_share_by_weight() {
 fn initial_placement_gets_half_a_slice() {
     let f = Features::mainline();
     let mut cfs = rq(4);
-    let mut ses = [ent(0, &cfs), ent(3, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(3, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::INITIAL, &f);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::INITIAL, &f);
     for se in &ses {
@@ -92,9 +92,9 @@ fn initial_placement_gets_half_a_slice() {
 
 /// A curr, B queued far behind (negative lag) so A stays eligible, and
 /// W waking with positive lag, i.e. an earlier deadline than A's.
-fn wakeup_setup(f: &Features, run_ns: Ns) -> (CfsRq, [SchedEntity; 3]) {
+fn wakeup_setup(f: &Features, run_ns: Ns) -> (CfsRq, Entities) {
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs), ent(0, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), f);
     ses[1].vlag = -6_000_000;
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), f);
@@ -186,7 +186,7 @@ fn sched_idle_curr_gives_way_and_batch_or_idle_wakees_do_not_preempt() {
 fn delay_dequeue_keeps_negative_lag_sleeper_until_picked() {
     let f = Features::mainline();
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &f);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &f);
     cfs.set_next_entity(&mut ses, TaskId(0), 0, &f);
@@ -222,7 +222,7 @@ fn delay_dequeue_keeps_negative_lag_sleeper_until_picked() {
     let mut no = f;
     no.set(crate::features::Feat::DELAY_DEQUEUE, false);
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &no);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &no);
     cfs.set_next_entity(&mut ses, TaskId(0), 0, &no);
@@ -233,7 +233,7 @@ fn delay_dequeue_keeps_negative_lag_sleeper_until_picked() {
 fn requeue_delayed_entity_makes_it_runnable_again() {
     let f = Features::mainline();
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &f);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &f);
     cfs.set_next_entity(&mut ses, TaskId(0), 0, &f);
@@ -248,7 +248,7 @@ fn requeue_delayed_entity_makes_it_runnable_again() {
 fn migration_keeps_lag_and_relative_deadline() {
     let f = Features::mainline();
     let (mut src, mut dst) = (rq(8), rq(8));
-    let mut ses = [ent(0, &src), ent(0, &src), ent(0, &src)];
+    let mut ses = Entities::new(vec![ent(0, &src), ent(0, &src), ent(0, &src)]);
     src.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), &f);
     src.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), &f);
     src.set_next_entity(&mut ses, TaskId(0), 0, &f);
@@ -268,7 +268,7 @@ fn migration_keeps_lag_and_relative_deadline() {
 
 /// The weighted mean computed directly from the entities, relative to
 /// the first one's vruntime (any base gives the same floor).
-fn reference_v(cfs: &CfsRq, ses: &[SchedEntity]) -> Option<u64> {
+fn reference_v(cfs: &CfsRq, ses: &Entities) -> Option<u64> {
     let mut ids: Vec<TaskId> = cfs.queue.clone();
     ids.extend(cfs.curr.filter(|c| ses[c.idx()].on_rq));
     let base = ses[ids.first()?.idx()].vruntime;
@@ -286,7 +286,7 @@ proptest! {
         let mut f = Features::mainline();
         f.set(crate::features::Feat::DELAY_DEQUEUE, false);
         let mut cfs = rq(4);
-        let mut ses: Vec<SchedEntity> = (0..6).map(|_| ent(0, &cfs)).collect();
+        let mut ses = Entities::new((0..6).map(|_| ent(0, &cfs)).collect());
         let mut now = 0;
         for (op, i, nice, lag) in ops {
             let id = TaskId(i as u32);
@@ -328,7 +328,7 @@ proptest! {
 /// 4 ms tick) and leaves without sleeping: its saved lag is clamped.
 fn lag_after_running_ahead(f: &Features) -> i64 {
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), f);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), f);
     cfs.set_next_entity(&mut ses, TaskId(0), 0, f);
@@ -355,7 +355,7 @@ fn lag_clamp_is_the_longest_slice_plus_a_tick_since_2026() {
 /// 0 is woken: returns its (vlag, vruntime) before and after the requeue.
 fn delayed_then_woken(f: &Features) -> ((i64, u64), (i64, u64)) {
     let mut cfs = rq(8);
-    let mut ses = [ent(0, &cfs), ent(0, &cfs), ent(0, &cfs)];
+    let mut ses = Entities::new(vec![ent(0, &cfs), ent(0, &cfs), ent(0, &cfs)]);
     cfs.enqueue_entity(&mut ses, TaskId(0), 0, EnqueueFlags::default(), f);
     cfs.enqueue_entity(&mut ses, TaskId(1), 0, EnqueueFlags::default(), f);
     cfs.set_next_entity(&mut ses, TaskId(0), 0, f);

@@ -14,6 +14,7 @@ pub mod class;
 pub mod eas;
 pub mod eevdf;
 pub mod eevdf_lag;
+pub mod entities;
 pub mod hrtick;
 pub mod idle_core;
 pub mod lb_stats;

@@ -264,7 +264,10 @@ impl SgSums {
                     debug_assert_eq!(imbalance_pct[g.slot as usize], pct[sd]);
                     continue;
                 }
-                debug_assert_eq!(g.slot as usize, imbalance_pct.len());
+                // Slots numbered in order (as `group_refs` numbers them):
+                // every slot recorded below is then one of `groups`, which
+                // `set_terms` indexes without bounds tests.
+                assert_eq!(g.slot as usize, imbalance_pct.len(), "group slots numbered in order");
                 imbalance_pct.push(pct[sd]);
                 for c in g.cpus(sg_cpus) {
                     if g.nr_cpus == 1 && own[c.idx()].is_none() {
@@ -312,8 +315,56 @@ impl SgSums {
 
     /// `arch_scale_cpu_capacity(cpu)`, kept here for the sync's reads.
     #[inline]
-    pub fn capacity_orig(&self, cpu: usize) -> u64 {
-        self.cpus[cpu].capacity_orig
+    pub(crate) fn capacity_orig(&self, cpu: usize) -> u64 {
+        Self::cpu_at(&self.cpus, cpu).capacity_orig
+    }
+
+    /// CPU `cpu`'s place, without a bounds test in release builds.
+    #[inline(always)]
+    fn cpu_at(cpus: &[CpuSlots], cpu: usize) -> &CpuSlots {
+        debug_assert!(cpu < cpus.len(), "CPU {cpu} of {}", cpus.len());
+        // SAFETY: `cpus` is `SgSums::cpus`, one entry per CPU of the machine
+        // (`new` makes one per `capacity_orig` entry, which
+        // `FairState::new` gives per CPU of the machine) and never resized,
+        // and `cpu` a CPU of the machine: the callers are crate-internal
+        // (`set_terms` and `capacity_orig` are `pub(crate)`), the sync with
+        // a CPU of the runqueues' changed list (each pushed by
+        // `Rqs::index_mut` for a runqueue it holds, see `Rqs::get`) and the
+        // invariant checker with `0..nr_cpus`.
+        unsafe { cpus.get_unchecked(cpu) }
+    }
+
+    /// CPU `cpu`'s place, mutably (see [`SgSums::cpu_at`]).
+    #[inline(always)]
+    fn cpu_at_mut(cpus: &mut [CpuSlots], cpu: usize) -> &mut CpuSlots {
+        debug_assert!(cpu < cpus.len(), "CPU {cpu} of {}", cpus.len());
+        // SAFETY: as in `cpu_at`: `cpu` is a CPU of the machine, which has
+        // one entry in `cpus`.
+        unsafe { cpus.get_unchecked_mut(cpu) }
+    }
+
+    /// Slot `s` (a group's sums and `imbalance_pct`), without a bounds test
+    /// in release builds.
+    #[inline(always)]
+    fn slot_at(groups: &mut [(GroupSums, u32)], s: u32) -> &mut (GroupSums, u32) {
+        debug_assert!((s as usize) < groups.len(), "slot {s} of {}", groups.len());
+        // SAFETY: `groups` is `SgSums::groups` (one per slot, never
+        // resized) and `s` a slot `new` recorded for a CPU, its own or one of
+        // its `cpu_slots`: a group's slot is asserted there to be the next
+        // one when first seen and pushed, a CPU in no group alone gets the
+        // slot it pushes; each is below the slot count.
+        unsafe { groups.get_unchecked_mut(s as usize) }
+    }
+
+    /// The CPU's slots besides its own (`cpu_slots[at..end]`), without
+    /// bounds tests in release builds.
+    #[inline(always)]
+    fn other_slots<'a>(cpu_slots: &'a [u32], c: &CpuSlots) -> &'a [u32] {
+        debug_assert!(c.at <= c.end && c.end as usize <= cpu_slots.len());
+        // SAFETY: `new` set `at` and `end` to `cpu_slots`' length before and
+        // after it appended the CPU's slots, and `cpu_slots` never changes
+        // after: `at <= end <= cpu_slots.len()`.
+        unsafe { cpu_slots.get_unchecked(c.at as usize..c.end as usize) }
     }
 
     /// The terms `cpu` last gave.
@@ -359,10 +410,10 @@ impl SgSums {
     /// `cpu`'s terms are now `t`: move its groups' sums by the difference
     /// and write them in its own slot.
     #[inline(always)]
-    pub fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
-        let c = self.cpus[cpu];
+    pub(crate) fn set_terms(&mut self, cpu: usize, t: CpuTerms) {
+        let c = *Self::cpu_at(&self.cpus, cpu);
         debug_assert_eq!(t.capacity_orig, c.capacity_orig, "fixed with the machine");
-        let (own, own_pct) = &mut self.groups[c.own as usize];
+        let (own, own_pct) = Self::slot_at(&mut self.groups, c.own);
         // No test for unchanged terms: 94% of the CPUs a pass re-reads did
         // change, and adding a zero difference is cheaper than comparing.
         let d = words_delta(&CpuTerms { w: own.w, capacity_orig: c.capacity_orig }, &t);
@@ -378,21 +429,21 @@ impl SgSums {
         // lone-reduced path gets the old terms back from it).
         own.w = t.w;
         own.nr_lone_reduced = (is && t.lone_reduced(*own_pct)) as u32;
-        let slots = &self.cpu_slots[c.at as usize..c.end as usize];
+        let slots = Self::other_slots(&self.cpu_slots, &c);
         if was || is {
             self.nr_lone_reduced = self.nr_lone_reduced + is as u32 - was as u32;
-            self.cpus[cpu].lone_reduced = is;
+            Self::cpu_at_mut(&mut self.cpus, cpu).lone_reduced = is;
             let mut old = t;
             for (o, d) in old.w.iter_mut().zip(&d) {
                 *o = o.wrapping_sub(*d);
             }
             for &s in slots {
-                let (sums, pct) = &mut self.groups[s as usize];
+                let (sums, pct) = Self::slot_at(&mut self.groups, s);
                 sums.apply(&d, true, &old, &t, *pct);
             }
         } else {
             for &s in slots {
-                let sums = &mut self.groups[s as usize].0;
+                let sums = &mut Self::slot_at(&mut self.groups, s).0;
                 for (s, d) in sums.w.iter_mut().zip(&d) {
                     *s = s.wrapping_add(*d);
                 }

@@ -41,7 +41,7 @@ pub struct LlcShared {
 pub struct FairState {
     /// `p->se` of every task (EEVDF/CFS entities), by task id; a separate
     /// table so the runqueue code can borrow it alongside `Sim::tasks`.
-    pub(in crate::fair) ses: Vec<SchedEntity>,
+    pub(in crate::fair) ses: super::entities::Entities,
     /// `sd_llc_shared`, by LLC index.
     pub(in crate::fair) llc: Vec<LlcShared>,
     /// `struct nohz` (its `idle_cpus_mask` included) and `sgc->imbalance`.
@@ -102,7 +102,9 @@ impl FairState {
         let sd_span_slot = super::lb_stats::span_slots(domains, &sg_refs);
         let imb_numa_nr = domains.sds.iter().map(|sd| super::busiest::imb_numa_nr_of(domains, sd)).collect();
         FairState {
-            ses: nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
+            ses: super::entities::Entities::new(
+                nices.iter().map(|&nice| SchedEntity::new(nice, base_slice_ns)).collect(),
+            ),
             llc,
             nohz: NohzState::new(nr, domains.nr_levels as usize, machine.all_cpus()),
             eas: EasState::new(machine, domains),

@@ -52,6 +52,16 @@ struct TaskRec {
     waker_cpu: u32,
 }
 
+/// `task` (whose record is `rec`) starts (`up`) or stops waiting on
+/// `cpu`: the occupancy sees it, with its affinity when restricted. A
+/// function of the fields it needs, so that a caller holding the record
+/// does not index it again.
+#[inline(always)]
+fn wait_change(occ: &mut CpuOccupancy, ctx: &MetricsContext, rec: &TaskRec, task: TaskId, cpu: CpuId, up: bool) {
+    let mask = if rec.restricted { ctx.allowed.get(task.idx()) } else { None };
+    occ.waiting(cpu, mask, up);
+}
+
 /// `last_cpu` / `waker_cpu` when unknown.
 const NO_CPU: u32 = u32::MAX;
 
@@ -267,8 +277,7 @@ impl Collector {
 
     #[inline]
     fn wait_change(&mut self, task: TaskId, cpu: CpuId, up: bool) {
-        let mask = if self.tasks[task.idx()].restricted { self.ctx.allowed.get(task.idx()) } else { None };
-        self.occ.waiting(cpu, mask, up);
+        wait_change(&mut self.occ, &self.ctx, &self.tasks[task.idx()], task, cpu, up);
     }
 
     /// Task starts waiting on `cpu` at `t` (keeping `since` when it moves).
@@ -502,27 +511,41 @@ impl Collector {
         {
             self.context_switches += 1;
         }
+        // Each task's record is indexed once, the occupancy and the context
+        // reached beside it (`stop_wait` and `start_wait` written out): the
+        // methods each indexed it again, a bounds test and reloads each.
         if let Some(p) = prev {
             self.ensure_task(p);
             self.note_selected(t, p);
-            self.stop_wait(p); // only an inconsistent trace has it waiting
+            let rec = &mut self.tasks[p.idx()];
+            // `stop_wait`: only an inconsistent trace has it waiting.
+            if let TaskState::Waiting { cpu: w } = rec.state {
+                wait_change(&mut self.occ, &self.ctx, rec, p, w, false);
+                rec.state = TaskState::Blocked;
+            }
             match prev_state {
                 PrevState::Runnable => {
-                    self.start_wait(p, cpu, t);
-                    self.tasks[p.idx()].waking = NO_WAKING;
+                    // `start_wait` at `t`.
+                    wait_change(&mut self.occ, &self.ctx, rec, p, cpu, true);
+                    rec.state = TaskState::Waiting { cpu };
+                    rec.wait_since = t;
+                    rec.waking = NO_WAKING;
                 }
-                PrevState::Sleeping => self.tasks[p.idx()].state = TaskState::Blocked,
-                PrevState::Dead => self.tasks[p.idx()].state = TaskState::Dead,
+                PrevState::Sleeping => rec.state = TaskState::Blocked,
+                PrevState::Dead => rec.state = TaskState::Dead,
             }
         }
         if let Some(n) = next {
             self.ensure_task(n);
             self.note_selected(t, n);
-            match self.tasks[n.idx()].state {
-                TaskState::Waiting { .. } => {
-                    let since = self.stop_wait(n).unwrap_or(t);
+            let rec = &mut self.tasks[n.idx()];
+            match rec.state {
+                TaskState::Waiting { cpu: w } => {
+                    // `stop_wait`.
+                    wait_change(&mut self.occ, &self.ctx, rec, n, w, false);
+                    rec.state = TaskState::Blocked;
                     if counted {
-                        self.rq_delay.record(t.saturating_sub(since));
+                        self.rq_delay.record(t.saturating_sub(rec.wait_since));
                     }
                 }
                 TaskState::Running { cpu: c2 } if c2 != cpu => {
@@ -532,7 +555,6 @@ impl Collector {
                 }
                 _ => {}
             }
-            let rec = &mut self.tasks[n.idx()];
             if rec.waking != NO_WAKING {
                 if counted {
                     self.wakeup_lat.record(t.saturating_sub(rec.waking));
@@ -543,7 +565,12 @@ impl Collector {
             rec.last_cpu = cpu.0;
         }
         let rt = next.is_some_and(|n| self.ctx.is_rt(n.idx()));
-        self.set_rt_running(cpu, rt);
+        // With no RT task running anywhere every CPU's flag is clear, so a
+        // switch to a task that is not RT changes nothing: the usual run has
+        // no RT task, and this spares the per-CPU flag at every switch.
+        if rt || self.nr_rt_running != 0 {
+            self.set_rt_running(cpu, rt);
+        }
         self.idle_boundary(t, cpu, prev.is_some(), next.is_some());
         self.occ.set_busy(cpu, prev.is_some(), next.is_some());
     }
@@ -569,9 +596,9 @@ impl Collector {
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
         self.ensure_task(task);
         self.note_selected(t, task);
+        let rec = &mut self.tasks[task.idx()];
         if counted && !new && self.ctx.selected(task.idx()) {
             self.wakeups += 1;
-            let rec = &self.tasks[task.idx()];
             if rec.last_cpu != NO_CPU {
                 let i = self.ctx.wake_distance(CpuId(rec.last_cpu), cpu);
                 self.wake_dist[i] += 1;
@@ -582,20 +609,24 @@ impl Collector {
             }
         }
         if !new {
-            self.tasks[task.idx()].waker_cpu = NO_CPU;
+            rec.waker_cpu = NO_CPU;
         }
-        match self.tasks[task.idx()].state {
-            TaskState::Running { .. } => self.tasks[task.idx()].waking = NO_WAKING,
+        // As in `on_switch`, the record indexed once (`stop_wait` and
+        // `start_wait` written out).
+        match rec.state {
+            TaskState::Running { .. } => rec.waking = NO_WAKING,
             TaskState::Waiting { cpu: w } => {
                 if w != cpu {
-                    let since = self.tasks[task.idx()].wait_since;
-                    self.stop_wait(task);
-                    self.start_wait(task, cpu, since);
+                    // Moved while waiting: its wait goes on, on `cpu`.
+                    wait_change(&mut self.occ, &self.ctx, rec, task, w, false);
+                    wait_change(&mut self.occ, &self.ctx, rec, task, cpu, true);
+                    rec.state = TaskState::Waiting { cpu };
                 }
             }
             TaskState::Blocked | TaskState::Unknown | TaskState::Dead => {
-                self.start_wait(task, cpu, t);
-                let rec = &mut self.tasks[task.idx()];
+                wait_change(&mut self.occ, &self.ctx, rec, task, cpu, true);
+                rec.state = TaskState::Waiting { cpu };
+                rec.wait_since = t;
                 if new {
                     rec.waking = NO_WAKING;
                 } else if rec.waking == NO_WAKING {

@@ -116,7 +116,7 @@ impl Sim {
             curr: &self.rt.curr,
             rd: &self.rt.rd,
             domains: &self.domains,
-            tasks: &self.tasks[..],
+            tasks: &self.tasks,
             fits: None,
         }
     }

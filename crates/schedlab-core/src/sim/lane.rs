@@ -34,6 +34,18 @@ impl Default for Link {
     }
 }
 
+/// Slot `s`'s link, without a bounds test in release builds.
+#[inline(always)]
+fn link<E>(slots: &mut [Slot<E>], s: u32) -> &mut Link {
+    debug_assert!((s as usize) < slots.len(), "slot {s} of {}", slots.len());
+    // SAFETY: `slots` is the queue's (`EventQueue::slots`, the only
+    // caller's), which never shrinks, and `s` a slot in this lane: one the
+    // queue handed out and appended (see `EventQueue::slot_mut`), or a
+    // neighbour's `prev`/`next`, which this lane wrote from such slots
+    // (never `NIL` here: each use tests for it first).
+    unsafe { &mut slots.get_unchecked_mut(s as usize).link }
+}
+
 /// One lane: the ends of a list of slots sorted by order, and their orders.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lane {
@@ -71,12 +83,12 @@ impl Lane {
     #[inline]
     pub fn push_back<E>(&mut self, slots: &mut [Slot<E>], slot: u32, order: u128) {
         debug_assert!(self.accepts(order), "a lane must stay sorted");
-        slots[slot as usize].link = Link { order, prev: self.tail, next: NIL };
+        *link(slots, slot) = Link { order, prev: self.tail, next: NIL };
         if self.tail == NIL {
             self.head = slot;
             self.head_order = order;
         } else {
-            slots[self.tail as usize].link.next = slot;
+            link(slots, self.tail).next = slot;
         }
         self.tail = slot;
         self.tail_order = order;
@@ -87,14 +99,14 @@ impl Lane {
     #[inline]
     pub fn pop_front<E>(&mut self, slots: &mut [Slot<E>]) -> u32 {
         let slot = self.head;
-        let next = slots[slot as usize].link.next;
+        let next = link(slots, slot).next;
         self.head = next;
         if next == NIL {
             self.head_order = EMPTY_HEAD;
             self.tail = NIL;
             self.tail_order = 0;
         } else {
-            let n = &mut slots[next as usize].link;
+            let n = link(slots, next);
             self.head_order = n.order;
             n.prev = NIL;
         }
@@ -104,18 +116,18 @@ impl Lane {
     /// Take `slot`, which is in this lane, out of it.
     #[inline]
     pub fn unlink<E>(&mut self, slots: &mut [Slot<E>], slot: u32) {
-        let Link { prev, next, .. } = slots[slot as usize].link;
+        let Link { prev, next, .. } = *link(slots, slot);
         if prev == NIL {
             self.head = next;
-            self.head_order = if next == NIL { EMPTY_HEAD } else { slots[next as usize].link.order };
+            self.head_order = if next == NIL { EMPTY_HEAD } else { link(slots, next).order };
         } else {
-            slots[prev as usize].link.next = next;
+            link(slots, prev).next = next;
         }
         if next == NIL {
             self.tail = prev;
-            self.tail_order = if prev == NIL { 0 } else { slots[prev as usize].link.order };
+            self.tail_order = if prev == NIL { 0 } else { link(slots, prev).order };
         } else {
-            slots[next as usize].link.prev = prev;
+            link(slots, next).prev = prev;
         }
     }
 }

@@ -98,6 +98,17 @@ fn set_pos(pos: &mut [u32], slot: u32, i: u32) {
     }
 }
 
+/// Lane `l` of `lanes` (the queue's), without a bounds test in release
+/// builds.
+#[inline(always)]
+fn lane_at(lanes: &mut [Lane; LANES], l: usize) -> &mut Lane {
+    debug_assert!(l < LANES, "lane {l} of {LANES}");
+    // SAFETY: `l` is a lane the queue recorded after indexing `lanes` with a
+    // bounds test (`lane_append`): `lane_min_at` (set from the lanes' own
+    // enumeration or from such an `l`), or a key's `pos` entry `IN_LANE | l`.
+    unsafe { lanes.get_unchecked_mut(l) }
+}
+
 /// A slot's state: what a pending event needs besides its heap node.
 #[derive(Clone, Debug)]
 pub(super) struct Slot<E> {
@@ -242,7 +253,7 @@ impl<E> EventQueue<E> {
             }
         }
         let node = Node { order, slot: key };
-        self.slots[key as usize].ev = Some(ev);
+        self.slot_mut(key).ev = Some(ev);
         if self.hole {
             // The moved event fills the hole (usually soon due, it sinks
             // a few levels) and the last node its old place, instead of a
@@ -254,7 +265,7 @@ impl<E> EventQueue<E> {
         }
         // A move to a later time (a fresh sequence number is later too)
         // sinks; one to an earlier time rises.
-        let old = self.heap[i as usize];
+        let old = self.node(i as usize);
         if node.before(&old) {
             self.sift_up(i as usize, node);
         } else {
@@ -270,7 +281,7 @@ impl<E> EventQueue<E> {
         if i == NOT_QUEUED {
             return;
         }
-        self.slots[key as usize].ev = None;
+        self.slot_mut(key).ev = None;
         if i & IN_LANE != 0 {
             self.unlink(key, i);
         } else {
@@ -323,7 +334,7 @@ impl<E> EventQueue<E> {
         }
         let slot = match front {
             Front::Heap => {
-                let top = self.heap[ROOT];
+                let top = self.node(ROOT);
                 if self.heap.len() == 3 {
                     self.heap.swap_remove(ROOT);
                 } else {
@@ -332,7 +343,7 @@ impl<E> EventQueue<E> {
                 top.slot
             }
             Front::Lane(l) => {
-                let s = self.lanes[l].pop_front(&mut self.slots);
+                let s = lane_at(&mut self.lanes, l).pop_front(&mut self.slots);
                 self.lanes_changed();
                 self.in_lanes -= 1;
                 s
@@ -343,7 +354,7 @@ impl<E> EventQueue<E> {
             None => self.free.push(slot),
         }
         self.now = time;
-        let ev = self.slots[slot as usize].ev.take().expect("a queued slot holds its event");
+        let ev = self.slot_mut(slot).ev.take().expect("a queued slot holds its event");
         Some((time, ev))
     }
 
@@ -387,7 +398,7 @@ impl<E> EventQueue<E> {
     fn front(&self) -> Option<(u128, Front)> {
         debug_assert!(!self.hole);
         // An empty heap's root is the sentinel, ordered as an empty lane.
-        let top = self.heap[ROOT].order;
+        let top = self.node(ROOT).order;
         if self.lane_min < top {
             Some((self.lane_min, Front::Lane(self.lane_min_at)))
         } else if top != EMPTY_HEAD {
@@ -417,6 +428,54 @@ impl<E> EventQueue<E> {
         time.max(self.now)
     }
 
+    /// Heap node `i`, without a bounds test in release builds.
+    #[inline(always)]
+    fn node(&self, i: usize) -> Node {
+        debug_assert!(i < self.heap.len(), "heap place {i} of {}", self.heap.len());
+        // SAFETY: `i` is a heap place this queue computed, below
+        // `heap.len()`: `ROOT` (the heap always holds `FIRST` and
+        // `SENTINEL`: `with_keys` puts them there and `pop_last` and
+        // `pop_due` take a node from between them only), a key's place from
+        // `pos` (a key in the heap is at a place the sifts wrote there, and
+        // `heap_remove` and `pop_due` reset it when the node leaves), a place
+        // below the last node (`heap_remove` tests it, `insert` pushes the
+        // new last place first), or the parent of such a place.
+        unsafe { *self.heap.get_unchecked(i) }
+    }
+
+    /// Write heap node `i` (a place as in [`EventQueue::node`]).
+    #[inline(always)]
+    fn set_node(&mut self, i: usize, node: Node) {
+        debug_assert!(i < self.heap.len(), "heap place {i} of {}", self.heap.len());
+        // SAFETY: as in `node`: `i` is a place this queue computed below
+        // `heap.len()`.
+        unsafe { *self.heap.get_unchecked_mut(i) = node }
+    }
+
+    /// Slot `s`, without a bounds test in release builds.
+    #[inline(always)]
+    fn slot_mut(&mut self, s: u32) -> &mut Slot<E> {
+        debug_assert!((s as usize) < self.slots.len(), "slot {s} of {}", self.slots.len());
+        // SAFETY: `s` is a slot this queue handed out, and `slots` never
+        // shrinks: a one-shot slot from `one_shot_slot` (pushed there or
+        // taken back from the free list), or a key after `pos[key]` was
+        // indexed (keys are slots `0..pos.len()`, and `with_keys` makes
+        // `slots` at least that long); a node's or lane link's slot is one of
+        // these, written by this queue.
+        unsafe { self.slots.get_unchecked_mut(s as usize) }
+    }
+
+    /// Key `key`'s place, without a bounds test in release builds.
+    #[inline(always)]
+    fn key_pos_mut(&mut self, key: u32) -> &mut u32 {
+        debug_assert!((key as usize) < self.pos.len(), "key {key} of {}", self.pos.len());
+        // SAFETY: `key` is a key whose place `push_key_to` or `cancel_key`
+        // has already read from `pos` with a bounds test (only a key's slot
+        // is appended to a lane with `keyed` or unlinked), and `pos` never
+        // changes length.
+        unsafe { self.pos.get_unchecked_mut(key as usize) }
+    }
+
     /// A free one-shot slot.
     #[inline]
     fn one_shot_slot(&mut self) -> u32 {
@@ -443,7 +502,7 @@ impl<E> EventQueue<E> {
                 return;
             }
         }
-        self.slots[slot as usize].ev = Some(ev);
+        self.slot_mut(slot).ev = Some(ev);
         let node = Node { order, slot };
         if self.hole {
             self.hole = false;
@@ -457,7 +516,7 @@ impl<E> EventQueue<E> {
 
     #[inline]
     fn lane_append(&mut self, l: usize, keyed: bool, slot: u32, order: u128, ev: E) {
-        self.slots[slot as usize].ev = Some(ev);
+        self.slot_mut(slot).ev = Some(ev);
         self.lanes[l].push_back(&mut self.slots, slot, order);
         // Only an append to an empty lane changes its head, to `order`; a
         // lane with a head already has one before `order`.
@@ -466,7 +525,7 @@ impl<E> EventQueue<E> {
             self.lane_min_at = l;
         }
         if keyed {
-            self.pos[slot as usize] = IN_LANE | l as u32;
+            *self.key_pos_mut(slot) = IN_LANE | l as u32;
         }
         self.in_lanes += 1;
     }
@@ -474,14 +533,14 @@ impl<E> EventQueue<E> {
     /// Take `slot` (at position `p`, in a lane) out of its lane.
     #[inline(always)]
     fn unlink(&mut self, slot: u32, p: u32) {
-        let lane = &mut self.lanes[(p & !IN_LANE) as usize];
+        let lane = lane_at(&mut self.lanes, (p & !IN_LANE) as usize);
         let was_head = lane.head == slot;
         lane.unlink(&mut self.slots, slot);
         if was_head {
             self.lanes_changed();
         }
         self.in_lanes -= 1;
-        self.pos[slot as usize] = NOT_QUEUED;
+        *self.key_pos_mut(slot) = NOT_QUEUED;
     }
 
     /// Take the node at heap index `i` out of the heap. The root may be a
@@ -490,10 +549,11 @@ impl<E> EventQueue<E> {
     #[inline]
     fn heap_remove(&mut self, i: usize) {
         debug_assert!(!self.hole || i > ROOT);
-        set_pos(&mut self.pos, self.heap[i].slot, NOT_QUEUED);
+        let slot = self.node(i).slot;
+        set_pos(&mut self.pos, slot, NOT_QUEUED);
         let last = self.pop_last();
         if i < self.heap.len() - 1 {
-            let old = self.heap[i];
+            let old = self.node(i);
             if last.before(&old) {
                 self.sift_up(i, last);
             } else {
@@ -515,15 +575,15 @@ impl<E> EventQueue<E> {
         loop {
             let parent = i / 2;
             // At the root, `heap[0]` (`FIRST`) stops the climb.
-            let p = self.heap[parent];
+            let p = self.node(parent);
             if !node.before(&p) {
                 break;
             }
-            self.heap[i] = p;
+            self.set_node(i, p);
             set_pos(&mut self.pos, p.slot, i as u32);
             i = parent;
         }
-        self.heap[i] = node;
+        self.set_node(i, node);
         set_pos(&mut self.pos, node.slot, i as u32);
     }
 
