@@ -19,6 +19,30 @@ WK = (
     "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_waking: comm={wc} pid={wp} prio=120 "
     "target_cpu={tc:03d}"
 )
+WU = (
+    "{comm}-{pid} [{cpu:03d}] d..2. {t}: sched_wakeup: comm={wc} pid={wp} prio=120 "
+    "target_cpu={tc:03d}"
+)
+
+
+def test_ttwu_in_situ_is_waking_to_wakeup_on_the_wakers_cpu() -> None:
+    lines = [
+        # Local: 8 us from sched_waking to sched_wakeup on CPU 0.
+        WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000000", wc="wl-wq-w0", wp=11, tc=0),
+        WU.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000008", wc="wl-wq-w0", wp=11, tc=0),
+        # Queued on CPU 1's wake list: the wakeup is traced there, not counted.
+        WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000100", wc="wl-wq-w0", wp=11, tc=1),
+        WU.format(comm="<idle>", pid=0, cpu=1, t="1.000140", wc="wl-wq-w0", wp=11, tc=1),
+        # Another comm: not counted.
+        WK.format(comm="sh", pid=5, cpu=0, t="1.000200", wc="kworker/0:1", wp=7, tc=0),
+        WU.format(comm="sh", pid=5, cpu=0, t="1.000209", wc="kworker/0:1", wp=7, tc=0),
+        WK.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000300", wc="wl-wq-w0", wp=11, tc=0),
+        WU.format(comm="wl-wq-mgr", pid=10, cpu=0, t="1.000309", wc="wl-wq-w0", wp=11, tc=0),
+    ]
+    assert _calibrate.ttwu_in_situ_ns(lines, "wl-wq") == [8_000, 9_000]
+    # The mean between the 10th and 90th percentiles: the outliers drop out.
+    assert _calibrate.trimmed_mean_ns([1_000] * 8 + [2_000] * 10 + [900_000, 0]) == 1_562
+    assert _calibrate.trimmed_mean_ns([5]) == 5
 
 
 def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
@@ -175,6 +199,11 @@ def test_costs_from_guest_probes_use_the_hosts_arithmetic(tmp_path: Path) -> Non
     )
     assert text.count(where) == 5
     assert f"# {where} median same-CPU wakeup-to-run" in text
+    # The manager's try_to_wake_up in the same-CPU probe, in situ (shown
+    # beside wakeup_ns, which these probes predate).
+    ttwu = _calibrate.ttwu_in_situ_ns(lines["same"], "wl-wq")
+    assert len(ttwu) >= _calibrate.MIN_WAKEUPS
+    assert fig["ttwu_in_situ"] == {"n": len(ttwu), "mean_ns": _calibrate.trimmed_mean_ns(ttwu)}
     doc = _native.topo_doc(text, "toml", "test")
     cost = doc["cost"]
     for key in ("context_switch_ns", "ipi_ns", "pipe_write_ns", "pipe_read_ns"):
@@ -255,6 +284,8 @@ def test_wakeup_ns_comes_from_the_local_wake_probe(tmp_path: Path) -> None:
     text = (d / "machine.toml").read_text()
     assert "median write() that wakes a SCHED_IDLE reader blocked on the same CPU 24000 ns" in text
     assert f"wakeup_ns ({wakeup} ns, measured)" in text
+    situ = fig["ttwu_in_situ"]["mean_ns"]
+    assert f"on the waker's CPU in the same-CPU probe: {situ} ns" in text
     cost = _native.topo_doc(text, "toml", "test")["cost"]
     assert (cost["wakeup_ns"], cost["ipi_send_ns"]) == (wakeup, 30159 - 21341 - wakeup)
     # Both measured: the queued remote wakeup costs its waker what its write
