@@ -114,7 +114,7 @@ fn scenario(f: Feat) -> Option<Scenario> {
         }
         NI_RANDOM | ni_half_idle_retry => s("xeon-2s-20c", NEWIDLE, "v7.1"),
         avg_idle_on_enqueue => s("threadripper-3970x", WQ_FULL, "v7.1"),
-        avg_idle_put_prev => s("threadripper-3970x", WQ, "eevdf"),
+        avg_idle_put_prev => s("threadripper-3970x", WQ_FULL, "eevdf"),
         prefer_prev_idle_core | idler_llc | nohz_blocked_load_update | llc_idle_mask => {
             s("threadripper-3970x", WQ, "eevdf")
         }

@@ -32,9 +32,18 @@ fn cpu_bound_tasks_switch_at_their_deadlines_with_hrtick_and_at_ticks_without() 
     with.pop();
     without.pop();
     eprintln!("with HRTICK {with:?}\nwithout {without:?}");
+    // The switch a tick asks for waits for the tick's own kernel work (the
+    // balance pass it raises, a few us), the preemption point.
+    let tick_work = 10_000;
     assert!(without.len() >= 5 && with.len() >= 5, "{} / {} switches", with.len(), without.len());
-    assert!(without.iter().all(|t| t % tick == 0), "without HRTICK the tick ends each request");
-    assert!(with.iter().filter(|t| *t % tick != 0).count() >= with.len() / 2, "the slice timer ends them");
-    assert!(with.windows(2).skip(1).all(|w| w[1] - w[0] == 2_800_000), "one request each: {with:?}");
+    assert!(without.iter().all(|t| t % tick < tick_work), "without HRTICK the tick ends each request: {without:?}");
+    assert!(with.iter().filter(|t| *t % tick >= tick_work).count() >= with.len() / 2, "the slice timer ends them");
+    // One request each until a slice timer and a tick coincide (28 ms): the
+    // tick's work then delays the switch by 2.2 us, the next task's timer
+    // fires as its request ends while the other is not eligible, and it is
+    // picked again with a new request and no timer (the kernel re-arms it
+    // only for a task that takes the CPU from another,
+    // `put_prev_set_next_task`), so it runs to a tick.
+    assert!(with.windows(2).skip(1).take(8).all(|w| w[1] - w[0] == 2_800_000), "one request each: {with:?}");
     assert!(with.len() > without.len(), "2.8 ms requests switch more often than 4 ms ticks");
 }

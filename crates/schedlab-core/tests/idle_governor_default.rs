@@ -28,13 +28,16 @@ fn coupled_cluster_states_close_most_of_menus_hackbench_gap() {
     // pixel2 v4.14: 0.052 s under menu without the coupling, against
     // avg_idle's 0.0254 s. With it, 0.0257 s while socket writers were
     // woken one per read; since they are woken together once the socket
-    // drains to a quarter (unix_write_space), 0.0327 s against 0.0250: the
-    // coupling still removes about 70% of menu's excess.
+    // drains to a quarter (unix_write_space), 0.0327 s against 0.0250; since
+    // a preempting wakeup's cost stays the waker's (the preemption point),
+    // 0.0234 s against 0.0218: menu is still slower, by far less than the
+    // uncoupled double.
     let pixel = completion("pixel2", "v4.14", "menu") / completion("pixel2", "v4.14", "avg_idle");
-    assert!((1.1..1.5).contains(&pixel), "pixel2 v4.14: menu / avg_idle = {pixel}");
-    // What is left under eevdf (with HRTICK and the socket rule): hikey960
-    // 0.0272 s against 0.0221 (23% slower under menu), pixel2 0.0241
-    // against 0.0213 (13%), where menu doubled them before the coupling.
+    assert!((1.03..1.5).contains(&pixel), "pixel2 v4.14: menu / avg_idle = {pixel}");
+    // What is left under eevdf (with HRTICK, the socket rule and the
+    // preemption point): hikey960 0.0274 s against 0.0205 (34% slower under
+    // menu), pixel2 0.0243 against 0.0218 (12%), where menu doubled them
+    // before the coupling.
     for m in ["hikey960", "pixel2"] {
         let rest = completion(m, "eevdf", "menu") / completion(m, "eevdf", "avg_idle");
         assert!((1.05..1.4).contains(&rest), "{m} eevdf: menu / avg_idle = {rest}");

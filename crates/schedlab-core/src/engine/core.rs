@@ -436,11 +436,34 @@ impl Sim {
         }
         rq.need_resched = true;
         if cpu == from_cpu {
-            self.at_in(super::LANE_NOW, self.now, Ev::Resched(cpu));
+            let at = self.preemption_point(cpu);
+            if at == self.now {
+                self.at_in(super::LANE_NOW, at, Ev::Resched(cpu));
+            } else {
+                self.at(at, Ev::Resched(cpu));
+            }
         } else {
             // smp_send_reschedule: the sender pays the IPI's send.
             self.charge(from_cpu, self.machine.cost.ipi_send_ns);
             self.at_in(super::LANE_IPI, self.now + self.machine.cost.ipi_ns, Ev::Resched(cpu));
+        }
+    }
+
+    /// The preemption point of a reschedule on `cpu`: while it still owes
+    /// kernel work charged to it (`ready_at` ahead: the waker's
+    /// `try_to_wake_up`, its idle-CPU scan, an interrupt), the task running
+    /// there keeps the CPU until that work is done, and the switch happens
+    /// then, as the kernel's does at the end of the non-preemptible section
+    /// or at the return to user. Without it the next task would start behind
+    /// the waker's own work and be charged for it in its vruntime. `now` on
+    /// an idle CPU and on a vCPU its host holds (`HELD_READY`).
+    #[inline(always)]
+    pub(super) fn preemption_point(&self, cpu: CpuId) -> Ns {
+        let rq = &self.rqs[cpu.idx()];
+        if rq.curr.is_some() && rq.ready_at > self.now && rq.ready_at < super::host::HELD_READY {
+            rq.ready_at
+        } else {
+            self.now
         }
     }
 

@@ -115,11 +115,14 @@ impl Sim {
     /// Step `p`'s program on `cpu` until it has work to do or must leave the CPU.
     fn step_program(&mut self, cpu: CpuId, p: TaskId) -> crate::Result<Stepped> {
         for _ in 0..MAX_INSTANT_ACTIONS {
-            if self.rqs[cpu.idx()].need_resched {
-                return Ok(Stepped::Reschedule);
-            }
+            // The CPU's kernel work charged so far (a wakeup this task just
+            // did, its scan) is the task's: a reschedule it asked for takes
+            // effect after that work, at the preemption point.
             if self.rqs[cpu.idx()].ready_at > self.now {
                 return Ok(Stepped::Busy);
+            }
+            if self.rqs[cpu.idx()].need_resched {
+                return Ok(Stepped::Reschedule);
             }
             let t = &mut self.tasks[p.idx()];
             // io_schedule_finish: the task runs again after its I/O wait.

@@ -49,7 +49,7 @@ pub(super) const HOST_HELD: Ns = Ns::MAX;
 /// `Rq::ready_at` of a waiting vCPU: beyond any run's end, so a run segment
 /// started on it (a sibling's speed change restarts it) makes no progress;
 /// far enough below `Ns::MAX` that delays added to it do not overflow.
-const HELD_READY: Ns = Ns::MAX / 4;
+pub(super) const HELD_READY: Ns = Ns::MAX / 4;
 
 /// A vCPU as the host sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

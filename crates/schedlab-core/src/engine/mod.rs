@@ -511,6 +511,13 @@ impl Sim {
                     return Ok(());
                 }
                 self.stats.handled += 1;
+                // An IPI that finds its CPU in charged kernel work: the
+                // switch waits for the preemption point.
+                let at = self.preemption_point(cpu);
+                if at > self.now {
+                    self.at(at, ev);
+                    return Ok(());
+                }
                 self.scheduler_ipi(cpu)
             }
             Ev::RtPushIpi(cpu) => {
@@ -592,3 +599,5 @@ mod idle_tests;
 mod ipc_tests;
 #[cfg(test)]
 mod irq_tests;
+#[cfg(test)]
+mod preempt_tests;
