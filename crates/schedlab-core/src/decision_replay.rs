@@ -352,7 +352,7 @@ impl Sim {
             row.line
         );
         // The runqueues' `curr` tasks, indexed without bounds tests too
-        // (`Tasks::get`): the sim must be one from `replay_sim`.
+        // (`IdTable::get`): the sim must be one from `replay_sim`.
         assert!(self.tasks.len() >= (FIRST_CURR as usize) + n, "a sim from replay_sim: a task per CPU");
         self.now = NOW;
         for k in 0..self.rqs.len() {

@@ -21,6 +21,7 @@ pub mod error;
 pub mod fair;
 pub mod feature_metrics;
 pub mod features;
+pub mod id_table;
 pub mod ids;
 pub mod metrics;
 pub mod pelt;

@@ -148,7 +148,7 @@ impl Sim {
 
     /// The task a program of `p` names (a `Wake` or `Spawn` target, from the
     /// workload) is one of the run's: the tasks are indexed without bounds
-    /// tests (`Tasks::get`), so an id from outside is checked here, once.
+    /// tests (`IdTable::get`), so an id from outside is checked here, once.
     #[inline]
     fn check_task_named(&self, p: TaskId, task: TaskId) -> crate::Result<()> {
         if task.idx() < self.tasks.len() {
