@@ -28,8 +28,12 @@ def test_sis_scan_mask_scans_less_but_is_not_a_universal_win() -> None:
     # limit never binds (the waker's avg_idle / 20 ns allows more than the
     # LLC's 48 CPUs). The 6-group row was 4.5% slower with the mask while
     # socket writers were woken one per read; with the kernel's rule (all at
-    # once at a quarter of sk_sndbuf) it is 1.8% faster: its direction was
-    # already known to move with almost every knob (docs/reproductions.md).
+    # once at a quarter of sk_sndbuf) it is 1.8% faster; since a waker pays
+    # its own wakeups before a wakee preempts it (the preemption point),
+    # 11.9% slower, and the 2- and 12-group rows 1.2% and 3.3% faster: its
+    # direction was already known to move with almost every knob
+    # (docs/reproductions.md). What holds: never faster by more than a few
+    # percent, and slower on some row.
     got = _observed("sis-scan")
     rows = ("hackbench groups=2 (80", "hackbench groups=6 (240", "hackbench groups=12 (480")
     mask, limit = "v5.9+llc_idle_mask", "v5.9+sis_time_limit"
@@ -38,7 +42,9 @@ def test_sis_scan_mask_scans_less_but_is_not_a_universal_win() -> None:
     judged = reproduce.run_case(reproduce.CASES["sis-scan"], jobs=1)
     times = [j for j in judged if j.metric == "completion_time_s" and j.policy == mask]
     assert len(times) == 3
-    assert all(abs(j.sim_change_pct) < 5 for j in times), [j.sim_change_pct for j in times]
+    changes = [j.sim_change_pct for j in times]
+    assert all(c > -5 for c in changes), changes
+    assert any(c > 0 for c in changes), changes
     limited = {v for (_, _, p), v in got.items() if p == limit}
     assert limited == {"observed: within spread"}
 
