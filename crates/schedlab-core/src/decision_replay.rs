@@ -341,7 +341,7 @@ impl Sim {
     /// `record_wakee` + `select_task_rq_fair` choose for it.
     ///
     /// Panics if one of the row's CPUs is not the machine's: the
-    /// runqueues are indexed without bounds tests (`Rqs::get`), so a row
+    /// runqueues are indexed without bounds tests (`IdTable::get`), so a row
     /// built by hand is checked here as `parse_rows` checks a table's.
     pub fn replay_decision(&mut self, row: &DecisionRow) -> CpuId {
         let n = self.rqs.len();

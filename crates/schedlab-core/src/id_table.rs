@@ -1,6 +1,7 @@
 //! A table of one entry per id of a run, indexed without a bounds test in
 //! release builds: the engine's tasks (`engine::tasks::Tasks`) and the fair
-//! class's entities (`fair::entities::Entities`), both by task id.
+//! class's entities (`fair::entities::Entities`), both by task id, and the
+//! runqueues (`engine::rqs::Rqs`), by CPU id.
 //!
 //! The invariant that keeps indexing sound is the table's size: it is made
 //! once, with one entry per id of the run, by the crate only (`IdTable::new`
@@ -11,8 +12,14 @@
 //! keys, timers, IPC waiters, runqueue entries, queued entities and wakees
 //! made from them), a program's `Wake` or `Spawn` target, which
 //! `Sim::do_action` checks against the task count before use, or a
-//! decisions row's tasks, whose count `Sim::replay_decision` checks; a
-//! test's table holds the test's own ids. Debug builds assert the bound at
+//! decisions row's tasks, whose count `Sim::replay_decision` checks; for
+//! the runqueues, one per CPU of the machine, the CPU numbers, lists, masks
+//! and domains of that machine (built from it and validated at its build),
+//! or a workload's, interrupt source's or decisions row's CPU, checked or
+//! cut to the machine when the run is built (`Sim::build`: start CPUs,
+//! affinity and `SetAffinity` masks; `irq::with_ksoftirqd`;
+//! `decision_replay::parse_rows` and `Sim::replay_decision`); a test's table
+//! holds the test's own ids. Debug builds assert the bound at
 //! every access, in every debug run of the test suite.
 
 use std::ops::{Deref, DerefMut, Index, IndexMut};

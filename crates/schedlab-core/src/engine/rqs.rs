@@ -9,12 +9,13 @@
 //! machine at build: no allocation on the hot path. A runqueue borrowed
 //! mutably for a reason the sums do not care about is only re-read once.
 //!
-//! Indexing a runqueue tests no bound in release builds (`Rqs::get`,
-//! `Rqs::get_mut`, the only `unsafe` here): with 8.9 M runqueue accesses a
-//! standard bench, the tests were 2.5% of its instructions. Debug builds
-//! assert the bound at each access.
+//! Indexing a runqueue tests no bound in release builds: the runqueues are
+//! an [`IdTable`] by CPU id (its module says which invariant keeps that
+//! sound); with 8.9 M runqueue accesses a standard bench, the tests were
+//! 2.5% of its instructions. Debug builds assert the bound at each access.
 
 use super::rq::{Rq, SdRuntime};
+use crate::id_table::IdTable;
 use std::ops::{Deref, Index, IndexMut};
 
 /// The runqueues, indexed by CPU, with the set of CPUs changed since the
@@ -22,7 +23,7 @@ use std::ops::{Deref, Index, IndexMut};
 #[derive(Clone, Debug)]
 pub struct Rqs {
     /// The runqueues; each one's `noted_changed` says it is in `changed`.
-    rqs: Vec<Rq>,
+    rqs: IdTable<Rq>,
     /// CPUs changed since the last take, in the order first changed.
     changed: Vec<u32>,
     /// The other list's storage, while not handed out (both hold up to
@@ -37,7 +38,7 @@ impl Rqs {
         for rq in &mut rqs {
             rq.noted_changed = true;
         }
-        Rqs { rqs, changed: (0..n as u32).collect(), spare: Vec::with_capacity(n) }
+        Rqs { rqs: IdTable::new(rqs), changed: (0..n as u32).collect(), spare: Vec::with_capacity(n) }
     }
 
     /// Whether runqueue `i` changed since the last take.
@@ -87,43 +88,16 @@ impl Rqs {
 
 impl Rqs {
     /// Runqueue `i`: CPU `i`'s (`cpu_rq(i)`), without a bounds test in
-    /// release builds.
+    /// release builds (the table's).
     #[inline(always)]
     fn get(&self, i: usize) -> &Rq {
-        debug_assert!(i < self.rqs.len(), "CPU {i} of a {}-CPU machine", self.rqs.len());
-        // SAFETY: `i` is a CPU of the machine these runqueues were built
-        // for, and there is one runqueue per CPU of it: `Sim::build` makes
-        // them (`Rqs::new`) and nothing adds or removes one afterwards
-        // (`rqs` is private and never resized). The CPU ids the engine
-        // indexes with all come from that machine: its CPU numbers, lists,
-        // masks and domains (built from it and validated at its build), or a
-        // workload's, trace's or decisions table's CPU, checked against it
-        // when the run is built (`Sim::build`: start CPUs, affinity masks
-        // cut to the machine; `SetAffinity` masks cut at build; interrupt
-        // sources' CPUs filtered to it in `irq::with_ksoftirqd`;
-        // `decision_replay::parse_rows` and `Sim::replay_decision` for a
-        // row's CPUs). Only the crate makes an `Rqs` or a `Sim`
-        // (`Rqs::new`, `Sim::build`, `replay_sim` are crate-internal), so no
-        // index reaches here from outside but through those checks. The
-        // debug assertion above checks it in every debug run of the test
-        // suite.
-        unsafe { self.rqs.get_unchecked(i) }
+        &self.rqs[i]
     }
 
     /// Runqueue `i`, mutably, without noting it changed (see [`Rqs::get`]).
     #[inline(always)]
     fn get_mut(&mut self, i: usize) -> &mut Rq {
-        Self::slot_mut(&mut self.rqs, i)
-    }
-
-    /// `get_mut` on the field alone, so that `IndexMut` can note the CPU in
-    /// `changed` while it holds the runqueue.
-    #[inline(always)]
-    fn slot_mut(rqs: &mut [Rq], i: usize) -> &mut Rq {
-        debug_assert!(i < rqs.len(), "CPU {i} of a {}-CPU machine", rqs.len());
-        // SAFETY: as in `Rqs::get`: `rqs` is `Rqs::rqs`, and `i` a CPU of the
-        // machine, which has one runqueue there from `Sim::build` on.
-        unsafe { rqs.get_unchecked_mut(i) }
+        &mut self.rqs[i]
     }
 
     /// Runqueue `i` borrowed mutably *without* noting it changed: only for
@@ -177,7 +151,7 @@ impl Index<usize> for Rqs {
 impl IndexMut<usize> for Rqs {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut Rq {
-        let rq = Self::slot_mut(&mut self.rqs, i);
+        let rq = &mut self.rqs[i];
         if !rq.noted_changed {
             rq.noted_changed = true;
             self.changed.push(i as u32);

@@ -329,7 +329,7 @@ impl SgSums {
         // and `cpu` a CPU of the machine: the callers are crate-internal
         // (`set_terms` and `capacity_orig` are `pub(crate)`), the sync with
         // a CPU of the runqueues' changed list (each pushed by
-        // `Rqs::index_mut` for a runqueue it holds, see `Rqs::get`) and the
+        // `Rqs::index_mut` for a runqueue it holds, see `IdTable::get`) and the
         // invariant checker with `0..nr_cpus`.
         unsafe { cpus.get_unchecked(cpu) }
     }
