@@ -167,8 +167,10 @@ def ttwu_in_situ_ns(trace_lines: list[str], comm: str) -> list[int]:
 def trimmed_mean_ns(values: list[int]) -> int:
     """The mean of `values` between their 10th and 90th percentiles (the
     trace clock's microsecond steps average out; outliers, an interrupt
-    inside a wakeup, do not weigh)."""
+    inside a wakeup, do not weigh); 0 for none."""
     v = sorted(values)
+    if not v:
+        return 0
     lo, hi = len(v) // 10, len(v) - len(v) // 10
     mid = v[lo:hi] or v
     return round(sum(mid) / len(mid))

@@ -43,6 +43,7 @@ def test_ttwu_in_situ_is_waking_to_wakeup_on_the_wakers_cpu() -> None:
     # The mean between the 10th and 90th percentiles: the outliers drop out.
     assert _calibrate.trimmed_mean_ns([1_000] * 8 + [2_000] * 10 + [900_000, 0]) == 1_562
     assert _calibrate.trimmed_mean_ns([5]) == 5
+    assert _calibrate.trimmed_mean_ns([]) == 0
 
 
 def test_cross_cpu_wakeups_count_only_into_an_idle_cpu() -> None:
