@@ -110,8 +110,9 @@ def bounds_jumps(binary: Path) -> list[int]:
     return found
 
 
-def crate_frames(binary: Path, addrs: list[int]) -> dict[int, list[str]]:
-    """For each address, its inlined frames in this crate, innermost first."""
+def inlined_frames(binary: Path, addrs: list[int]) -> dict[int, list[str]]:
+    """For each address, the locations (path:line) of its inlined frames, any
+    crate, innermost first (`addr2line -i`)."""
     out = subprocess.run(
         ["addr2line", "-i", "-a", "-e", str(binary)],
         input="\n".join(hex(a) for a in addrs),
@@ -125,9 +126,17 @@ def crate_frames(binary: Path, addrs: list[int]) -> dict[int, list[str]]:
         if line.startswith("0x"):
             cur = int(line, 16)
             frames[cur] = []
-        elif CRATE in line:
-            frames[cur].append(line.split(CRATE, 1)[1].split(" ")[0])
+        else:
+            frames[cur].append(line.split(" ")[0])
     return frames
+
+
+def crate_frames(binary: Path, addrs: list[int]) -> dict[int, list[str]]:
+    """For each address, its inlined frames in this crate, innermost first."""
+    return {
+        a: [loc.split(CRATE, 1)[1] for loc in locs if CRATE in loc]
+        for a, locs in inlined_frames(binary, addrs).items()
+    }
 
 
 def run_counts(binary: Path, bench_args: list[str]) -> dict[int, int]:

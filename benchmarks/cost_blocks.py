@@ -21,12 +21,16 @@ and binutils; takes about a minute after the build.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from bounds_sites import CRATE, bench_parser, run_counts  # this directory: run as a script
+from bounds_sites import (  # this directory: run as a script
+    CRATE,
+    bench_parser,
+    inlined_frames,
+    run_counts,
+)
 from engine_cost import bench_binary
 
 # Blocks of the engine, by source file (path under crates/schedlab-core/src/).
@@ -54,24 +58,11 @@ SLICE_INDEX = "library/core/src/slice/index.rs"
 def frames_of(binary: Path, addrs: list[int]) -> dict[int, tuple[str, str]]:
     """For each address: its innermost frame (any crate) and its innermost
     frame in this crate (path:line under src/, or "")."""
-    out = subprocess.run(
-        ["addr2line", "-i", "-a", "-e", str(binary)],
-        input="\n".join(hex(a) for a in addrs),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    frames: dict[int, tuple[str, str]] = {}
-    cur = -1
-    for line in out.splitlines():
-        if line.startswith("0x"):
-            cur = int(line, 16)
-            frames[cur] = ("", "")
-            continue
-        inner, crate = frames[cur]
-        loc = line.split(" ")[0]
-        frames[cur] = (inner or loc, crate or (loc.split(CRATE, 1)[1] if CRATE in loc else ""))
-    return frames
+    out: dict[int, tuple[str, str]] = {}
+    for a, locs in inlined_frames(binary, addrs).items():
+        ours = [loc.split(CRATE, 1)[1] for loc in locs if CRATE in loc]
+        out[a] = (locs[0] if locs else "", ours[0] if ours else "")
+    return out
 
 
 def block_of(path: str) -> str:
