@@ -65,6 +65,11 @@ the exit latency of the idle state the model's governor picks for a 200 us
 idle period. Each value is written with how it was measured; nothing else of
 the machine changes.
 
+The cache refill probe (``schedlab-wl refillcost``, `_calibrate_refill`) runs
+untraced on this host for each distance the machine has from CPU 0 and sets
+``refill_ns_per_kib`` (guests under TCG do not run it: their caches are the
+emulator's host's).
+
 The probes' outputs are stored in one directory layout (`WAKEUP_PROBES`)
 wherever they ran, and `costs_from_probes` is the only arithmetic: on this
 host `calibrate` runs them; inside a QEMU guest `_guest_calibrate.calibrate_in_guest`
@@ -83,7 +88,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _native, _tracefs
+from . import _calibrate_refill, _native, _tracefs
 from .trace import parse
 
 PROBE = "workqueue:threads=1,chunks={chunks},chunk=200us,pin={pin}"
@@ -251,7 +256,7 @@ def _idle_exit_ns(machine_toml: str) -> int:
     return int(m.group(3)) * 1000 if m else 0
 
 
-def _set_cost(machine_toml: str, values: dict[str, tuple[int, str]]) -> str:
+def _set_cost(machine_toml: str, values: dict[str, tuple[int | str, str]]) -> str:
     """`machine_toml` with `[cost]` keys set (added under the table, with a
     comment each), replacing earlier values of the same keys."""
     lines = [
@@ -270,16 +275,16 @@ def pipe_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, An
     """Runs the pipe syscall probe (`wl` is the schedlab-wl command); its
     JSON (``write`` and ``read``, each with ``p10_ns``, ``p50_ns``,
     ``p90_ns`` and ``batches``)."""
-    return _run_probe([*wl, PIPE_PROBE.format(count=count)], "pipe")
+    return run_probe([*wl, PIPE_PROBE.format(count=count)], "pipe")
 
 
 def wake_costs(count: int, wl: Sequence[str] = ("schedlab-wl",)) -> dict[str, Any]:
     """Runs the local wakeup probe; its JSON (``wake_write`` with ``p10_ns``,
     ``p50_ns``, ``p90_ns``; ``clock_ns``, ``count``, ``skipped``)."""
-    return _run_probe([*wl, WAKE_PROBE.format(count=count)], "wakeup")
+    return run_probe([*wl, WAKE_PROBE.format(count=count)], "wakeup")
 
 
-def _run_probe(argv: list[str], what: str) -> dict[str, Any]:
+def run_probe(argv: list[str], what: str) -> dict[str, Any]:
     wl = argv[:1]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
@@ -545,7 +550,14 @@ def costs_from_probes(d: Path) -> dict[str, Any]:
             "where": where,
         }
     )
-    costs: dict[str, tuple[int, str]] = {}
+    costs: dict[str, tuple[int | str, str]] = {}
+    refill = _calibrate_refill.read_refill_probes(d)
+    figures["refill"] = refill or None
+    figures["refill_ns_per_kib"] = None
+    if refill:
+        values, how = _calibrate_refill.refill_costs(refill, tag)
+        figures["refill_ns_per_kib"] = values
+        costs["refill_ns_per_kib"] = (_calibrate_refill.inline_table(values), how)
     wake = read_wake_probe(d)
     figures["wake"] = wake
     figures["wakeup_ns"] = None
@@ -640,8 +652,8 @@ def calibrate(
     reuse: bool = False,
     wake_ops: int = 2_000,
 ) -> dict[str, Any]:
-    """Runs the three probes on this host into `out` (with `reuse`, only when
-    `out` does not hold their outputs already); writes `out/machine.toml`
+    """Runs the probes on this host into `out` (with `reuse`, only those whose
+    outputs `out` does not hold already); writes `out/machine.toml`
     (this machine, imported, with the measured costs) and returns the
     figures."""
     out.mkdir(parents=True, exist_ok=True)
@@ -657,4 +669,8 @@ def calibrate(
                 raise _native.SimulationError(
                     f"calibrate: the {pin} probe failed (exit {info.get('exit_status')})"
                 )
+    if not (reuse and _calibrate_refill.refill_stored(out)):
+        # Also on --reuse of probes stored before the refill probe existed.
+        machine = (out / "probe-split" / "machine.toml").read_text()
+        _calibrate_refill.run_refill_probes(machine, out)
     return costs_from_probes(out)

@@ -105,8 +105,10 @@ def calibrate_cmd(
     idle CPU, less the bare write and wakeup_ns) and cost.ttwu_queue_ns (that write less the
     bare write: the waker's whole cost of a queued remote wakeup) set from the measurements,
     and the idle state's actual_exit_latency_us when a third probe (a wakeup of a busy CPU)
-    separates the IPI's flight from the idle exit, each with a comment saying how it was
-    measured. Needs a quiet machine."""
+    separates the IPI's flight from the idle exit, and cost.refill_ns_per_kib from an untraced
+    probe that times a task's footprint read right after it moves from CPU 0 to a CPU at each
+    distance the machine has (SMT sibling, cluster, LLC, another LLC, another node) and after
+    eviction (memory), each with a comment saying how it was measured. Needs a quiet machine."""
     from . import _calibrate
 
     figures = _interruptible(_calibrate.calibrate, out, chunks=chunks, pipe_ops=pipe_ops)
@@ -134,6 +136,12 @@ def calibrate_cmd(
         + (
             f", ttwu_queue_ns {figures['ttwu_queue_ns']}"
             if figures.get("ttwu_queue_ns") is not None
+            else ""
+        )
+        + (
+            ", refill_ns_per_kib "
+            + " ".join(f"{k}={v}" for k, v in figures["refill_ns_per_kib"].items())
+            if figures.get("refill_ns_per_kib")
             else ""
         )
         + f"; wrote {out / 'machine.toml'}"

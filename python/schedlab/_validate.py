@@ -650,7 +650,7 @@ def validate(
 CALIBRATION_KEYS = ("context_switch_ns", "ipi_ns", "pipe_write_ns", "pipe_read_ns", "where")
 # Costs a calibration measures only where its probes could (the wake probe,
 # the split probe's timed replies): shown when measured.
-CALIBRATION_OPTIONAL = ("wakeup_ns", "ipi_send_ns", "ttwu_queue_ns")
+CALIBRATION_OPTIONAL = ("wakeup_ns", "ipi_send_ns", "ttwu_queue_ns", "refill_ns_per_kib")
 
 
 def calibrated_machine(
@@ -686,6 +686,12 @@ def calibrated_machine(
     return d / "machine.toml", got | {
         k: figures[k] for k in CALIBRATION_OPTIONAL if figures.get(k) is not None
     }
+
+
+def _cost_text(v: Any) -> str:
+    """A calibrated cost as the notes show it: a number, or a table's
+    entries (``refill_ns_per_kib``) as ``key=value`` pairs."""
+    return " ".join(f"{k}={x}" for k, x in v.items()) if isinstance(v, dict) else str(v)
 
 
 def _nr_cpus(trace_text: str, info: dict[str, Any]) -> int:
@@ -777,7 +783,7 @@ def markdown(results: Sequence[dict[str, Any]], title: str) -> str:
                 f"costs measured by schedlab calibrate's probes {where}: context_switch_ns "
                 f"{cal['context_switch_ns']}, ipi_ns {cal['ipi_ns']}, pipe_write_ns "
                 f"{cal['pipe_write_ns']}, pipe_read_ns {cal['pipe_read_ns']}"
-                + "".join(f", {k} {cal[k]}" for k in CALIBRATION_OPTIONAL if k in cal)
+                + "".join(f", {k} {_cost_text(cal[k])}" for k in CALIBRATION_OPTIONAL if k in cal)
             )
             if cal.get("stalls"):
                 spec, how = cal["stalls"]

@@ -13,6 +13,7 @@ mod hackbench;
 mod periodic;
 mod pipe;
 mod pipecost;
+mod refillcost;
 mod schbench;
 mod stalls;
 mod wakecost;
@@ -64,6 +65,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     ("schbench", schbench::SUMMARY),
     ("pipecost", pipecost::SUMMARY),
     ("wakecost", wakecost::SUMMARY),
+    ("refillcost", refillcost::SUMMARY),
     ("stalls", stalls::SUMMARY),
 ];
 
@@ -122,6 +124,7 @@ pub fn run(spec: &str) -> Result<String, WlError> {
         "schbench" => schbench::run(&s)?,
         "pipecost" => pipecost::run(&s)?,
         "wakecost" => wakecost::run(&s)?,
+        "refillcost" => refillcost::run(&s)?,
         "stalls" => stalls::run(&s)?,
         other => {
             let names: Vec<&str> = FAMILIES.iter().map(|f| f.0).collect();
