@@ -160,6 +160,11 @@ impl Sim {
             irq_streams,
             irq,
             host: workload.host.clone().map(|h| Box::new(super::host::Host::new(h, nr, cfg.seed))),
+            timed: if workload.host.is_some() || !workload.irqs.is_empty() {
+                vec![super::timed_work::TimedWork::default(); nr]
+            } else {
+                Vec::new()
+            },
             nr_busy: 0,
             cpufreq: crate::cpufreq::CpufreqState::new(&machine, sugov_first).with_dbs_first(dbs_first),
             idle_devs: vec![crate::cpuidle::CpuidleDevice::default(); nr],

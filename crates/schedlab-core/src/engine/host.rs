@@ -286,6 +286,7 @@ impl Sim {
         self.queue.cancel_key(key);
         self.emit(crate::trace::Event::Irq { cpu, irq: crate::trace::event::HOST_IRQ, entry: true });
         self.sync_segment(cpu);
+        self.timed_stall_begin(cpu);
         self.irq[cpu.idx()].stall_until = HOST_HELD;
         let rq = self.rqs.untracked_mut(cpu.idx());
         let owed = rq.ready_at.saturating_sub(now);
@@ -305,6 +306,7 @@ impl Sim {
         let owed = h.owed[cpu.idx()];
         let held = std::mem::take(&mut h.held[cpu.idx()]);
         self.irq[cpu.idx()].stall_until = 0;
+        self.timed_stall_end(cpu);
         self.emit(crate::trace::Event::Irq { cpu, irq: crate::trace::event::HOST_IRQ, entry: false });
         let rq = self.rqs.untracked_mut(cpu.idx());
         // Delays added while it waited (a context switch's cost) come after.

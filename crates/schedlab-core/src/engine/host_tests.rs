@@ -258,3 +258,32 @@ fn a_vcpu_has_a_pending_host_slice_exactly_while_it_runs() {
     }
     assert!(checked > 1000 && sim.host.as_ref().unwrap().stalled_ns > 0);
 }
+
+#[test]
+fn a_host_stall_during_a_newly_idle_pass_is_in_the_domains_measured_cost() {
+    // The kernel times each newly-idle domain pass with sched_clock, which
+    // runs while the host holds the vCPU (engine/timed_work.rs). Twelve
+    // tasks that compute and sleep in turns on 8 vCPUs sharing 2 host CPUs
+    // with 200 us slices: some pass is held, and its domain's cost goes past
+    // what the pass itself costs (2,000 ns + 100 ns per CPU of the span).
+    let mut ts = script_tasks(12, &[Action::Compute(150_000), Action::Sleep(100_000)], 200);
+    for t in &mut ts {
+        t.allowed = None;
+    }
+    let mut w = script_workload(ts);
+    w.host = Some(HostSpec { slice: Dist::Fixed(200_000), ..host(2, 1, true) });
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(200 * MS).unwrap();
+    let modelled_max = 2_000 + 100 * 8;
+    let inflated = (0..8)
+        .flat_map(|c| sim.rqs[c].sd.iter().map(|d| d.max_newidle_lb_cost).collect::<Vec<_>>())
+        .filter(|&c| c > modelled_max)
+        .count();
+    assert!(inflated > 0, "no domain's measured cost held a stall");
+    // Without a host nothing takes the CPUs' time: every cost is modelled.
+    let mut w = script_workload(script_tasks(12, &[Action::Compute(150_000), Action::Sleep(100_000)], 200));
+    w.host = None;
+    let mut sim = sim_with(TWO_LLC, &w, sim_config(Features::mainline()));
+    sim.run(200 * MS).unwrap();
+    assert!((0..8).all(|c| sim.rqs[c].sd.iter().all(|d| d.max_newidle_lb_cost <= modelled_max)));
+}

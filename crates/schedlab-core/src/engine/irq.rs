@@ -314,6 +314,7 @@ impl Sim {
     }
 
     fn irq_steal(&mut self, cpu: CpuId, ns: Ns) {
+        self.timed_steal(cpu, ns);
         let now = self.now;
         self.irq[cpu.idx()].busy_until = now + ns;
         let running = self.rqs[cpu.idx()].seg_active;

@@ -30,6 +30,7 @@ pub mod setsched;
 pub mod task;
 pub mod tasks;
 pub mod tick;
+pub mod timed_work;
 pub mod timers;
 pub mod uclamp;
 
@@ -319,6 +320,10 @@ pub struct Sim {
     may_stall: bool,
     /// The host time-sharing the CPUs as vCPUs (`overcommit`), if any.
     host: Option<Box<host::Host>>,
+    /// Per CPU, kernel work timed with `sched_clock` (`timed_work.rs`);
+    /// empty where nothing can take a CPU's time (no interrupt source, no
+    /// stall, no host).
+    pub(crate) timed: Vec<timed_work::TimedWork>,
     /// CPUs running a task (not idle): what a `busy_cpus` interrupt source
     /// (`IrqSpec::busy_cpus`) is gated on. Kept by `context_switch`.
     nr_busy: u32,

@@ -5,8 +5,11 @@
 //!
 //! A pass costs `cost.balance_ns_base + cost.balance_ns_per_cpu *
 //! span_weight` (the kernel measures `sched_clock` around it); the sum is
-//! charged to the CPU, and feeds `max_newidle_lb_cost` exactly as the
-//! measured time does in the kernel.
+//! charged to the CPU, and feeds `max_newidle_lb_cost` as the measured time
+//! does in the kernel, with what an interrupt or a host stall took from the
+//! CPU while a domain's pass ran added to that domain's cost
+//! (`engine/timed_work.rs`, folded in by `fold_timed_newidle` before the
+//! costs are read again).
 //!
 //! Seed ideas 3 (`avg_idle_on_enqueue`: hold the idle stamp back during the
 //! pass) and 7 (`ni_half_idle_retry`) are here too; README_newidle.md
@@ -96,6 +99,8 @@ impl Sim {
         if self.rqs[cpu.idx()].ttwu_pending > 0 {
             return 0; // a wakeup is on its way: no need to look
         }
+        self.fold_timed_newidle(cpu);
+        self.fair.ni_parts.n = 0;
         // Measure the balancing time as idle time (0 means "not idle").
         let idle_stamp = now.max(1);
         // Seed idea 3: enqueue_task now samples avg_idle when idle_stamp is
@@ -188,8 +193,34 @@ impl Sim {
             self.nohz_newidle_balance(cpu);
         }
         self.charge(cpu, curr_cost);
+        let parts = self.fair.ni_parts;
+        self.timed_work_begin(cpu, &parts.parts[..parts.n]);
         self.emit(Event::Balance { cpu, depth, kind: BalanceKind::NewIdle, pulled });
         pulled
+    }
+
+    /// What `cpu`'s last newly-idle pass measured beyond its modelled cost,
+    /// folded into the domains' `max_newidle_lb_cost` and the runqueue's
+    /// `max_idle_balance_cost` as the kernel's `sched_clock` readings would
+    /// have put it there: an interrupt handled or a host stall while a
+    /// domain's pass ran counts in that domain's cost (`engine/timed_work.rs`).
+    /// Called before either is read again.
+    pub(crate) fn fold_timed_newidle(&mut self, cpu: CpuId) {
+        let Some(r) = self.take_timed_work(cpu) else { return };
+        let mut total = 0;
+        for i in 0..r.n {
+            let cost = r.costs[i] + r.stolen[i];
+            total += cost;
+            let rt = self.rqs.sd_mut(cpu.idx(), r.tags[i] as usize);
+            if cost > rt.max_newidle_lb_cost {
+                rt.max_newidle_lb_cost = cost;
+                rt.last_decay_max_lb_cost = r.end;
+            }
+        }
+        let rq = self.rqs.untracked_mut(cpu.idx());
+        if total > rq.max_idle_balance_cost {
+            rq.max_idle_balance_cost = total;
+        }
     }
 
     /// One newly-idle pass over the domain at `level`: `sched_balance_rq`,
@@ -207,6 +238,7 @@ impl Sim {
         let pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, cont);
         let domain_cost = self.balance_cost_ns(span);
         *curr_cost += domain_cost;
+        self.fair.ni_parts.push(level, domain_cost);
         self.update_newidle_cost(cpu, level, domain_cost, weight * (pulled > 0) as u32);
         pulled
     }

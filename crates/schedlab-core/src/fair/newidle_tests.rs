@@ -311,3 +311,88 @@ fn going_idle_after_saturation_counts_the_pelt_clock_lag_as_lost_idle_time() {
     // A full-capacity CPU at its top frequency has no lag to lose.
     assert_eq!(s.rqs[4].clock_pelt.lost_idle_time, 0);
 }
+
+/// CPU 0's newly-idle pass with work on another core of its LLC: SMT finds
+/// nothing (2,200 ns), MC pulls (2,400 ns). Returns when the pass's work
+/// starts on CPU 0 (its `ready_at` less the two).
+fn timed_pass(s: &mut Sim) -> Ns {
+    s.timed = vec![Default::default(); 8];
+    let (_, other, _) = neighbours(s);
+    two_on(s, other);
+    set_cpu0(s, [1024, 1024, 1024], 1_000_000);
+    assert_eq!(s.sched_balance_newidle(CpuId(0)), 1);
+    assert_eq!(s.rqs[0].sd[MC].max_newidle_lb_cost, 2_400);
+    s.rqs[0].ready_at - 4_600
+}
+
+#[test]
+fn time_taken_from_the_cpu_during_a_domains_pass_counts_in_that_domains_cost() {
+    // The kernel reads sched_clock around each domain's pass
+    // (sched_balance_newidle, update_newidle_cost): 50 us of interrupt
+    // handling while the MC pass ran make MC's cost 2,400 + 50,000 ns, and
+    // the whole pass's (max_idle_balance_cost) 4,600 + 50,000; SMT's stays.
+    let mut s = sim(2, features(false, false));
+    let start = timed_pass(&mut s);
+    s.now = start + 3_000; // 800 ns into MC's pass
+    s.timed_steal(CpuId(0), 50_000);
+    s.now = start + 100_000;
+    s.fold_timed_newidle(CpuId(0));
+    assert_eq!(s.rqs[0].sd[SMT].max_newidle_lb_cost, 2_200);
+    assert_eq!(s.rqs[0].sd[MC].max_newidle_lb_cost, 52_400);
+    assert!(s.rqs[0].max_idle_balance_cost >= 54_600);
+    // Taken once: folding again changes nothing.
+    s.rqs[0].sd[MC].max_newidle_lb_cost = 2_400;
+    s.fold_timed_newidle(CpuId(0));
+    assert_eq!(s.rqs[0].sd[MC].max_newidle_lb_cost, 2_400);
+}
+
+#[test]
+fn a_host_stall_inside_a_pass_counts_and_one_after_it_does_not() {
+    // A vCPU held by its host from 1 us into the SMT pass for 30 ms: the
+    // SMT domain's cost is 30 ms more. A stall after the 4,600 ns of work
+    // (their end is the start plus the work plus the first stall) is the
+    // CPU's next work's, not the pass's.
+    let mut s = sim(2, features(false, false));
+    let start = timed_pass(&mut s);
+    s.now = start + 1_000;
+    s.timed_stall_begin(CpuId(0));
+    s.now += 30_000_000;
+    s.timed_stall_end(CpuId(0));
+    s.now = start + 30_000_000 + 4_600;
+    s.timed_stall_begin(CpuId(0));
+    s.now += 1_000_000;
+    s.timed_stall_end(CpuId(0));
+    s.fold_timed_newidle(CpuId(0));
+    assert_eq!(s.rqs[0].sd[SMT].max_newidle_lb_cost, 30_002_200);
+    assert_eq!(s.rqs[0].sd[MC].max_newidle_lb_cost, 2_400);
+    // The decay clock starts where the pass ended, as the kernel's at t1.
+    assert_eq!(s.rqs[0].sd[SMT].last_decay_max_lb_cost, start + 30_004_600);
+}
+
+#[test]
+fn a_domain_cost_inflated_by_a_stall_stops_the_next_pass_at_that_level() {
+    // What it changes: with avg_idle 10 us, the next newly-idle pass (on
+    // the same state) stops before MC (avg_idle < SMT's cost + MC's max)
+    // when a stall inflated MC's cost, and pulls over MC when nothing was
+    // taken from the CPU.
+    let mut pulled = vec![];
+    for stall in [false, true] {
+        let mut s = sim(2, features(false, false));
+        let start = timed_pass(&mut s);
+        if stall {
+            s.now = start + 3_000;
+            s.timed_steal(CpuId(0), 50_000);
+        }
+        s.now = start + 1_000_000;
+        s.fold_timed_newidle(CpuId(0));
+        let (smt, mc) = (s.rqs[0].sd[SMT].max_newidle_lb_cost, s.rqs[0].sd[MC].max_newidle_lb_cost);
+        let mut s = sim(2, features(false, false));
+        let (_, other, _) = neighbours(&s);
+        two_on(&mut s, other);
+        set_cpu0(&mut s, [1024, 1024, 1024], 10_000);
+        s.rqs[0].sd[SMT].max_newidle_lb_cost = smt;
+        s.rqs[0].sd[MC].max_newidle_lb_cost = mc;
+        pulled.push(s.sched_balance_newidle(CpuId(0)));
+    }
+    assert_eq!(pulled, vec![1, 0]);
+}

@@ -72,6 +72,7 @@ impl Sim {
         let mut max_cost = 0;
         let mut cost: Ns = 0;
         let levels = self.domains.chain(cpu).len();
+        self.fold_timed_newidle(cpu);
         for level in 0..levels {
             need_decay = self.update_newidle_cost(cpu, level, 0, 0);
             max_cost += self.rqs[cpu.idx()].sd[level].max_newidle_lb_cost;
