@@ -228,6 +228,10 @@ fn advance_pelt_clock(sa: &mut SchedAvg, now: u64) -> Option<u64> {
 
 /// `___update_load_sum`: advance the sums to `now` (PELT clock, ns). Returns
 /// true when a period boundary was crossed and the averages need recomputing.
+/// Always inlined, as the kernel's (`__always_inline`): with `accumulate_sum`
+/// inlined into it, the compiler kept it out of line, 717,179 calls on the
+/// standard bench (round 19: -5.5 M inlined).
+#[inline(always)]
 pub fn update_load_sum(sa: &mut SchedAvg, now: u64, load: u64, runnable: u64, running: bool) -> bool {
     let Some(delta) = advance_pelt_clock(sa, now) else {
         return false;
