@@ -175,6 +175,11 @@ fn accumulate_pelt_segments(decay: Decay, d1: u32, d3: u32) -> u32 {
 /// `accumulate_sum`: decay the sums over crossed period boundaries, then add
 /// this update's contribution. `delta` is in 1024 ns units. Returns the
 /// number of periods crossed.
+///
+/// Always inlined (`__always_inline` in the kernel too): out of line, each
+/// of its 344,038 calls on the standard bench saved and restored five
+/// registers (round 19: -2.7 M inlined; round 12 had measured +6.3 M).
+#[inline(always)]
 pub fn accumulate_sum(delta: u64, sa: &mut SchedAvg, load: u64, runnable: u64, running: bool) -> u64 {
     let mut contrib = delta as u32; // p == 0 -> delta < 1024
     let mut delta = delta + sa.period_contrib as u64;
@@ -223,6 +228,10 @@ fn advance_pelt_clock(sa: &mut SchedAvg, now: u64) -> Option<u64> {
 
 /// `___update_load_sum`: advance the sums to `now` (PELT clock, ns). Returns
 /// true when a period boundary was crossed and the averages need recomputing.
+/// Always inlined, as the kernel's (`__always_inline`): with `accumulate_sum`
+/// inlined into it, the compiler kept it out of line, 717,179 calls on the
+/// standard bench (round 19: -5.5 M inlined).
+#[inline(always)]
 pub fn update_load_sum(sa: &mut SchedAvg, now: u64, load: u64, runnable: u64, running: bool) -> bool {
     let Some(delta) = advance_pelt_clock(sa, now) else {
         return false;

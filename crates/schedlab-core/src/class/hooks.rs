@@ -73,7 +73,9 @@ impl Sim {
 
     /// `class->select_task_rq`: a CPU for `p` waking (or forked) on
     /// `ctx.this_cpu`. Called from `select_task_rq` (core), which handles
-    /// single-CPU tasks and the affinity fallback around it.
+    /// single-CPU tasks and the affinity fallback around it. Always inlined
+    /// into that one caller (round 19, with `asym_fits_cpu`: -2.0 M).
+    #[inline(always)]
     pub(crate) fn class_select_task_rq(&mut self, p: TaskId, prev: CpuId, wake_flags: u32, ctx: &mut WakeCtx) -> CpuId {
         match self.task_class(p) {
             SchedClass::Rt => {

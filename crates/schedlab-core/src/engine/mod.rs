@@ -448,6 +448,12 @@ impl Sim {
         Ok(())
     }
 
+    /// Handle one popped event. Always inlined into the run loop, its only
+    /// caller: out of line, every event paid its prologue and epilogue (six
+    /// registers and the frame saved and restored) and the event's copy
+    /// into the call (10.2 M of the standard bench, 23 instructions per
+    /// handled event; round 19).
+    #[inline(always)]
     fn handle(&mut self, ev: Ev) -> Result<()> {
         match ev {
             Ev::TaskStart(p) => {

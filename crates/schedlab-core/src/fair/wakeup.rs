@@ -293,7 +293,8 @@ impl Sim {
     /// machines the task must fully fit (utilisation and clamps).
     /// Under `wake_cap` (v4.9 .. v5.6) the idle search was capacity-blind:
     /// a wakee that did not fit had already been sent down the slow path.
-    #[inline]
+    /// Always inlined at its few callers in the idle search (round 19).
+    #[inline(always)]
     pub fn asym_fits_cpu(&self, util: u64, util_min: u64, util_max: u64, cpu: CpuId) -> bool {
         if sched_feat!(self.features, wake_cap) {
             return true;
