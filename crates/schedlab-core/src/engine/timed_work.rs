@@ -80,6 +80,13 @@ pub(crate) struct TimedResult {
 }
 
 impl Sim {
+    /// Whether this machine keeps timed work: something can take a CPU's
+    /// time (else a class need not name its parts).
+    #[inline(always)]
+    pub(crate) fn times_work(&self) -> bool {
+        !self.timed.is_empty()
+    }
+
     /// `cpu` has just been charged `parts` (tag, modelled cost) in order,
     /// all of it: its wall time is measured from when the CPU gets to it
     /// (`ready_at` less their sum). Replaces an earlier record not taken.

@@ -193,8 +193,10 @@ impl Sim {
             self.nohz_newidle_balance(cpu);
         }
         self.charge(cpu, curr_cost);
-        let parts = self.fair.ni_parts;
-        self.timed_work_begin(cpu, &parts.parts[..parts.n]);
+        if self.times_work() {
+            let parts = self.fair.ni_parts;
+            self.timed_work_begin(cpu, &parts.parts[..parts.n]);
+        }
         self.emit(Event::Balance { cpu, depth, kind: BalanceKind::NewIdle, pulled });
         pulled
     }
@@ -205,7 +207,16 @@ impl Sim {
     /// have put it there: an interrupt handled or a host stall while a
     /// domain's pass ran counts in that domain's cost (`engine/timed_work.rs`).
     /// Called before either is read again.
+    #[inline(always)]
     pub(crate) fn fold_timed_newidle(&mut self, cpu: CpuId) {
+        if self.times_work() {
+            self.fold_timed_newidle_now(cpu);
+        }
+    }
+
+    /// `fold_timed_newidle` where the machine keeps timed work.
+    #[inline(never)]
+    fn fold_timed_newidle_now(&mut self, cpu: CpuId) {
         let Some(r) = self.take_timed_work(cpu) else { return };
         let mut total = 0;
         for i in 0..r.n {
@@ -238,7 +249,9 @@ impl Sim {
         let pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, cont);
         let domain_cost = self.balance_cost_ns(span);
         *curr_cost += domain_cost;
-        self.fair.ni_parts.push(level, domain_cost);
+        if self.times_work() {
+            self.fair.ni_parts.push(level, domain_cost);
+        }
         self.update_newidle_cost(cpu, level, domain_cost, weight * (pulled > 0) as u32);
         pulled
     }
