@@ -1,6 +1,7 @@
 """``schedlab-wl FAMILY:key=value,...``: schedlab's native workload programs
-(pipe, hackbench, workqueue, barrier, periodic, schbench; and the
-``pipecost`` probe of ``schedlab calibrate``), installed with the package.
+(pipe, hackbench, workqueue, barrier, periodic, schbench; and the probes
+of ``schedlab calibrate``: ``pipecost``, ``wakecost``, ``refillcost``,
+``stalls``), installed with the package.
 
 They run as threads of this process (the Rust code in ``schedlab._native``,
 with the GIL released), named ``wl-...`` so that a recording can be filtered
