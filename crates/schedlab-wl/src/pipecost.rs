@@ -23,14 +23,17 @@ pub(crate) fn quantile<T: Copy>(v: &[T], q: f64) -> T {
     v[rank - 1]
 }
 
+/// The probes' summary of sorted `v`: `p10_ns`, `p50_ns` and `p90_ns`.
+pub(crate) fn percentiles<T: Copy + Into<serde_json::Value>>(v: &[T]) -> serde_json::Value {
+    let q = |f: f64| -> serde_json::Value { quantile(v, f).into() };
+    json!({"p10_ns": q(0.1), "p50_ns": q(0.5), "p90_ns": q(0.9)})
+}
+
 fn summary(mut per_op: Vec<f64>) -> serde_json::Value {
     per_op.sort_by(f64::total_cmp);
-    json!({
-        "p10_ns": quantile(&per_op, 0.1),
-        "p50_ns": quantile(&per_op, 0.5),
-        "p90_ns": quantile(&per_op, 0.9),
-        "batches": per_op.len(),
-    })
+    let mut doc = percentiles(&per_op);
+    doc["batches"] = json!(per_op.len());
+    doc
 }
 
 pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {

@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::args::{allowed_cpus, pin_to, Spec, WlError};
 use crate::clock::mono_ns;
-use crate::pipecost::quantile;
+use crate::pipecost::{percentiles, quantile};
 
 pub(crate) const SUMMARY: &str =
     "probe: ns to refill a task's footprint after a move between two CPUs and after eviction (schedlab calibrate)";
@@ -80,7 +80,7 @@ fn timed(buf: &[u64], order: &[u32]) -> u64 {
 
 fn summary(mut v: Vec<u64>) -> serde_json::Value {
     v.sort_unstable();
-    json!({"p10_ns": quantile(&v, 0.1), "p50_ns": quantile(&v, 0.5), "p90_ns": quantile(&v, 0.9)})
+    percentiles(&v)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::args::{channel, close, read_exact, sys, write_all, Spec, WlError};
 use crate::clock::{mono_ns, sleep_until_ns};
-use crate::pipecost::quantile;
+use crate::pipecost::{percentiles, quantile};
 
 pub(crate) const SUMMARY: &str =
     "probe: ns of a pipe write that wakes a SCHED_IDLE reader on the same CPU (schedlab calibrate)";
@@ -121,11 +121,7 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
         "skipped": skipped,
         "cpu": cpu,
         "clock_ns": clock,
-        "wake_write": {
-            "p10_ns": quantile(&times, 0.1),
-            "p50_ns": quantile(&times, 0.5),
-            "p90_ns": quantile(&times, 0.9),
-        },
+        "wake_write": percentiles(&times),
     }))
 }
 

@@ -141,8 +141,9 @@ pub(crate) fn run(s: &Spec) -> Result<serde_json::Value, WlError> {
     let mut doc = json!({ "family": "workqueue", "threads": threads, "chunks": chunks, "completion_time_s": secs });
     if let Some(mut ns) = times_rx.try_recv().ok().filter(|v| !v.is_empty()) {
         ns.sort_unstable();
-        let q = |f: f64| ns[((f * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1];
-        doc["reply_write_ns"] = json!({ "p10_ns": q(0.1), "p50_ns": q(0.5), "p90_ns": q(0.9), "n": ns.len() });
+        let mut reply = crate::pipecost::percentiles(&ns);
+        reply["n"] = json!(ns.len());
+        doc["reply_write_ns"] = reply;
     }
     Ok(doc)
 }
