@@ -42,29 +42,14 @@ REFILL_ROUNDS = 100
 DISTANCES = ("smt", "cluster", "llc", "package", "node")
 
 
-def _distance(ids: dict[str, list[int]], has_clusters: bool, a: int, b: int) -> str:
-    """`Machine::distance(a, b)`'s name, from a topology doc's ``cpu_ids``."""
-    if a == b:
-        return "same"
-    if ids["core"][a] == ids["core"][b]:
-        return "smt"
-    if has_clusters and ids["cluster"][a] == ids["cluster"][b]:
-        return "cluster"
-    if ids["llc"][a] == ids["llc"][b]:
-        return "llc"
-    if ids["node"][a] == ids["node"][b]:
-        return "package"
-    return "node"
-
-
 def pairs(doc: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    """For each distance the machine (a `topo_doc`) has from CPU 0, the pair
-    (0, the lowest-numbered CPU at that distance)."""
-    ids = doc["cpu_ids"]
-    has_clusters = bool(doc["machine"].get("has_clusters", False))
+    """For each distance the machine (a `topo_doc`, whose ``distance_from_cpu0``
+    is `Machine::distance`'s) has from CPU 0, the pair (0, the lowest-numbered
+    CPU at that distance)."""
     out: dict[str, tuple[int, int]] = {}
-    for cpu in range(1, len(ids["core"])):
-        out.setdefault(_distance(ids, has_clusters, 0, cpu), (0, cpu))
+    for cpu, dist in enumerate(doc["distance_from_cpu0"]):
+        if cpu > 0:
+            out.setdefault(dist, (0, cpu))
     return {d: out[d] for d in DISTANCES if d in out}
 
 

@@ -201,14 +201,9 @@ pub fn render_json(m: &Machine, d: &Domains) -> Value {
                     "has_clusters": m.has_clusters, "nr_llcs": m.nr_llcs, "nr_nodes": m.nr_nodes,
                     "nr_packages": m.nr_packages},
         "cpus": cpus,
-        // Each CPU's ids (core, cluster, LLC, package, node), indexed by CPU:
-        // what `Machine::distance` compares (calibrate picks its pairs of CPUs
-        // by distance from them).
-        "cpu_ids": {"core": m.cpus.iter().map(|c| c.core).collect::<Vec<_>>(),
-                    "cluster": m.cpus.iter().map(|c| c.cluster).collect::<Vec<_>>(),
-                    "llc": m.cpus.iter().map(|c| c.llc).collect::<Vec<_>>(),
-                    "package": m.cpus.iter().map(|c| c.package).collect::<Vec<_>>(),
-                    "node": m.cpus.iter().map(|c| c.node).collect::<Vec<_>>()},
+        // Each CPU's `Machine::distance` from CPU 0, by name, indexed by CPU
+        // (calibrate picks its pairs of CPUs by it).
+        "distance_from_cpu0": m.cpus.iter().map(|c| m.distance(CpuId(0), c.id).name()).collect::<Vec<_>>(),
         "core_types": core_types,
         "numa_distance": m.numa_distance,
         "cost": {"refill_ns_per_kib": c.refill_ns_per_kib, "ipi_ns": c.ipi_ns,
@@ -258,11 +253,11 @@ nominal_freq_mhz = 2000
         assert_eq!(j["levels"][2]["name"], "PKG");
         assert_eq!(j["levels"][2]["example"]["groups"][1], "2-3,6-7");
         assert_eq!(j["cpus"][1]["cpus"], "2-3,6-7");
-        // Per CPU: CPU 4 is CPU 0's SMT sibling, CPU 2 is in the other LLC.
-        assert_eq!(j["cpu_ids"]["core"][4], j["cpu_ids"]["core"][0]);
-        assert_ne!(j["cpu_ids"]["core"][1], j["cpu_ids"]["core"][0]);
-        assert_eq!((j["cpu_ids"]["llc"][1].clone(), j["cpu_ids"]["llc"][2].clone()), (0.into(), 1.into()));
-        assert_eq!(j["cpu_ids"]["node"].as_array().map(Vec::len), Some(8));
+        // Per CPU: CPU 4 is CPU 0's SMT sibling, CPU 1 another core of its
+        // LLC, CPU 2 in the other LLC.
+        let d = &j["distance_from_cpu0"];
+        assert_eq!((d[0].as_str(), d[4].as_str(), d[1].as_str()), (Some("same"), Some("smt"), Some("llc")));
+        assert_eq!((d[2].as_str(), d.as_array().map(Vec::len)), (Some("package"), Some(8)));
     }
 
     #[test]
