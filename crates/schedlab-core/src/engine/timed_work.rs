@@ -15,9 +15,10 @@
 //! maximum decays by 1% a second).
 //!
 //! The engine charges such work to the CPU (`Sim::charge`: it owes the time
-//! from `ready_at`), and a class that times it says so with
-//! [`Sim::timed_work_begin`], naming the parts (for the newly-idle pass, the
-//! domain levels) and their modelled costs. Time an interrupt handler or a
+//! from `ready_at`), and a class that times it names its parts as it prices
+//! them ([`Sim::timed_part`]: for the newly-idle pass, each domain level and
+//! its modelled cost), then, once it has charged them, says so
+//! ([`Sim::timed_work_begin`]). Time an interrupt handler or a
 //! stall takes from the CPU (`irq_steal`, a host's hold of the vCPU) while
 //! the work runs is added to the part that was running; the class folds it
 //! into its measurements with [`Sim::take_timed_work`] before it next reads
@@ -51,9 +52,17 @@ pub(crate) struct TimedWork {
     stolen_total: Ns,
     /// A stall that began while part `.0` ran, at `.1`, and has not ended.
     open: Option<(u8, Ns)>,
+    /// Its parts are being named, not yet charged: no time runs meanwhile
+    /// (naming and charging happen in one instant).
+    naming: bool,
 }
 
 impl TimedWork {
+    /// Whether it was charged and is measured.
+    fn live(&self) -> bool {
+        self.n > 0 && !self.naming
+    }
+
     /// The part running at `t`, or `None` when the work has not started or
     /// is done (what the CPU does then is not this work).
     fn part_at(&self, t: Ns) -> Option<usize> {
@@ -87,25 +96,38 @@ impl Sim {
         !self.timed.is_empty()
     }
 
-    /// `cpu` has just been charged `parts` (tag, modelled cost) in order,
-    /// all of it: its wall time is measured from when the CPU gets to it
-    /// (`ready_at` less their sum). Replaces an earlier record not taken.
-    pub(crate) fn timed_work_begin(&mut self, cpu: CpuId, parts: &[(u8, Ns)]) {
-        if self.timed.is_empty() || parts.is_empty() {
+    /// The next part (`tag`, modelled cost) of work `cpu` is about to be
+    /// charged. The first part named after a charge starts a new record,
+    /// replacing one not taken; past `TIMED_PARTS` parts the last takes the
+    /// rest (and the latest tag).
+    #[inline]
+    pub(crate) fn timed_part(&mut self, cpu: CpuId, tag: u8, cost: Ns) {
+        let Some(w) = self.timed.get_mut(cpu.idx()) else { return };
+        if !w.naming {
+            *w = TimedWork { naming: true, ..TimedWork::default() };
+        }
+        let n = w.n as usize;
+        let before = if n == 0 { 0 } else { w.ends[n - 1] };
+        let i = n.min(TIMED_PARTS - 1);
+        w.tags[i] = tag;
+        w.ends[i] = before + cost;
+        w.n = i as u8 + 1;
+    }
+
+    /// `cpu` has just been charged the parts named since the last charge:
+    /// their wall time is measured from when the CPU gets to them
+    /// (`ready_at` less their sum).
+    #[inline]
+    pub(crate) fn timed_work_begin(&mut self, cpu: CpuId) {
+        if self.timed.is_empty() {
             return;
         }
-        let total: Ns = parts.iter().map(|p| p.1).sum();
         let ready_at = self.rqs[cpu.idx()].ready_at;
-        let mut w = TimedWork { start: ready_at.saturating_sub(total), ..TimedWork::default() };
-        let mut end = 0;
-        for (i, &(tag, cost)) in parts.iter().enumerate() {
-            let i = i.min(TIMED_PARTS - 1);
-            end += cost;
-            w.tags[i] = w.tags[i].max(tag);
-            w.ends[i] = end;
-            w.n = i as u8 + 1;
+        let w = &mut self.timed[cpu.idx()];
+        if w.naming {
+            w.naming = false;
+            w.start = ready_at.saturating_sub(w.ends[w.n as usize - 1]);
         }
-        self.timed[cpu.idx()] = w;
     }
 
     /// `ns` of `cpu`'s time taken from now (an interrupt handler): the part
@@ -113,7 +135,7 @@ impl Sim {
     pub(crate) fn timed_steal(&mut self, cpu: CpuId, ns: Ns) {
         let now = self.now;
         let Some(w) = self.timed.get_mut(cpu.idx()) else { return };
-        if w.n == 0 {
+        if !w.live() {
             return;
         }
         if now < w.start {
@@ -129,7 +151,7 @@ impl Sim {
     pub(crate) fn timed_stall_begin(&mut self, cpu: CpuId) {
         let now = self.now;
         let Some(w) = self.timed.get_mut(cpu.idx()) else { return };
-        if w.n == 0 || w.open.is_some() {
+        if !w.live() || w.open.is_some() {
             return;
         }
         if now < w.start {
@@ -160,7 +182,7 @@ impl Sim {
     pub(crate) fn take_timed_work(&mut self, cpu: CpuId) -> Option<TimedResult> {
         let now = self.now;
         let w = self.timed.get_mut(cpu.idx())?;
-        if w.n == 0 || !w.over_at(now) {
+        if !w.live() || !w.over_at(now) {
             return None;
         }
         let w = std::mem::take(w);

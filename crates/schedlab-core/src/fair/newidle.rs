@@ -100,7 +100,6 @@ impl Sim {
             return 0; // a wakeup is on its way: no need to look
         }
         self.fold_timed_newidle(cpu);
-        self.fair.ni_parts.n = 0;
         // Measure the balancing time as idle time (0 means "not idle").
         let idle_stamp = now.max(1);
         // Seed idea 3: enqueue_task now samples avg_idle when idle_stamp is
@@ -193,10 +192,7 @@ impl Sim {
             self.nohz_newidle_balance(cpu);
         }
         self.charge(cpu, curr_cost);
-        if self.times_work() {
-            let parts = self.fair.ni_parts;
-            self.timed_work_begin(cpu, &parts.parts[..parts.n]);
-        }
+        self.timed_work_begin(cpu);
         self.emit(Event::Balance { cpu, depth, kind: BalanceKind::NewIdle, pulled });
         pulled
     }
@@ -249,9 +245,7 @@ impl Sim {
         let pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, cont);
         let domain_cost = self.balance_cost_ns(span);
         *curr_cost += domain_cost;
-        if self.times_work() {
-            self.fair.ni_parts.push(level, domain_cost);
-        }
+        self.timed_part(cpu, level.min(u8::MAX as usize) as u8, domain_cost);
         self.update_newidle_cost(cpu, level, domain_cost, weight * (pulled > 0) as u32);
         pulled
     }

@@ -46,9 +46,6 @@ pub struct FairState {
     pub(in crate::fair) llc: Vec<LlcShared>,
     /// `struct nohz` (its `idle_cpus_mask` included) and `sgc->imbalance`.
     pub(in crate::fair) nohz: NohzState,
-    /// The newly-idle pass under way: each domain pass's (level, modelled
-    /// cost), for the engine to time (`engine/timed_work.rs`).
-    pub(in crate::fair) ni_parts: NewidleParts,
     /// Energy model and the overutilized flags (`eas.rs`, `overutilized.rs`).
     pub(in crate::fair) eas: EasState,
     /// Static group descriptions per domain (`lb_stats::group_refs`).
@@ -110,7 +107,6 @@ impl FairState {
             ),
             llc,
             nohz: NohzState::new(nr, domains.nr_levels as usize, machine.all_cpus()),
-            ni_parts: NewidleParts::default(),
             eas: EasState::new(machine, domains),
             sg_refs,
             sg_cpus,
@@ -177,27 +173,5 @@ impl Sim {
         let shared = &mut self.fair.llc[llc];
         shared.has_idle_cores = has_idle_cores;
         shared.nr_idle_scan = nr_idle_scan;
-    }
-}
-
-/// The domain passes of one newly-idle balance, in order: (level, modelled
-/// cost). A pass over more levels than the engine times apart adds the rest
-/// to the last (`TIMED_PARTS`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NewidleParts {
-    pub(in crate::fair) n: usize,
-    pub(in crate::fair) parts: [(u8, crate::ids::Ns); crate::engine::timed_work::TIMED_PARTS],
-}
-
-impl NewidleParts {
-    /// One more domain pass.
-    pub(in crate::fair) fn push(&mut self, level: usize, cost: crate::ids::Ns) {
-        let level = level.min(u8::MAX as usize) as u8;
-        if self.n < self.parts.len() {
-            self.parts[self.n] = (level, cost);
-            self.n += 1;
-        } else if let Some(last) = self.parts.last_mut() {
-            *last = (level, last.1 + cost);
-        }
     }
 }
