@@ -539,7 +539,6 @@ impl Sim {
         rq.seg_active = false;
         rq.run_gen += 1;
         self.rt_note_curr(cpu, next);
-        self.queue.cancel_key(self.key_run_done(cpu));
         match next {
             Some(n) => {
                 let (refill, kib) = self.refill_work_ns(n, cpu);
@@ -549,12 +548,20 @@ impl Sim {
                 let cs = self.machine.cost.context_switch_ns;
                 let rq = self.rqs.untracked_mut(cpu.idx());
                 rq.ready_at = rq.ready_at.max(now) + cs;
+                // The old segment's end is replaced: with the switch's cost
+                // ahead, `start_segment` queues the new end under the same
+                // key, which moves a pending one in place (one sift instead
+                // of a removal and an insert); else it may queue none.
+                if rq.ready_at <= now {
+                    self.queue.cancel_key(self.key_run_done(cpu));
+                }
                 if prev.is_none() {
                     self.smt_speed_changed(cpu);
                 }
                 self.start_segment(cpu)
             }
             None => {
+                self.queue.cancel_key(self.key_run_done(cpu));
                 // prev is a task here (prev == next returned above).
                 self.nr_busy -= 1;
                 self.vcpu_halt(cpu);
