@@ -143,15 +143,17 @@ impl Sim {
             core_pressure: vec![0; machine.nr_cores as usize],
             llc_pressure: vec![0; machine.nr_llcs as usize],
             rd_overloaded: false,
-            smt_siblings: (0..nr)
-                .map(|c| {
-                    let cpu = CpuId(c as u32);
-                    super::SmtSiblings {
-                        cpus: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
-                        speed_pct: machine.core_type(cpu).smt_speed_pct,
-                    }
-                })
-                .collect(),
+            smt_siblings: crate::id_table::IdTable::new(
+                (0..nr)
+                    .map(|c| {
+                        let cpu = CpuId(c as u32);
+                        super::SmtSiblings {
+                            cpus: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
+                            speed_pct: machine.core_type(cpu).smt_speed_pct,
+                        }
+                    })
+                    .collect(),
+            ),
             fair,
             peer: crate::policies::PeerState::new(&cfg.class, &machine, tasks.len()),
             rt: crate::rt::class::RtState::new(nr, tasks.len(), machine.hz, crate::rt::RtParams::default()),

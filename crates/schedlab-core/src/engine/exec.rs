@@ -49,8 +49,11 @@ impl Sim {
     /// The SMT siblings of `cpu` changed speed because `cpu` went busy or idle.
     #[inline(always)]
     pub fn smt_speed_changed(&mut self, cpu: CpuId) {
-        for k in 0..self.smt_siblings[cpu.idx()].cpus.len() {
-            let s = self.smt_siblings[cpu.idx()].cpus[k];
+        // The list is read again after each restart (which borrows `self`):
+        // `get` is the loop's test and the bounds test in one.
+        let mut k = 0;
+        while let Some(&s) = self.smt_siblings[cpu.idx()].cpus.get(k) {
+            k += 1;
             if self.rqs[s.idx()].seg_active {
                 self.restart_segment(s);
             }

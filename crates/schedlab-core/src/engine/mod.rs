@@ -250,8 +250,11 @@ pub struct Sim {
     /// Per CPU, its SMT siblings other than itself (`cpu_smt_mask` as a
     /// short list where the machine's mask is 16 words at 1024 CPUs) and
     /// its core type's SMT speed factor: topology, read on every segment
-    /// change and by the fair class's idle-core update on idle entry.
-    pub(crate) smt_siblings: Vec<SmtSiblings>,
+    /// change and by the fair class's idle-core update on idle entry. An
+    /// [`IdTable`](crate::id_table::IdTable), one entry per CPU of the
+    /// machine, indexed without a bounds test (its module says why that is
+    /// sound).
+    pub(crate) smt_siblings: crate::id_table::IdTable<SmtSiblings>,
     /// `rd->overloaded` (`struct root_domain`): set by the core's
     /// `add_nr_running` when a CPU gets a second task, read and cleared by
     /// the fair class's balancer (newly-idle balance skips when it is clear).
