@@ -65,6 +65,29 @@ fn wait_change(occ: &mut CpuOccupancy, ctx: &MetricsContext, rec: &TaskRec, task
 /// `last_cpu` / `waker_cpu` when unknown.
 const NO_CPU: u32 = u32::MAX;
 
+/// `tasks[task]`, the records grown first when a real trace names a task
+/// for the first time (a simulation's are sized at the start): on the usual
+/// path one test, the index's own, where growing and then indexing made two.
+/// A function of the vector, so that a caller keeps the collector's other
+/// fields (the occupancy, the context) borrowable beside the record.
+#[inline(always)]
+fn rec_at(tasks: &mut Vec<TaskRec>, task: TaskId) -> &mut TaskRec {
+    let i = task.idx();
+    if i < tasks.len() {
+        return &mut tasks[i];
+    }
+    grow_recs(tasks, i)
+}
+
+/// [`rec_at`]'s growth, out of the usual path.
+#[cold]
+#[inline(never)]
+fn grow_recs(tasks: &mut Vec<TaskRec>, i: usize) -> &mut TaskRec {
+    // Amortised growth: real traces discover tasks as they go.
+    tasks.resize(i + 1, TaskRec::NEW);
+    &mut tasks[i]
+}
+
 /// Workload metrics of one measured part (see [`MetricsContext::parts`]).
 #[derive(Clone, Debug)]
 struct PartStats {
@@ -269,10 +292,7 @@ impl Collector {
 
     #[inline]
     fn ensure_task(&mut self, task: TaskId) {
-        if task.idx() >= self.tasks.len() {
-            // Amortised growth: real traces discover tasks as they go.
-            self.tasks.resize(task.idx() + 1, TaskRec::NEW);
-        }
+        rec_at(&mut self.tasks, task);
     }
 
     #[inline]
@@ -373,9 +393,8 @@ impl Collector {
                 }
             }
             Event::Waking { task, cpu } => {
-                self.ensure_task(task);
                 self.note_selected(t, task);
-                let rec = &mut self.tasks[task.idx()];
+                let rec = rec_at(&mut self.tasks, task);
                 rec.waker_cpu = cpu.0;
                 // A real trace can show sched_waking before the wakee's own
                 // switch-out (ttwu spins on p->on_cpu), so a running task's
@@ -481,12 +500,23 @@ impl Collector {
         }
     }
 
+    /// CPU `cpu`'s reference, grown first for a CPU a real trace names
+    /// late: one test on the usual path (as [`rec_at`]).
     #[inline]
     fn idle_ref_mut(&mut self, cpu: CpuId) -> &mut IdleRef {
-        if cpu.idx() >= self.idle_ref.len() {
-            self.idle_ref.resize(cpu.idx() + 1, IdleRef::NEW);
+        let i = cpu.idx();
+        if i < self.idle_ref.len() {
+            return &mut self.idle_ref[i];
         }
-        &mut self.idle_ref[cpu.idx()]
+        self.grow_idle_ref(i)
+    }
+
+    /// [`Collector::idle_ref_mut`]'s growth, out of the usual path.
+    #[cold]
+    #[inline(never)]
+    fn grow_idle_ref(&mut self, i: usize) -> &mut IdleRef {
+        self.idle_ref.resize(i + 1, IdleRef::NEW);
+        &mut self.idle_ref[i]
     }
 
     /// A CPU goes idle or leaves idle: the `avg_idle` reference sees the boundary.
@@ -515,9 +545,8 @@ impl Collector {
         // reached beside it (`stop_wait` and `start_wait` written out): the
         // methods each indexed it again, a bounds test and reloads each.
         if let Some(p) = prev {
-            self.ensure_task(p);
             self.note_selected(t, p);
-            let rec = &mut self.tasks[p.idx()];
+            let rec = rec_at(&mut self.tasks, p);
             // `stop_wait`: only an inconsistent trace has it waiting.
             if let TaskState::Waiting { cpu: w } = rec.state {
                 wait_change(&mut self.occ, &self.ctx, rec, p, w, false);
@@ -536,9 +565,8 @@ impl Collector {
             }
         }
         if let Some(n) = next {
-            self.ensure_task(n);
             self.note_selected(t, n);
-            let rec = &mut self.tasks[n.idx()];
+            let rec = rec_at(&mut self.tasks, n);
             match rec.state {
                 TaskState::Waiting { cpu: w } => {
                     // `stop_wait`.
@@ -594,9 +622,8 @@ impl Collector {
 
     #[inline(always)]
     fn on_wakeup(&mut self, t: Ns, counted: bool, task: TaskId, cpu: CpuId, new: bool) {
-        self.ensure_task(task);
         self.note_selected(t, task);
-        let rec = &mut self.tasks[task.idx()];
+        let rec = rec_at(&mut self.tasks, task);
         if counted && !new && self.ctx.selected(task.idx()) {
             self.wakeups += 1;
             if rec.last_cpu != NO_CPU {

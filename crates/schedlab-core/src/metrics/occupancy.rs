@@ -43,6 +43,30 @@ impl CpuOcc {
     }
 }
 
+/// A CPU unknown until its first switch (a CPU a real trace names beyond
+/// the count it announced).
+const UNKNOWN: CpuOcc = CpuOcc { known: false, busy: false, a: 0, r: 0 };
+
+/// `cpus[w]`, made first (unknown, as [`CpuOccupancy::ensure_cpu`] makes it)
+/// when a real trace names a CPU late: on the usual path one test, the
+/// index's own, where growing and then indexing made two. A function of the
+/// vector, so that a caller keeps the counters beside it borrowable.
+#[inline(always)]
+fn cpu_at(cpus: &mut Vec<CpuOcc>, w: usize) -> &mut CpuOcc {
+    if w < cpus.len() {
+        return &mut cpus[w];
+    }
+    grow_cpus(cpus, w)
+}
+
+/// [`cpu_at`]'s growth, out of the usual path.
+#[cold]
+#[inline(never)]
+fn grow_cpus(cpus: &mut Vec<CpuOcc>, w: usize) -> &mut CpuOcc {
+    cpus.resize(w + 1, UNKNOWN);
+    &mut cpus[w]
+}
+
 /// Occupancy state and integrals. Times are in the collector's counted
 /// window only (the collector passes counted durations to [`Self::advance`]).
 #[derive(Clone, Debug)]
@@ -165,8 +189,7 @@ impl CpuOccupancy {
     /// switch had a previous task) is taken to have held since the start.
     #[inline(always)]
     pub fn set_busy(&mut self, cpu: CpuId, was_busy: bool, busy: bool) {
-        self.ensure_cpu(cpu);
-        let x = &mut self.cpus[cpu.idx()];
+        let x = cpu_at(&mut self.cpus, cpu.idx());
         let first = !x.known;
         let was_idle = x.is_idle();
         x.known = true;
@@ -226,11 +249,10 @@ impl CpuOccupancy {
     /// A task starts (`up`) or stops waiting on `cpu`'s runqueue. `mask` is its
     /// affinity when restricted, `None` when it may run anywhere.
     pub fn waiting(&mut self, cpu: CpuId, mask: Option<&CpuMask>, up: bool) {
-        self.ensure_cpu(cpu);
         let w = cpu.idx();
         match mask {
             None => {
-                let x = &mut self.cpus[w];
+                let x = cpu_at(&mut self.cpus, w);
                 let was = x.a;
                 if up {
                     x.a += 1;
@@ -253,6 +275,7 @@ impl CpuOccupancy {
                 }
             }
             Some(m) => {
+                self.ensure_cpu(cpu);
                 let n = self.cpus.len();
                 for c in m.iter() {
                     if c.idx() >= n {
