@@ -140,8 +140,8 @@ impl Sim {
         }
         let tick_ns = NSEC_PER_SEC / machine.hz.max(1) as Ns;
         let mut sim = Sim {
-            core_pressure: vec![0; machine.nr_cores as usize],
-            llc_pressure: vec![0; machine.nr_llcs as usize],
+            core_pressure: crate::id_table::IdTable::new(vec![0; machine.nr_cores as usize]),
+            llc_pressure: crate::id_table::IdTable::new(vec![0; machine.nr_llcs as usize]),
             rd_overloaded: false,
             smt_siblings: crate::id_table::IdTable::new(
                 (0..nr)
@@ -150,6 +150,8 @@ impl Sim {
                         super::SmtSiblings {
                             cpus: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
                             speed_pct: machine.core_type(cpu).smt_speed_pct,
+                            core: machine.cpus[c].core,
+                            llc: machine.cpus[c].llc,
                         }
                     })
                     .collect(),

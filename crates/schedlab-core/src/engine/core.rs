@@ -575,7 +575,7 @@ impl Sim {
     /// Cache bookkeeping when `p` starts running on `cpu` and brings `kib`
     /// of its footprint into the caches.
     fn arrive_on_cpu(&mut self, p: TaskId, cpu: CpuId, kib: u64) {
-        let info = &self.machine.cpus[cpu.idx()];
+        let info = &self.smt_siblings[cpu.idx()];
         let (core, llc) = (info.core as usize, info.llc as usize);
         self.core_pressure[core] += kib;
         self.llc_pressure[llc] += kib;
@@ -587,7 +587,7 @@ impl Sim {
     /// Bookkeeping when `p` stops running on `cpu`.
     #[inline]
     fn leave_cpu(&mut self, p: TaskId, cpu: CpuId) {
-        let info = &self.machine.cpus[cpu.idx()];
+        let info = &self.smt_siblings[cpu.idx()];
         let (core, llc) = (info.core as usize, info.llc as usize);
         let now = self.now;
         let t = &mut self.tasks[p.idx()];

@@ -61,7 +61,7 @@ impl Sim {
         }
         let from = t.cache_cpu;
         let d = self.machine.distance(from, cpu);
-        let old = &self.machine.cpus[from.idx()];
+        let old = &self.smt_siblings[from.idx()];
         let core_press = self.core_pressure[old.core as usize].saturating_sub(t.core_pressure_at_leave);
         let llc_press = self.llc_pressure[old.llc as usize].saturating_sub(t.llc_pressure_at_leave);
         let l2 = (c.l2_kib as u64).max(1);

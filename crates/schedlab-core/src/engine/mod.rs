@@ -198,13 +198,22 @@ pub(crate) const TRACE_FLUSH_EVENTS: usize = 1 << 16;
 /// A CPU's SMT siblings other than itself and its core type's SMT speed
 /// factor (`CoreType::smt_speed_pct`), in one record: `cpu_speed` reads the
 /// factor when it finds a sibling busy, with the record in hand instead of
-/// two lookups through the machine's CPU and core-type tables.
+/// two lookups through the machine's CPU and core-type tables. It also
+/// keeps the CPU's core and LLC ids, which every switch reads for the
+/// cache-pressure bookkeeping (`leave_cpu`, `arrive_on_cpu`,
+/// `refill_work_ns`).
 #[derive(Clone, Debug)]
 pub(crate) struct SmtSiblings {
     /// The siblings.
     pub(crate) cpus: Vec<CpuId>,
     /// The speed of a thread whose sibling runs, percent.
     pub(crate) speed_pct: u32,
+    /// Its core's id (`Machine::cpus[cpu].core`), for the cache pressure
+    /// a switch reads and adds to (`core_pressure`): with the record in
+    /// hand, not a lookup in the machine's CPU table.
+    pub(crate) core: u32,
+    /// Its LLC's id, likewise (`llc_pressure`).
+    pub(crate) llc: u32,
 }
 
 /// The whole simulated system.
@@ -301,9 +310,12 @@ pub struct Sim {
     /// moved a task to.
     distribute_prev: u32,
     /// Cache pressure per core: KiB of footprint brought in, cumulative.
-    core_pressure: Vec<u64>,
-    /// Cache pressure per LLC, cumulative KiB.
-    llc_pressure: Vec<u64>,
+    /// By the machine's core ids (numbered `0..nr_cores` at its build, one
+    /// entry each): an [`IdTable`](crate::id_table::IdTable), read and
+    /// written at every switch without a bounds test.
+    core_pressure: crate::id_table::IdTable<u64>,
+    /// Cache pressure per LLC, cumulative KiB (by LLC id, as `core_pressure`).
+    llc_pressure: crate::id_table::IdTable<u64>,
     /// Event queue (owns the clock).
     queue: EventQueue<Ev>,
     /// The run was stopped.
