@@ -59,15 +59,27 @@ impl Sim {
         let irq_delta = (rq.irq_time - rq.prev_irq_time).min(delta);
         rq.prev_irq_time += irq_delta;
         let clock_task = rq.clock_pelt.clock_task + (delta - irq_delta);
-        if irq_delta > 0 && nontask {
-            pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
-        }
         let running = rq.curr.is_some();
         rq.clock_running = running;
         let clock = rq.clock;
         // At time 0 every call updates (the clock starts there).
         rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
         rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
+        // The IRQ average reads and writes nothing of the above: updated
+        // last, out of line. Most CPUs take no interrupt, and with it inline
+        // the whole update saved and restored six registers at each of its
+        // ~240,000 calls on the standard bench.
+        if irq_delta > 0 && nontask {
+            Self::update_irq_avg_at_clock(rq, now, irq_delta, cap, freq);
+        }
+    }
+
+    /// `update_rq_clock_task`'s `update_irq_load_avg`, for a clock update
+    /// that found IRQ time (`update_rq_clock_to_now`).
+    #[cold]
+    #[inline(never)]
+    fn update_irq_avg_at_clock(rq: &mut super::rq::Rq, now: Ns, irq_delta: Ns, cap: u64, freq: u64) {
+        pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
     }
 
     /// `rq_clock_task(rq)` after `update_rq_clock`: the CPU's time minus the
