@@ -274,17 +274,24 @@ impl CpuOccupancy {
                     _ => {}
                 }
             }
-            Some(m) => {
-                self.ensure_cpu(cpu);
-                let n = self.cpus.len();
-                for c in m.iter() {
-                    if c.idx() >= n {
-                        break;
-                    }
-                    if c.idx() != w {
-                        self.bump_r(c.idx(), up);
-                    }
-                }
+            Some(m) => self.waiting_restricted(cpu, m, up),
+        }
+    }
+
+    /// [`Self::waiting`] of a restricted task: one count per CPU of its
+    /// mask. Out of line: the usual waiter may run anywhere, and with this
+    /// loop inline every call saved and restored six registers.
+    #[inline(never)]
+    fn waiting_restricted(&mut self, cpu: CpuId, m: &CpuMask, up: bool) {
+        self.ensure_cpu(cpu);
+        let w = cpu.idx();
+        let n = self.cpus.len();
+        for c in m.iter() {
+            if c.idx() >= n {
+                break;
+            }
+            if c.idx() != w {
+                self.bump_r(c.idx(), up);
             }
         }
     }
