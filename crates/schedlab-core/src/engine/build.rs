@@ -152,6 +152,7 @@ impl Sim {
                             speed_pct: machine.core_type(cpu).smt_speed_pct,
                             core: machine.cpus[c].core,
                             llc: machine.cpus[c].llc,
+                            core_type: machine.cpus[c].core_type,
                         }
                     })
                     .collect(),

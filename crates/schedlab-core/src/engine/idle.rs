@@ -44,22 +44,57 @@ impl Sim {
     /// the tick if the governor says so (else it keeps running).
     pub(super) fn cpuidle_idle_call(&mut self, cpu: CpuId) {
         let gov = self.machine.cpuidle.governor;
-        let states = &self.machine.core_type(cpu).idle_states;
+        let states = &self.machine.core_types[self.smt_siblings[cpu.idx()].core_type as usize].idle_states;
         if states.is_empty() {
             // No cpuidle driver: default_idle_call, and the tick stops.
             self.turbo_note_state(cpu, Some(0));
             self.tick_nohz_idle_stop_tick(cpu);
             return;
         }
-        let Selection { idx, stop_tick } = if gov == IdleGovernor::AvgIdle {
+        let (Selection { idx, stop_tick }, cluster) = if gov == IdleGovernor::AvgIdle {
             // avg_idle reads the CPU's avg_idle and the latency limit only,
             // and keeps no history: no sleep length, no device bookkeeping.
-            avg_idle_select(states, self.rqs[cpu.idx()].avg_idle, self.machine.cpuidle.latency_req_ns)
+            let sel = avg_idle_select(states, self.rqs[cpu.idx()].avg_idle, self.machine.cpuidle.latency_req_ns);
+            (sel, states[sel.idx].level == IdleLevel::Cluster)
         } else {
-            let s = self.sleep_length(cpu);
-            cpuidle_select(gov, &mut self.idle_devs[cpu.idx()], states, &s)
+            self.governor_select(cpu)
         };
         let state = idx as u8;
+        // A state chosen again without a wakeup in between, or a cluster
+        // state: the cluster's requests (out of line, as the governors'
+        // selection: with them inline every entry saved six registers).
+        if cluster || self.rqs[cpu.idx()].idle_state.is_some() {
+            self.cluster_request(cpu, idx);
+        }
+        // The kernel traces the requested state (`cpuidle_enter_state`).
+        self.emit(Event::CpuIdle { cpu, state: Some(state) });
+        if gov != IdleGovernor::AvgIdle {
+            self.idle_devs[cpu.idx()].entered_at = self.now;
+        }
+        self.rqs.untracked_mut(cpu.idx()).idle_state = Some(state);
+        self.turbo_note_state(cpu, Some(state));
+        if stop_tick {
+            self.tick_nohz_idle_stop_tick(cpu);
+        }
+    }
+
+    /// `cpuidle_select` of a governor with history (menu, teo), for
+    /// [`Sim::cpuidle_idle_call`].
+    /// Also whether the state chosen is a cluster state.
+    #[inline(never)]
+    fn governor_select(&mut self, cpu: CpuId) -> (Selection, bool) {
+        let gov = self.machine.cpuidle.governor;
+        let states = &self.machine.core_type(cpu).idle_states;
+        let s = self.sleep_length(cpu);
+        let sel = cpuidle_select(gov, &mut self.idle_devs[cpu.idx()], states, &s);
+        (sel, states[sel.idx].level == IdleLevel::Cluster)
+    }
+
+    /// The cluster's requests when idle `cpu` enters state `idx`
+    /// ([`Sim::cpuidle_idle_call`]).
+    #[inline(never)]
+    fn cluster_request(&mut self, cpu: CpuId, idx: usize) {
+        let states = &self.machine.core_type(cpu).idle_states;
         let cl = self.machine.cpus[cpu.idx()].cluster as usize;
         // A state chosen again without a wakeup in between replaces the
         // CPU's request (the cluster's count holds one request per CPU).
@@ -72,16 +107,6 @@ impl Sim {
             // A cluster state is a request: the cluster goes down with its
             // last CPU (`cpuidle/cluster.rs`).
             self.cluster_idle[cl].cpu_enter(idx);
-        }
-        // The kernel traces the requested state (`cpuidle_enter_state`).
-        self.emit(Event::CpuIdle { cpu, state: Some(state) });
-        if gov != IdleGovernor::AvgIdle {
-            self.idle_devs[cpu.idx()].entered_at = self.now;
-        }
-        self.rqs.untracked_mut(cpu.idx()).idle_state = Some(state);
-        self.turbo_note_state(cpu, Some(state));
-        if stop_tick {
-            self.tick_nohz_idle_stop_tick(cpu);
         }
     }
 
@@ -101,7 +126,7 @@ impl Sim {
     #[inline(always)]
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
         let Some(s) = self.rqs.untracked_mut(cpu.idx()).idle_state.take() else { return 0 };
-        let states = &self.machine.core_type(cpu).idle_states;
+        let states = &self.machine.core_types[self.smt_siblings[cpu.idx()].core_type as usize].idle_states;
         let exit = match states.get(s as usize) {
             Some(st) if st.level == IdleLevel::Cluster => {
                 let cl = self.machine.cpus[cpu.idx()].cluster as usize;

@@ -214,6 +214,10 @@ pub(crate) struct SmtSiblings {
     pub(crate) core: u32,
     /// Its LLC's id, likewise (`llc_pressure`).
     pub(crate) llc: u32,
+    /// Its core type (`Machine::cpus[cpu].core_type`), whose idle states
+    /// the idle path reads at every entry and exit (`cpuidle_idle_call`,
+    /// `cpuidle_exit_state`): one lookup in the core types, not two.
+    pub(crate) core_type: u16,
 }
 
 /// The whole simulated system.
