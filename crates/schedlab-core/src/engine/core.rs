@@ -44,12 +44,43 @@ impl Sim {
     #[inline(never)]
     fn update_rq_clock_to_now(&mut self, cpu: CpuId) {
         debug_assert_eq!(self.rqs[cpu.idx()].capacity_orig, self.machine.capacity_orig(cpu));
+        if self.rqs[cpu.idx()].irq_time != self.rqs[cpu.idx()].prev_irq_time {
+            self.update_rq_clock_irq(cpu);
+            return;
+        }
+        // No IRQ time ran since the last update (most CPUs take no
+        // interrupt): `update_rq_clock_task`'s IRQ delta is 0, all the
+        // elapsed time is task time and the IRQ average is not updated, as
+        // in [`Sim::update_rq_clock_irq`] with a zero delta. Apart, so that
+        // this path keeps few values live (with the IRQ part inline, every
+        // call saved and restored five or six registers).
+        let freq = self.freq_capacity(cpu) as u64;
+        let now = self.now;
+        // The clocks are not in the balance statistics' group sums
+        // (capacity_of is `cpu_capacity`, set by update_cpu_capacity): the
+        // CPU is not noted changed for them.
+        let rq = self.rqs.untracked_mut(cpu.idx());
+        let cap = rq.capacity_orig as u64;
+        let delta = now.saturating_sub(rq.clock);
+        rq.clock = rq.clock.max(now);
+        let clock_task = rq.clock_pelt.clock_task + delta;
+        let running = rq.curr.is_some();
+        rq.clock_running = running;
+        let clock = rq.clock;
+        // At time 0 every call updates (the clock starts there).
+        rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
+        rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
+    }
+
+    /// [`Sim::update_rq_clock_to_now`] of a CPU that spent IRQ time since
+    /// its last update.
+    #[cold]
+    #[inline(never)]
+    fn update_rq_clock_irq(&mut self, cpu: CpuId) {
         let freq = self.freq_capacity(cpu) as u64;
         let now = self.now;
         let nontask = sched_feat!(self.features, NONTASK_CAPACITY);
-        // The clocks and the IRQ average are not in the balance statistics'
-        // group sums (capacity_of is `cpu_capacity`, set by
-        // update_cpu_capacity): the CPU is not noted changed for them.
+        // The IRQ average is in no group sum either (as the clocks).
         let rq = self.rqs.untracked_mut(cpu.idx());
         let cap = rq.capacity_orig as u64;
         // update_rq_clock_task: IRQ time that ran since the last update is
@@ -59,27 +90,14 @@ impl Sim {
         let irq_delta = (rq.irq_time - rq.prev_irq_time).min(delta);
         rq.prev_irq_time += irq_delta;
         let clock_task = rq.clock_pelt.clock_task + (delta - irq_delta);
+        if irq_delta > 0 && nontask {
+            pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
+        }
         let running = rq.curr.is_some();
         rq.clock_running = running;
         let clock = rq.clock;
-        // At time 0 every call updates (the clock starts there).
         rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
         rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
-        // The IRQ average reads and writes nothing of the above: updated
-        // last, out of line. Most CPUs take no interrupt, and with it inline
-        // the whole update saved and restored six registers at each of its
-        // ~240,000 calls on the standard bench.
-        if irq_delta > 0 && nontask {
-            Self::update_irq_avg_at_clock(rq, now, irq_delta, cap, freq);
-        }
-    }
-
-    /// `update_rq_clock_task`'s `update_irq_load_avg`, for a clock update
-    /// that found IRQ time (`update_rq_clock_to_now`).
-    #[cold]
-    #[inline(never)]
-    fn update_irq_avg_at_clock(rq: &mut super::rq::Rq, now: Ns, irq_delta: Ns, cap: u64, freq: u64) {
-        pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
     }
 
     /// `rq_clock_task(rq)` after `update_rq_clock`: the CPU's time minus the
