@@ -167,7 +167,11 @@ impl Sim {
         )))
     }
 
-    /// Perform one action; `None` means it completed instantly.
+    /// Perform one action; `None` means it completed instantly. Inlined
+    /// into `step_program`'s loop; the actions most programs never take
+    /// (`Wait`, barriers, semaphores, affinity, spawn, policy changes) are
+    /// handled out of line (`#[inline(never)]`), so that their code and
+    /// locals do not weigh on the loop's registers and frame at every step.
     fn do_action(&mut self, cpu: CpuId, p: TaskId, action: Action) -> crate::Result<Option<Stepped>> {
         match action {
             Action::Compute(ns) => {
@@ -191,22 +195,7 @@ impl Sim {
             }
             Action::Send { chan, msg, sync } => self.chan_send(cpu, p, chan.0 as usize, msg, sync, action),
             Action::Recv { chan } => self.chan_recv(cpu, p, chan.0 as usize, action),
-            Action::Wait => {
-                if let Some(fd) = self.sugov_domain_of(p) {
-                    self.sugov_thread_waits(fd);
-                }
-                if let Some(c) = self.dbs_cpu_of(p) {
-                    self.dbs_work_handler(c);
-                }
-                let t = &mut self.tasks[p.idx()];
-                if t.wake_tokens > 0 {
-                    t.wake_tokens -= 1;
-                    return Ok(None);
-                }
-                t.pending = Some(action);
-                self.block_task(cpu, p, false);
-                Ok(Some(Stepped::Reschedule))
-            }
+            Action::Wait => Ok(self.wait_action(cpu, p)),
             Action::Wake { task, sync } => {
                 self.check_task_named(p, task)?;
                 let w = &mut self.tasks[task.idx()];
@@ -266,6 +255,25 @@ impl Sim {
         }
     }
 
+    /// The `Wait` action: take a wake token, or block until a `Wake`.
+    #[inline(never)]
+    fn wait_action(&mut self, cpu: CpuId, p: TaskId) -> Option<Stepped> {
+        if let Some(fd) = self.sugov_domain_of(p) {
+            self.sugov_thread_waits(fd);
+        }
+        if let Some(c) = self.dbs_cpu_of(p) {
+            self.dbs_work_handler(c);
+        }
+        let t = &mut self.tasks[p.idx()];
+        if t.wake_tokens > 0 {
+            t.wake_tokens -= 1;
+            return None;
+        }
+        t.pending = Some(Action::Wait);
+        self.block_task(cpu, p, false);
+        Some(Stepped::Reschedule)
+    }
+
     fn sleep_until(&mut self, cpu: CpuId, p: TaskId, t: u64) -> crate::Result<Option<Stepped>> {
         let task = &mut self.tasks[p.idx()];
         task.timer_gen += 1;
@@ -282,6 +290,7 @@ impl Sim {
     /// allowed, `affine_move_task` moves `p` at once to
     /// `cpumask_any_and_distribute(mask)`, the next allowed CPU after the last
     /// one this chose.
+    #[inline(never)]
     fn set_cpus_allowed_ptr(&mut self, cpu: CpuId, p: TaskId, mask: u32) -> crate::Result<Option<Stepped>> {
         let m = self.affinity_masks[mask as usize];
         if m.is_empty() || m == self.tasks[p.idx()].allowed {
@@ -310,6 +319,7 @@ impl Sim {
     /// `kernel_clone` from `parent` on `cpu`: the pre-made `child` exists
     /// from now, with the parent's wakee_flips (`dup_task_struct`), and is
     /// placed by `wake_up_new_task`. A child already created is left alone.
+    #[inline(never)]
     fn kernel_clone(&mut self, cpu: CpuId, parent: TaskId, child: TaskId) -> crate::Result<Option<Stepped>> {
         let c = &self.tasks[child.idx()];
         if c.state != TaskState::New || self.workload_start[child.idx()] != crate::workload::StartKind::Spawned {
@@ -352,6 +362,7 @@ impl Sim {
 
     /// Wait on semaphore `s`: take a post if there is one; else spin up to
     /// `spin_ns` of work, then sleep until a post releases this task.
+    #[inline(never)]
     fn sem_wait(&mut self, cpu: CpuId, p: TaskId, s: u32, spin_ns: u64) -> crate::Result<Option<Stepped>> {
         let sem = &mut self.sems[s as usize];
         if sem.count > 0 {
@@ -370,6 +381,7 @@ impl Sim {
     }
 
     /// Post semaphore `s`: release its first waiter, or keep the post.
+    #[inline(never)]
     fn sem_post(&mut self, cpu: CpuId, p: TaskId, s: u32) -> crate::Result<Option<Stepped>> {
         match self.sems[s as usize].waiters.pop_front() {
             Some(w) => self.release_spinner(w, cpu, p)?,
@@ -380,6 +392,7 @@ impl Sim {
 
     /// Arrive at barrier `b`. The last arrival releases the others: spinners
     /// stop spinning at once, blocked ones are woken.
+    #[inline(never)]
     fn barrier_arrive(&mut self, cpu: CpuId, p: TaskId, b: u32, spin_ns: u64) -> crate::Result<Option<Stepped>> {
         let bar = &mut self.barriers[b as usize];
         bar.arrived += 1;

@@ -15,6 +15,7 @@ impl Sim {
     /// priority (1..=99) for SCHED_FIFO/RR and the nice value for the
     /// others (as rt-app's phases and `sched_setattr` carry it). Returns
     /// whether `cpu` must reschedule. Nothing happens when nothing changes.
+    #[inline(never)]
     pub(super) fn sched_setscheduler(
         &mut self,
         cpu: CpuId,
