@@ -209,8 +209,18 @@ impl Sim {
     /// slice ran out): whether to reschedule. Called from `sched_tick`.
     pub(crate) fn class_task_tick(&mut self, cpu: CpuId, curr: TaskId, resched: bool) -> bool {
         match self.task_class(curr) {
-            SchedClass::Rt => self.task_tick_rt(cpu, curr, resched),
             SchedClass::Fair => self.task_tick_fair(cpu, curr, resched),
+            class => self.task_tick_other(class, cpu, curr, resched),
+        }
+    }
+
+    /// [`Sim::class_task_tick`] outside the fair class, out of line (as
+    /// [`Sim::class_enqueue_task`]'s).
+    #[inline(never)]
+    fn task_tick_other(&mut self, class: SchedClass, cpu: CpuId, curr: TaskId, resched: bool) -> bool {
+        match class {
+            SchedClass::Rt => self.task_tick_rt(cpu, curr, resched),
+            SchedClass::Fair => unreachable!("the fair class is handled inline"),
             SchedClass::Ext | SchedClass::Bmq => {
                 self.update_load_avg(cpu, Some(curr));
                 self.peer_task_tick(cpu, resched)
@@ -313,19 +323,11 @@ impl Sim {
             self.balance_rt(cpu, pp);
         }
         if self.rt_runnable(cpu) {
-            if let (Some(pp), Some(pc)) = (prev, prev_class) {
-                if pc.is_peer() {
-                    self.peer_put_prev_task(cpu, pp);
-                }
-            }
-            let next = self.pick_task_rt(cpu);
-            if let Some(n) = next {
-                self.set_next_task_rt(cpu, n, prev_class != Some(SchedClass::Rt));
+            if let Some(n) = self.pick_next_task_rt_first(cpu, prev, prev_class) {
                 return Some(n);
             }
         }
         let normal = self.normal_class;
-        let normal_prev = prev.filter(|_| prev_class == Some(normal));
         match normal {
             SchedClass::Fair => {
                 let next = self.pick_next_task_fair(cpu);
@@ -337,14 +339,43 @@ impl Sim {
                 next
             }
             SchedClass::Ext | SchedClass::Bmq => {
-                let next = self.peer_pick_next_task(cpu, normal_prev);
-                if let Some(n) = next {
-                    self.update_load_avg(cpu, Some(n));
-                }
-                next
+                let normal_prev = prev.filter(|_| prev_class == Some(normal));
+                self.pick_next_task_peer(cpu, normal_prev)
             }
             SchedClass::Rt => None,
         }
+    }
+
+    /// [`Sim::pick_next_task`]'s RT class, when an RT task is runnable on
+    /// `cpu`. Out of line (as the peers' pick): most runs have no RT task,
+    /// and the fair pick beside them saved fewer registers.
+    #[inline(never)]
+    fn pick_next_task_rt_first(
+        &mut self,
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        prev_class: Option<SchedClass>,
+    ) -> Option<TaskId> {
+        if let (Some(pp), Some(pc)) = (prev, prev_class) {
+            if pc.is_peer() {
+                self.peer_put_prev_task(cpu, pp);
+            }
+        }
+        let next = self.pick_task_rt(cpu);
+        if let Some(n) = next {
+            self.set_next_task_rt(cpu, n, prev_class != Some(SchedClass::Rt));
+        }
+        next
+    }
+
+    /// [`Sim::pick_next_task`] of a peer class (the normal class's pick).
+    #[inline(never)]
+    fn pick_next_task_peer(&mut self, cpu: CpuId, normal_prev: Option<TaskId>) -> Option<TaskId> {
+        let next = self.peer_pick_next_task(cpu, normal_prev);
+        if let Some(n) = next {
+            self.update_load_avg(cpu, Some(n));
+        }
+        next
     }
 
     /// What `cpu` runs after the stopper moved its task away (active
