@@ -170,6 +170,9 @@ pub struct Collector {
     rt_running: Vec<bool>,
     /// CPUs running an RT task now.
     nr_rt_running: u64,
+    /// Some task has (or had) an RT policy: else no switch can start an RT
+    /// task, and a switch does not look up its next task's policy.
+    rt_policies: bool,
     /// CPU time spent running RT tasks in the measured window, ns.
     rt_ns: u128,
     context_switches: u64,
@@ -221,6 +224,7 @@ impl Collector {
             rq_delay: LatencyHist::new(),
             rt_running: vec![false; ctx.nr_cpus],
             nr_rt_running: 0,
+            rt_policies: ctx.policy.as_ref().is_some_and(|p| p.iter().any(|p| p.is_rt())),
             rt_ns: 0,
             context_switches: 0,
             migrations: [0; 5],
@@ -387,6 +391,7 @@ impl Collector {
             // RT time follows the task's policy from now on.
             Event::SetScheduler { task, policy, .. } => {
                 self.ctx.set_policy(task.idx(), policy);
+                self.rt_policies |= policy.is_rt();
                 if let Some(TaskState::Running { cpu }) = self.tasks.get(task.idx()).map(|r| r.state) {
                     let rt = self.ctx.is_rt(task.idx());
                     self.set_rt_running(cpu, rt);
@@ -592,7 +597,7 @@ impl Collector {
             rec.state = TaskState::Running { cpu };
             rec.last_cpu = cpu.0;
         }
-        let rt = next.is_some_and(|n| self.ctx.is_rt(n.idx()));
+        let rt = self.rt_policies && next.is_some_and(|n| self.ctx.is_rt(n.idx()));
         // With no RT task running anywhere every CPU's flag is clear, so a
         // switch to a task that is not RT changes nothing: the usual run has
         // no RT task, and this spares the per-CPU flag at every switch.

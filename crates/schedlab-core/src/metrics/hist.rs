@@ -21,8 +21,10 @@ const NR_BUCKETS: usize = ((64 - SUB_BITS as usize) * SUB as usize) + SUB as usi
 /// A latency histogram of nanosecond values.
 #[derive(Clone)]
 pub struct LatencyHist {
+    /// Values per bucket. Their sum is the number of values recorded
+    /// ([`LatencyHist::count`]), summed when a metric is read instead of
+    /// counted at every record.
     counts: Box<[u64]>,
-    count: u64,
     sum: u128,
     min: u64,
     max: u64,
@@ -36,7 +38,7 @@ impl Default for LatencyHist {
 
 impl std::fmt::Debug for LatencyHist {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LatencyHist(count={}, mean={:.0}, max={})", self.count, self.mean(), self.max)
+        write!(f, "LatencyHist(count={}, mean={:.0}, max={})", self.count(), self.mean(), self.max)
     }
 }
 
@@ -68,30 +70,45 @@ fn bucket_range(i: usize) -> (u64, u64) {
 impl LatencyHist {
     /// An empty histogram.
     pub fn new() -> Self {
-        Self { counts: vec![0; NR_BUCKETS].into_boxed_slice(), count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Self { counts: vec![0; NR_BUCKETS].into_boxed_slice(), sum: 0, min: u64::MAX, max: 0 }
+    }
+
+    /// The count of the bucket of `ns`, without a bounds test in release
+    /// builds: `bucket_of` maps every `u64` below `NR_BUCKETS` (its largest
+    /// value, `u64::MAX`'s bucket, is `NR_BUCKETS - 1`; `buckets_invert_and_cover`
+    /// tests it), and `counts` has `NR_BUCKETS` entries from `new` on (a boxed
+    /// slice, never resized).
+    #[inline(always)]
+    fn bucket_mut(&mut self, ns: u64) -> &mut u64 {
+        let i = bucket_of(ns);
+        debug_assert!(i < self.counts.len(), "bucket {i} of {}", self.counts.len());
+        // SAFETY: `i = bucket_of(ns) < NR_BUCKETS == self.counts.len()` for
+        // every `ns` (above); no index from outside reaches here.
+        unsafe { self.counts.get_unchecked_mut(i) }
     }
 
     /// Record one value, ns.
     #[inline(always)]
     pub fn record(&mut self, ns: u64) {
-        self.counts[bucket_of(ns)] += 1;
-        self.count += 1;
+        *self.bucket_mut(ns) += 1;
         self.sum += ns as u128;
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
     }
 
-    /// Number of values recorded.
+    /// Number of values recorded (the buckets' sum: read at the end of a
+    /// run, not kept per record).
     pub fn count(&self) -> u64 {
-        self.count
+        self.counts.iter().sum()
     }
 
     /// Exact mean, ns (0 when empty).
     pub fn mean(&self) -> f64 {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             0.0
         } else {
-            self.sum as f64 / self.count as f64
+            self.sum as f64 / count as f64
         }
     }
 
@@ -105,11 +122,12 @@ impl LatencyHist {
     /// midpoint clamped to the recorded min and max (so p0 and p100 are exact).
     /// 0 when empty.
     pub fn percentile(&self, p: f64) -> f64 {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             return 0.0;
         }
         let p = if p.is_nan() { 0.0 } else { p.clamp(0.0, 100.0) };
-        let rank = ((p / 100.0 * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let rank = ((p / 100.0 * count as f64).ceil() as u64).clamp(1, count);
         let mut seen = 0u64;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
