@@ -1,7 +1,11 @@
 //! A table of one entry per id of a run, indexed without a bounds test in
 //! release builds: the engine's tasks (`engine::tasks::Tasks`) and the fair
-//! class's entities (`fair::entities::Entities`), both by task id, and the
-//! runqueues (`engine::rqs::Rqs`), by CPU id.
+//! class's entities (`fair::entities::Entities`), both by task id, the
+//! runqueues (`engine::rqs::Rqs`) and the engine's SMT sibling records
+//! (`Sim::smt_siblings`), by CPU id, and the engine's cache pressure by the
+//! machine's core and LLC ids (`Sim::core_pressure`, `Sim::llc_pressure`:
+//! numbered `0..nr_cores` and `0..nr_llcs` when the machine is built and
+//! validated, and read from its CPU records or the SMT sibling records).
 //!
 //! The invariant that keeps indexing sound is the table's size: it is made
 //! once, with one entry per id of the run, by the crate only (`IdTable::new`
