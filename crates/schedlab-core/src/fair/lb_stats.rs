@@ -196,6 +196,16 @@ pub fn group_classify(imbalance_pct: u32, imbalanced: bool, sgs: &SgLbStats) -> 
     }
 }
 
+/// Whether only an overloaded group can replace `busiest` in the usual
+/// pass (see `Sim::sd_lb_others`): it is overloaded itself, or an
+/// SMT-balance group with no idle CPU (`init_sd_lb_stats`' stand-in, with
+/// no group yet, is neither).
+#[inline(always)]
+fn busiest_beaten_only_by_overloaded(busiest: &SgLbStats) -> bool {
+    busiest.group_type == GroupType::Overloaded
+        || (busiest.group_type == GroupType::SmtBalance && busiest.idle_cpus == 0)
+}
+
 /// `smt_vs_nonsmt_groups`: one group is SMT siblings, the other is not.
 pub fn smt_vs_nonsmt_groups(a: Option<&GroupRef>, b: Option<&GroupRef>) -> bool {
     match (a, b) {
@@ -547,10 +557,52 @@ impl Sim {
             sds.total_capacity += sds.local_stat.group_capacity;
             sds.sum_util += sds.local_stat.group_util;
         }
-        for g in rest {
-            self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
-        }
-        for g in before {
+        self.sd_lb_others::<PLAIN, SPAN_SUMS>(env, sd, rest, sds, sgs, sg_overloaded);
+        self.sd_lb_others::<PLAIN, SPAN_SUMS>(env, sd, before, sds, sgs, sg_overloaded);
+    }
+
+    /// Groups of `update_sd_lb_stats`' loop known not local, in order.
+    ///
+    /// In the usual pass with the span's totals (`PLAIN` and `SPAN_SUMS`) a
+    /// group's statistics are read only by `update_sd_pick_busiest`, and once
+    /// the busiest group is overloaded, or an SMT-balance group without an
+    /// idle CPU, a group that runs no more tasks than it has CPUs cannot
+    /// replace it (below): such a group is passed over after one read of
+    /// its task count, not classified. The busiest group found is the
+    /// loop's; debug builds check that a passed-over group would not have
+    /// been picked.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sd_lb_others<'a, const PLAIN: bool, const SPAN_SUMS: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        groups: &'a [GroupRef],
+        sds: &mut SdLbStats<'a>,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        for g in groups {
+            if PLAIN && SPAN_SUMS && busiest_beaten_only_by_overloaded(&sds.busiest_stat) {
+                // Not overloaded (`sum_nr_running <= group_weight`), and in
+                // the usual pass neither imbalanced nor misfit: its type is
+                // at most SmtBalance, its avg_load 0. Against an overloaded
+                // busiest group it loses on type; against an SMT-balance one
+                // with no idle CPU it loses on type, or as an SMT-balance
+                // group with an idle CPU (`has_spare`), or without one as the
+                // later of two with equal avg_load among SMT groups (a busiest
+                // SMT-balance group means the domain's groups are SMT cores).
+                if self.fair.sg_sums.group(g.slot).nr_running() <= g.nr_cpus {
+                    #[cfg(debug_assertions)]
+                    {
+                        let (mut o, mut st) = (false, SgLbStats::default());
+                        self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, g, false, &mut o, &mut st);
+                        debug_assert!(st.group_type < GroupType::Overloaded);
+                        debug_assert!(!self.update_sd_pick_busiest::<PLAIN>(env, sd, sds, g, &st), "passed over");
+                    }
+                    continue;
+                }
+            }
             self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
     }
