@@ -582,7 +582,7 @@ impl Sim {
         sgs: &mut SgLbStats,
         sg_overloaded: &mut bool,
     ) {
-        for g in groups {
+        for (k, g) in groups.iter().enumerate() {
             if PLAIN && SPAN_SUMS && busiest_beaten_only_by_overloaded(&sds.busiest_stat) {
                 // Not overloaded (`sum_nr_running <= group_weight`), and in
                 // the usual pass neither imbalanced nor misfit: its type is
@@ -592,19 +592,41 @@ impl Sim {
                 // group with an idle CPU (`has_spare`), or without one as the
                 // later of two with equal avg_load among SMT groups (a busiest
                 // SMT-balance group means the domain's groups are SMT cores).
-                if self.fair.sg_sums.group(g.slot).nr_running() <= g.nr_cpus {
-                    #[cfg(debug_assertions)]
-                    {
-                        let (mut o, mut st) = (false, SgLbStats::default());
-                        self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, g, false, &mut o, &mut st);
-                        debug_assert!(st.group_type < GroupType::Overloaded);
-                        debug_assert!(!self.update_sd_pick_busiest::<PLAIN>(env, sd, sds, g, &st), "passed over");
+                // With `SPAN_SUMS`, `sg_overloaded` is the span's: whether
+                // some CPU of the domain runs more than one task. If none
+                // does, no group runs more tasks than it has CPUs, and the
+                // rest of the loop (this list and the next) is passed over.
+                if !*sg_overloaded || self.fair.sg_sums.group(g.slot).nr_running() <= g.nr_cpus {
+                    if !*sg_overloaded {
+                        #[cfg(debug_assertions)]
+                        for g in &groups[k..] {
+                            self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
+                        }
+                        break;
                     }
+                    #[cfg(debug_assertions)]
+                    self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
                     continue;
                 }
             }
             self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
+    }
+
+    /// Debug builds: the group `sd_lb_others` passed over would not have
+    /// been picked.
+    #[cfg(debug_assertions)]
+    fn debug_passed_over<const PLAIN: bool, const SPAN_SUMS: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        sds: &SdLbStats,
+        g: &GroupRef,
+    ) {
+        let (mut o, mut st) = (false, SgLbStats::default());
+        self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, g, false, &mut o, &mut st);
+        debug_assert!(st.group_type < GroupType::Overloaded);
+        debug_assert!(!self.update_sd_pick_busiest::<PLAIN>(env, sd, sds, g, &st), "passed over");
     }
 
     /// `update_sd_lb_stats`: the statistics of every group of the domain,
@@ -642,6 +664,10 @@ impl Sim {
                     if span_slot != u32::MAX {
                         // The groups divide the span and the sums are up to
                         // date: the totals are the span's sums.
+                        let s = self.fair.sg_sums.group(span_slot);
+                        // The usual pass ors every group's overloaded count;
+                        // set before the loop, which reads it.
+                        sg_overloaded = s.nr_overloaded() != 0;
                         self.sd_lb_groups::<true, true>(
                             env,
                             sd,
@@ -652,12 +678,9 @@ impl Sim {
                             &mut sgs,
                             &mut sg_overloaded,
                         );
-                        let s = self.fair.sg_sums.group(span_slot);
                         sds.total_load = s.load();
                         sds.total_capacity = s.capacity();
                         sds.sum_util = s.util();
-                        // The usual pass ors every group's overloaded count.
-                        sg_overloaded = s.nr_overloaded() != 0;
                         #[cfg(debug_assertions)]
                         {
                             let groups = refs.iter().map(|g| self.fair.sg_sums.group(g.slot));
