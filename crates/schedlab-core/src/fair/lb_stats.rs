@@ -602,6 +602,8 @@ impl Sim {
                         for g in &groups[k..] {
                             self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
                         }
+                        #[cfg(not(debug_assertions))]
+                        let _ = k;
                         break;
                     }
                     #[cfg(debug_assertions)]
