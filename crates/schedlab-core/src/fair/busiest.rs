@@ -196,7 +196,7 @@ impl Sim {
     /// `sched_balance_find_src_rq` (`find_busiest_queue`): the busiest
     /// runqueue of `group` for the migration type.
     pub fn sched_balance_find_src_rq(&self, env: &LbEnv, group: &GroupRef) -> Option<CpuId> {
-        if group.wholly_considered(env) {
+        if group.wholly_considered(env, &self.domains.sd(env.sd).span) {
             // Every CPU of the group, in span order: its list, not a mask
             // walk over the machine's words (16 at 1024 CPUs).
             let cpus = group.cpus(&self.fair.sg_cpus);
@@ -219,7 +219,7 @@ impl Sim {
             }
             self.find_src_rq_among(env, cpus.iter().copied())
         } else {
-            self.find_src_rq_among(env, group.span.and(&env.cpus).iter())
+            self.find_src_rq_among(env, group.span.and(self.lb_cpus(env)).iter())
         }
     }
 

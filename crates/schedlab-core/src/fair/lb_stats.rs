@@ -120,11 +120,15 @@ impl GroupRef {
         &sg_cpus[self.cpus_at as usize..(self.cpus_at + self.nr_cpus) as usize]
     }
 
-    /// Whether a pass over `env` considers every CPU of the group, so that
-    /// its CPU list (not a walk of `span & env->cpus`) is what to visit.
+    /// Whether a pass over `env` (whose domain spans `sd_span`) considers
+    /// every CPU of the group, so that its CPU list (not a walk of `span &
+    /// env->cpus`) is what to visit.
     #[inline]
-    pub fn wholly_considered(&self, env: &LbEnv) -> bool {
-        (!env.cpus_pruned && self.within_sd) || self.span.is_subset(&env.cpus)
+    pub fn wholly_considered(&self, env: &LbEnv, sd_span: &CpuMask) -> bool {
+        match &env.cpus {
+            None => self.within_sd || self.span.is_subset(sd_span),
+            Some(cpus) => self.span.is_subset(cpus),
+        }
     }
 }
 
@@ -282,7 +286,7 @@ impl Sim {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
         debug_assert!(!PLAIN || g.within_sd);
-        let all_considered = PLAIN || g.wholly_considered(env);
+        let all_considered = PLAIN || g.wholly_considered(env, &sd.span);
         match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
             Some((summed, overloaded)) => {
                 // Only the root domain's pass reads `sg_overloaded`: the
@@ -338,7 +342,7 @@ impl Sim {
                 self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
         } else {
-            for i in g.span.and(&env.cpus).iter() {
+            for i in g.span.and(self.lb_cpus(env)).iter() {
                 self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
             // Some CPUs were excluded (pinned tasks): the capacity is still the whole group's.
@@ -644,7 +648,8 @@ impl Sim {
         // the local group and no span is tested.
         let refs = &self.fair.sg_refs[env.sd.0 as usize];
         let sd = self.domains.sd(env.sd);
-        let lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
+        let lg = env.lg;
+        debug_assert_eq!(lg, self.local_group_at(env.sd, env.level, env.dst_cpu));
         let mut sgs = SgLbStats::default();
         let (before, from) = refs.split_at(lg.index as usize);
         if lg.only {
@@ -654,7 +659,7 @@ impl Sim {
                 // No CPU excluded yet and no group beyond the domain, the
                 // sums just synced, a symmetric domain, no group flagged
                 // imbalanced: the usual pass, whose loops drop those tests.
-                if !env.cpus_pruned
+                if env.cpus.is_none()
                     && lg.all_within
                     && !self.rqs.any_changed()
                     && !sd.has(SD_ASYM_CPUCAPACITY)
