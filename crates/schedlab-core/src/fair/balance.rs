@@ -11,6 +11,7 @@
 //! `cost.balance_ns_base + cost.balance_ns_per_cpu * span_weight`, is charged
 //! to the balancing CPU (`Sim::charge`), which delays what it runs next.
 
+use super::lb_stats::GroupRef;
 use super::local_group::LocalGroup;
 use crate::cpumask::CpuMask;
 use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
@@ -347,6 +348,52 @@ impl Sim {
         if env.idle == CpuIdleType::NewlyIdle {
             return dst.nr_running == 0 && dst.ttwu_pending == 0;
         }
+        if let (None, DstGroup::Group(i)) = (&env.cpus, env.dst_group) {
+            let g = &self.fair.sg_refs[env.sd.0 as usize][i as usize];
+            if g.within_sd {
+                // No CPU excluded and the group within the span: `swb_cpus &
+                // env->cpus` is the group, whose CPU list is its span's order.
+                let r = self.should_we_balance_in(env, g);
+                debug_assert_eq!(r, self.should_we_balance_mask(env));
+                return r;
+            }
+        }
+        self.should_we_balance_mask(env)
+    }
+
+    /// `should_we_balance`'s walk for a busy or idle dst over the local
+    /// group's CPU list `g` (every CPU considered): the CPUs and the SMT
+    /// siblings as lists, not 1024-bit masks (a periodic pass at the SMT
+    /// level copied, and-ed and walked two masks for a group of one CPU).
+    /// `swb_cpus` is only made when a CPU's siblings are taken out of it.
+    #[inline]
+    fn should_we_balance_in(&self, env: &LbEnv, g: &GroupRef) -> bool {
+        let share_capacity = self.domains.sd(env.sd).has(SD_SHARE_CPUCAPACITY);
+        let mut swb: Option<CpuMask> = None;
+        let mut idle_smt = None;
+        for &cpu in g.cpus(&self.fair.sg_cpus) {
+            if swb.as_ref().is_some_and(|m| !m.test(cpu)) || !self.rqs[cpu.idx()].idle_cpu() {
+                continue;
+            }
+            // is_core_idle: the CPU is idle, and so is every sibling.
+            let core_idle = self.smt_siblings[cpu.idx()].cpus.iter().all(|s| self.rqs[s.idx()].idle_cpu());
+            if !share_capacity && !core_idle {
+                idle_smt.get_or_insert(cpu);
+                let smt = self.machine.smt_mask(cpu);
+                swb = Some(swb.unwrap_or(g.span).andnot(smt));
+                continue;
+            }
+            return cpu == env.dst_cpu;
+        }
+        if let Some(c) = idle_smt {
+            return c == env.dst_cpu;
+        }
+        g.first == env.dst_cpu
+    }
+
+    /// `should_we_balance`'s walk for a busy or idle dst, with masks (some
+    /// CPU excluded, dst in no group, or a group beyond the span).
+    fn should_we_balance_mask(&self, env: &LbEnv) -> bool {
         let sd = self.domains.sd(env.sd);
         let grpmask = self.dst_grpmask(env);
         let mut swb = grpmask;
