@@ -11,6 +11,8 @@
 //! `cost.balance_ns_base + cost.balance_ns_per_cpu * span_weight`, is charged
 //! to the balancing CPU (`Sim::charge`), which delays what it runs next.
 
+use super::lb_stats::GroupRef;
+use super::local_group::LocalGroup;
 use crate::cpumask::CpuMask;
 use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
 use crate::engine::task::TaskState;
@@ -93,11 +95,14 @@ pub struct LbEnv {
     pub idle: CpuIdleType,
     /// Amount to move (meaning per `migration_type`).
     pub imbalance: i64,
-    /// CPUs still considered.
-    pub cpus: CpuMask,
-    /// Some CPU was taken out of `cpus` (pinned tasks): until then `cpus`
-    /// is the domain's span and every group is wholly considered.
-    pub cpus_pruned: bool,
+    /// `env->cpus`, the CPUs still considered, once some CPU was taken out
+    /// (pinned tasks); `None` while it is the domain's span, so that a pass
+    /// does not copy a whole mask (`Sim::lb_cpus` reads either). Until then
+    /// every group within the span is wholly considered.
+    pub cpus: Option<CpuMask>,
+    /// The local group of `dst_cpu` in the domain, found by `lb_env` and
+    /// again when `dst_cpu` changes (`LBF_DST_PINNED`), for the group loop.
+    pub lg: LocalGroup,
     /// `LBF_*`.
     pub flags: u32,
     /// Tasks examined.
@@ -229,7 +234,7 @@ impl Sim {
             if env.idle == CpuIdleType::NewlyIdle || env.flags & (LBF_DST_PINNED | LBF_ACTIVE_LB) != 0 {
                 return false;
             }
-            if let Some(cpu) = self.dst_grpmask(env).and(&env.cpus).and(&t.allowed).first() {
+            if let Some(cpu) = self.dst_grpmask(env).and(self.lb_cpus(env)).and(&t.allowed).first() {
                 env.flags |= LBF_DST_PINNED;
                 env.new_dst_cpu = cpu;
             }
@@ -334,18 +339,66 @@ impl Sim {
     /// domain: the first idle core's CPU, else the first idle SMT CPU, else
     /// the group's first CPU. Every CPU may do newly-idle balancing.
     pub fn should_we_balance(&self, env: &LbEnv) -> bool {
-        if !env.cpus.test(env.dst_cpu) {
+        // While `env->cpus` is the span it holds dst (a domain of dst's chain).
+        debug_assert!(env.cpus.is_some() || self.domains.sd(env.sd).span.test(env.dst_cpu));
+        if env.cpus.as_ref().is_some_and(|c| !c.test(env.dst_cpu)) {
             return false;
         }
         let dst = &self.rqs[env.dst_cpu.idx()];
         if env.idle == CpuIdleType::NewlyIdle {
             return dst.nr_running == 0 && dst.ttwu_pending == 0;
         }
+        if let (None, DstGroup::Group(i)) = (&env.cpus, env.dst_group) {
+            let g = &self.fair.sg_refs[env.sd.0 as usize][i as usize];
+            if g.within_sd {
+                // No CPU excluded and the group within the span: `swb_cpus &
+                // env->cpus` is the group, whose CPU list is its span's order.
+                let r = self.should_we_balance_in(env, g);
+                debug_assert_eq!(r, self.should_we_balance_mask(env));
+                return r;
+            }
+        }
+        self.should_we_balance_mask(env)
+    }
+
+    /// `should_we_balance`'s walk for a busy or idle dst over the local
+    /// group's CPU list `g` (every CPU considered): the CPUs and the SMT
+    /// siblings as lists, not 1024-bit masks (a periodic pass at the SMT
+    /// level copied, and-ed and walked two masks for a group of one CPU).
+    /// `swb_cpus` is only made when a CPU's siblings are taken out of it.
+    #[inline]
+    fn should_we_balance_in(&self, env: &LbEnv, g: &GroupRef) -> bool {
+        let share_capacity = self.domains.sd(env.sd).has(SD_SHARE_CPUCAPACITY);
+        let mut swb: Option<CpuMask> = None;
+        let mut idle_smt = None;
+        for &cpu in g.cpus(&self.fair.sg_cpus) {
+            if swb.as_ref().is_some_and(|m| !m.test(cpu)) || !self.rqs[cpu.idx()].idle_cpu() {
+                continue;
+            }
+            // is_core_idle: the CPU is idle, and so is every sibling.
+            let core_idle = self.smt_siblings[cpu.idx()].cpus.iter().all(|s| self.rqs[s.idx()].idle_cpu());
+            if !share_capacity && !core_idle {
+                idle_smt.get_or_insert(cpu);
+                let smt = self.machine.smt_mask(cpu);
+                swb = Some(swb.unwrap_or(g.span).andnot(smt));
+                continue;
+            }
+            return cpu == env.dst_cpu;
+        }
+        if let Some(c) = idle_smt {
+            return c == env.dst_cpu;
+        }
+        g.first == env.dst_cpu
+    }
+
+    /// `should_we_balance`'s walk for a busy or idle dst, with masks (some
+    /// CPU excluded, dst in no group, or a group beyond the span).
+    fn should_we_balance_mask(&self, env: &LbEnv) -> bool {
         let sd = self.domains.sd(env.sd);
         let grpmask = self.dst_grpmask(env);
         let mut swb = grpmask;
         let mut idle_smt = None;
-        for cpu in grpmask.and(&env.cpus).iter() {
+        for cpu in grpmask.and(self.lb_cpus(env)).iter() {
             if !swb.test(cpu) || !self.rqs[cpu.idx()].idle_cpu() {
                 continue;
             }
@@ -361,6 +414,19 @@ impl Sim {
             return c == env.dst_cpu;
         }
         grpmask.first() == Some(env.dst_cpu)
+    }
+
+    /// `env->cpus`: the CPUs a pass still considers.
+    #[inline]
+    pub fn lb_cpus<'a>(&'a self, env: &'a LbEnv) -> &'a CpuMask {
+        env.cpus.as_ref().unwrap_or(&self.domains.sd(env.sd).span)
+    }
+
+    /// Take `cpu` out of `env->cpus`.
+    fn lb_cpus_clear(&self, env: &mut LbEnv, cpu: CpuId) {
+        let mut cpus = *self.lb_cpus(env);
+        cpus.clear(cpu);
+        env.cpus = Some(cpus);
     }
 
     /// `env->dst_grpmask`: the span of the balancing CPU's group in the
@@ -447,8 +513,8 @@ impl Sim {
             sg_flags: sd.child.map_or(0, |c| self.domains.sd(c).flags),
             idle,
             imbalance: 0,
-            cpus: sd.span,
-            cpus_pruned: false,
+            cpus: None,
+            lg,
             flags: 0,
             loop_: 0,
             loop_break: SCHED_NR_MIGRATE_BREAK,
@@ -493,9 +559,10 @@ impl Sim {
                     }
                     if env.flags & LBF_DST_PINNED != 0 && env.imbalance > 0 {
                         // Retry the same source for another CPU of our group.
-                        env.cpus.clear(env.dst_cpu);
-                        env.cpus_pruned = true;
+                        let dst = env.dst_cpu;
+                        self.lb_cpus_clear(&mut env, dst);
                         env.dst_cpu = env.new_dst_cpu;
+                        env.lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
                         env.flags &= !LBF_DST_PINNED;
                         env.loop_ = 0;
                         env.loop_break = SCHED_NR_MIGRATE_BREAK;
@@ -507,9 +574,8 @@ impl Sim {
                     self.fair.nohz.set_sgc_imbalance(depth + 1, span_first, true);
                 }
                 if env.flags & LBF_ALL_PINNED != 0 {
-                    env.cpus.clear(busiest);
-                    env.cpus_pruned = true;
-                    if !env.cpus.is_subset(&self.dst_grpmask(&env)) {
+                    self.lb_cpus_clear(&mut env, busiest);
+                    if !self.lb_cpus(&env).is_subset(&self.dst_grpmask(&env)) {
                         env.loop_ = 0;
                         env.loop_break = SCHED_NR_MIGRATE_BREAK;
                         continue 'redo;

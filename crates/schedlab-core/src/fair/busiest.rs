@@ -196,12 +196,30 @@ impl Sim {
     /// `sched_balance_find_src_rq` (`find_busiest_queue`): the busiest
     /// runqueue of `group` for the migration type.
     pub fn sched_balance_find_src_rq(&self, env: &LbEnv, group: &GroupRef) -> Option<CpuId> {
-        if group.wholly_considered(env) {
+        if group.wholly_considered(env, &self.domains.sd(env.sd).span) {
             // Every CPU of the group, in span order: its list, not a mask
             // walk over the machine's words (16 at 1024 CPUs).
-            self.find_src_rq_among(env, group.cpus(&self.fair.sg_cpus).iter().copied())
+            let cpus = group.cpus(&self.fair.sg_cpus);
+            if env.migration_type == MigrationType::Task
+                && !self.rqs.any_changed()
+                && !self.domains.sd(env.sd).has(SD_ASYM_CPUCAPACITY)
+            {
+                // The sums are up to date (nothing changed since the pass's
+                // sync): when the group's CPUs with a fair task hold one
+                // each, the loop below keeps the first of them (a later CPU
+                // must hold more to replace it), so the walk stops there.
+                // A newly-idle pass at the NUMA level usually gets here
+                // with a node of single-task CPUs.
+                let s = self.fair.sg_sums.group(group.slot);
+                if s.h_nr_running() == s.nr_queued_cpus() {
+                    let first = cpus.iter().copied().find(|c| self.rqs[c.idx()].cfs.h_nr_runnable != 0);
+                    debug_assert_eq!(first, self.find_src_rq_among(env, cpus.iter().copied()));
+                    return first;
+                }
+            }
+            self.find_src_rq_among(env, cpus.iter().copied())
         } else {
-            self.find_src_rq_among(env, group.span.and(&env.cpus).iter())
+            self.find_src_rq_among(env, group.span.and(self.lb_cpus(env)).iter())
         }
     }
 

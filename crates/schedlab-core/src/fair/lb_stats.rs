@@ -14,6 +14,8 @@ use crate::engine::Sim;
 use crate::ids::CpuId;
 use crate::topology::domains::{SdId, SD_ASYM_CPUCAPACITY, SD_PREFER_SIBLING, SD_SHARE_CPUCAPACITY};
 
+pub use super::group_refs::{group_refs, span_slots};
+
 /// `enum group_type`, ordered from least to most busy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum GroupType {
@@ -120,11 +122,15 @@ impl GroupRef {
         &sg_cpus[self.cpus_at as usize..(self.cpus_at + self.nr_cpus) as usize]
     }
 
-    /// Whether a pass over `env` considers every CPU of the group, so that
-    /// its CPU list (not a walk of `span & env->cpus`) is what to visit.
+    /// Whether a pass over `env` (whose domain spans `sd_span`) considers
+    /// every CPU of the group, so that its CPU list (not a walk of `span &
+    /// env->cpus`) is what to visit.
     #[inline]
-    pub fn wholly_considered(&self, env: &LbEnv) -> bool {
-        (!env.cpus_pruned && self.within_sd) || self.span.is_subset(&env.cpus)
+    pub fn wholly_considered(&self, env: &LbEnv, sd_span: &CpuMask) -> bool {
+        match &env.cpus {
+            None => self.within_sd || self.span.is_subset(sd_span),
+            Some(cpus) => self.span.is_subset(cpus),
+        }
     }
 }
 
@@ -194,6 +200,16 @@ pub fn group_classify(imbalance_pct: u32, imbalanced: bool, sgs: &SgLbStats) -> 
     } else {
         GroupType::HasSpare
     }
+}
+
+/// Whether only an overloaded group can replace `busiest` in the usual
+/// pass (see `Sim::sd_lb_others`): it is overloaded itself, or an
+/// SMT-balance group with no idle CPU (`init_sd_lb_stats`' stand-in, with
+/// no group yet, is neither).
+#[inline(always)]
+fn busiest_beaten_only_by_overloaded(busiest: &SgLbStats) -> bool {
+    busiest.group_type == GroupType::Overloaded
+        || (busiest.group_type == GroupType::SmtBalance && busiest.idle_cpus == 0)
 }
 
 /// `smt_vs_nonsmt_groups`: one group is SMT siblings, the other is not.
@@ -272,7 +288,7 @@ impl Sim {
         let balancing_at_rd = sd.parent.is_none();
         // env.cpus loses CPUs only after pinned tasks (LBF_ALL_PINNED).
         debug_assert!(!PLAIN || g.within_sd);
-        let all_considered = PLAIN || g.wholly_considered(env);
+        let all_considered = PLAIN || g.wholly_considered(env, &sd.span);
         match self.sg_lb_stats_summed_in::<PLAIN>(env, sd, g, local_group, all_considered) {
             Some((summed, overloaded)) => {
                 // Only the root domain's pass reads `sg_overloaded`: the
@@ -328,7 +344,7 @@ impl Sim {
                 self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
         } else {
-            for i in g.span.and(&env.cpus).iter() {
+            for i in g.span.and(self.lb_cpus(env)).iter() {
                 self.sg_lb_stats_cpu(env, sd, i, local_group, balancing_at_rd, &mut sgs, sg_overloaded);
             }
             // Some CPUs were excluded (pinned tasks): the capacity is still the whole group's.
@@ -547,12 +563,78 @@ impl Sim {
             sds.total_capacity += sds.local_stat.group_capacity;
             sds.sum_util += sds.local_stat.group_util;
         }
-        for g in rest {
+        self.sd_lb_others::<PLAIN, SPAN_SUMS>(env, sd, rest, sds, sgs, sg_overloaded);
+        self.sd_lb_others::<PLAIN, SPAN_SUMS>(env, sd, before, sds, sgs, sg_overloaded);
+    }
+
+    /// Groups of `update_sd_lb_stats`' loop known not local, in order.
+    ///
+    /// In the usual pass with the span's totals (`PLAIN` and `SPAN_SUMS`) a
+    /// group's statistics are read only by `update_sd_pick_busiest`, and once
+    /// the busiest group is overloaded, or an SMT-balance group without an
+    /// idle CPU, a group that runs no more tasks than it has CPUs cannot
+    /// replace it (below): such a group is passed over after one read of
+    /// its task count, not classified. The busiest group found is the
+    /// loop's; debug builds check that a passed-over group would not have
+    /// been picked.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn sd_lb_others<'a, const PLAIN: bool, const SPAN_SUMS: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        groups: &'a [GroupRef],
+        sds: &mut SdLbStats<'a>,
+        sgs: &mut SgLbStats,
+        sg_overloaded: &mut bool,
+    ) {
+        for (k, g) in groups.iter().enumerate() {
+            if PLAIN && SPAN_SUMS && busiest_beaten_only_by_overloaded(&sds.busiest_stat) {
+                // Not overloaded (`sum_nr_running <= group_weight`), and in
+                // the usual pass neither imbalanced nor misfit: its type is
+                // at most SmtBalance, its avg_load 0. Against an overloaded
+                // busiest group it loses on type; against an SMT-balance one
+                // with no idle CPU it loses on type, or as an SMT-balance
+                // group with an idle CPU (`has_spare`), or without one as the
+                // later of two with equal avg_load among SMT groups (a busiest
+                // SMT-balance group means the domain's groups are SMT cores).
+                // With `SPAN_SUMS`, `sg_overloaded` is the span's: whether
+                // some CPU of the domain runs more than one task. If none
+                // does, no group runs more tasks than it has CPUs, and the
+                // rest of the loop (this list and the next) is passed over.
+                if !*sg_overloaded || self.fair.sg_sums.group(g.slot).nr_running() <= g.nr_cpus {
+                    if !*sg_overloaded {
+                        #[cfg(debug_assertions)]
+                        for g in &groups[k..] {
+                            self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
+                        }
+                        #[cfg(not(debug_assertions))]
+                        let _ = k;
+                        break;
+                    }
+                    #[cfg(debug_assertions)]
+                    self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
+                    continue;
+                }
+            }
             self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
         }
-        for g in before {
-            self.sd_lb_visit::<PLAIN, SPAN_SUMS>(env, sd, g, false, sds, sgs, sg_overloaded);
-        }
+    }
+
+    /// Debug builds: the group `sd_lb_others` passed over would not have
+    /// been picked.
+    #[cfg(debug_assertions)]
+    fn debug_passed_over<const PLAIN: bool, const SPAN_SUMS: bool>(
+        &self,
+        env: &LbEnv,
+        sd: &crate::topology::SchedDomain,
+        sds: &SdLbStats,
+        g: &GroupRef,
+    ) {
+        let (mut o, mut st) = (false, SgLbStats::default());
+        self.update_sg_lb_stats::<PLAIN, SPAN_SUMS>(env, sd, g, false, &mut o, &mut st);
+        debug_assert!(st.group_type < GroupType::Overloaded);
+        debug_assert!(!self.update_sd_pick_busiest::<PLAIN>(env, sd, sds, g, &st), "passed over");
     }
 
     /// `update_sd_lb_stats`: the statistics of every group of the domain,
@@ -568,7 +650,8 @@ impl Sim {
         // the local group and no span is tested.
         let refs = &self.fair.sg_refs[env.sd.0 as usize];
         let sd = self.domains.sd(env.sd);
-        let lg = self.local_group_at(env.sd, env.level, env.dst_cpu);
+        let lg = env.lg;
+        debug_assert_eq!(lg, self.local_group_at(env.sd, env.level, env.dst_cpu));
         let mut sgs = SgLbStats::default();
         let (before, from) = refs.split_at(lg.index as usize);
         if lg.only {
@@ -578,7 +661,7 @@ impl Sim {
                 // No CPU excluded yet and no group beyond the domain, the
                 // sums just synced, a symmetric domain, no group flagged
                 // imbalanced: the usual pass, whose loops drop those tests.
-                if !env.cpus_pruned
+                if env.cpus.is_none()
                     && lg.all_within
                     && !self.rqs.any_changed()
                     && !sd.has(SD_ASYM_CPUCAPACITY)
@@ -590,6 +673,10 @@ impl Sim {
                     if span_slot != u32::MAX {
                         // The groups divide the span and the sums are up to
                         // date: the totals are the span's sums.
+                        let s = self.fair.sg_sums.group(span_slot);
+                        // The usual pass ors every group's overloaded count;
+                        // set before the loop, which reads it.
+                        sg_overloaded = s.nr_overloaded() != 0;
                         self.sd_lb_groups::<true, true>(
                             env,
                             sd,
@@ -600,12 +687,9 @@ impl Sim {
                             &mut sgs,
                             &mut sg_overloaded,
                         );
-                        let s = self.fair.sg_sums.group(span_slot);
                         sds.total_load = s.load();
                         sds.total_capacity = s.capacity();
                         sds.sum_util = s.util();
-                        // The usual pass ors every group's overloaded count.
-                        sg_overloaded = s.nr_overloaded() != 0;
                         #[cfg(debug_assertions)]
                         {
                             let groups = refs.iter().map(|g| self.fair.sg_sums.group(g.slot));
@@ -679,70 +763,4 @@ impl Sim {
         let y = (SCHED_CAPACITY_SCALE - tmp) * llc_weight / SCHED_CAPACITY_SCALE;
         Some((self.llc_of(env.dst_cpu), y as u32))
     }
-}
-
-/// `FairState::sd_span_slot`: per domain, the group slot whose CPUs are the
-/// domain's span, when the domain's groups lie within it and do not
-/// overlap (their CPU counts add up to the span's), so that the sums of
-/// its groups are the sums of that slot; `u32::MAX` where there is none
-/// (a top level, whose span is no group's, or overlapping NUMA groups).
-pub fn span_slots(domains: &crate::topology::Domains, refs: &[Vec<GroupRef>]) -> Vec<u32> {
-    let mut by_span: std::collections::HashMap<CpuMask, u32, crate::topology::FixedHasher> =
-        std::collections::HashMap::default();
-    for g in refs.iter().flatten() {
-        by_span.entry(g.span).or_insert(g.slot);
-    }
-    domains
-        .sds
-        .iter()
-        .zip(refs)
-        .map(|(sd, groups)| {
-            let divides =
-                groups.iter().all(|g| g.within_sd) && groups.iter().map(|g| g.nr_cpus).sum::<u32>() == sd.span.weight();
-            if divides {
-                by_span.get(&sd.span).copied().unwrap_or(u32::MAX)
-            } else {
-                u32::MAX
-            }
-        })
-        .collect()
-}
-
-/// The groups of every domain as [`GroupRef`]s, in `SchedDomain::groups`
-/// order, indexed by `SdId`: the static part of `struct sched_group`
-/// (`sg->flags` is the child domain's flags, `sg->cores` its core count).
-pub fn group_refs(
-    domains: &crate::topology::Domains,
-    machine: &crate::topology::Machine,
-) -> (Vec<Vec<GroupRef>>, Vec<CpuId>) {
-    let mut cpus = Vec::new();
-    // Build-time only: the slot of each distinct (CPUs, imbalance_pct). A
-    // fixed-key hasher (`DefaultHasher::new`), not the randomly seeded one,
-    // so that a build costs the same instructions every time (callgrind
-    // figures repeat exactly); the map is only looked up, never iterated.
-    let mut slots: std::collections::HashMap<(CpuMask, u32), u32, crate::topology::FixedHasher> =
-        std::collections::HashMap::default();
-    let refs = domains
-        .sds
-        .iter()
-        .map(|sd| {
-            let flags = sd.child.map_or(0, |c| domains.sd(c).flags);
-            sd.groups
-                .iter()
-                .enumerate()
-                .map(|(index, &span)| {
-                    let cores = span.iter().filter(|&c| machine.smt_mask(c).and(&span).first() == Some(c)).count();
-                    let cpus_at = cpus.len() as u32;
-                    cpus.extend(span.iter());
-                    let nr_cpus = cpus.len() as u32 - cpus_at;
-                    let next = slots.len() as u32;
-                    let slot = *slots.entry((span, sd.imbalance_pct)).or_insert(next);
-                    let first = span.first().unwrap_or(CpuId(0));
-                    let within_sd = span.is_subset(&sd.span);
-                    GroupRef { index, span, flags, cores: cores as u32, cpus_at, nr_cpus, slot, first, within_sd }
-                })
-                .collect()
-        })
-        .collect();
-    (refs, cpus)
 }

@@ -15,6 +15,7 @@ pub mod eas;
 pub mod eevdf;
 pub mod eevdf_lag;
 pub mod entities;
+pub mod group_refs;
 pub mod hrtick;
 pub mod idle_core;
 pub mod lb_stats;

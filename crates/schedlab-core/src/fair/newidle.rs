@@ -16,7 +16,7 @@
 //! describes both.
 
 use super::balance::CpuIdleType;
-use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
+use crate::engine::rq::{SdRuntime, SYSCTL_SCHED_MIGRATION_COST_NS};
 use crate::engine::Sim;
 use crate::ids::{CpuId, Ns, NSEC_PER_SEC};
 use crate::sched_feat;
@@ -29,6 +29,19 @@ pub const NI_SIDES: u32 = 1024;
 /// (2^22 ns ~ 4.2 ms per unit), is added to the success count: one update
 /// per 4 s of 1024 calls (256 Hz) counts as full success.
 pub const NI_RATE_SHIFT: u32 = 22;
+
+/// `update_newidle_cost`'s decay: once a second the domain's maximum pass
+/// cost loses ~1% (253/256). Returns whether it decayed (`need_decay`).
+#[inline(always)]
+pub(crate) fn decay_max_lb_cost(rt: &mut SdRuntime, now: Ns) -> bool {
+    if now > rt.last_decay_max_lb_cost + NSEC_PER_SEC {
+        rt.max_newidle_lb_cost = rt.max_newidle_lb_cost * 253 / 256;
+        rt.last_decay_max_lb_cost = now;
+        true
+    } else {
+        false
+    }
+}
 
 impl Sim {
     /// `update_newidle_stats(sd, success)`: count a call and its weighted
@@ -67,12 +80,8 @@ impl Sim {
             rt.max_newidle_lb_cost = cost;
             rt.last_decay_max_lb_cost = now;
             false
-        } else if now > rt.last_decay_max_lb_cost + NSEC_PER_SEC {
-            rt.max_newidle_lb_cost = rt.max_newidle_lb_cost * 253 / 256;
-            rt.last_decay_max_lb_cost = now;
-            true
         } else {
-            false
+            decay_max_lb_cost(rt, now)
         }
     }
 

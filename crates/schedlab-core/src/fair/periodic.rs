@@ -4,6 +4,7 @@
 //! `sched_balance_update_blocked_averages`.
 
 use super::balance::CpuIdleType;
+use super::newidle::decay_max_lb_cost;
 use crate::engine::rq::SYSCTL_SCHED_MIGRATION_COST_NS;
 use crate::engine::Sim;
 use crate::ids::{CpuId, Ns};
@@ -73,18 +74,26 @@ impl Sim {
         let mut cost: Ns = 0;
         let levels = self.domains.chain(cpu).len();
         self.fold_timed_newidle(cpu);
+        let now = self.now;
         for level in 0..levels {
-            need_decay = self.update_newidle_cost(cpu, level, 0, 0);
-            max_cost += self.rqs[cpu.idx()].sd[level].max_newidle_lb_cost;
+            // `get_sd_balance_interval`'s check, before the level is borrowed.
+            let _ = self.get_sd_balance_interval(cpu, level, busy);
+            // The level's state read once: `update_newidle_cost(sd, 0, 0)`
+            // (a zero cost counts no call and raises no maximum: only the
+            // decay), its maximum, its interval and when it is due.
+            let rt = self.rqs.sd_mut(cpu.idx(), level);
+            need_decay = decay_max_lb_cost(rt, now);
+            max_cost += rt.max_newidle_lb_cost;
             if !cont {
                 if need_decay {
                     continue;
                 }
                 break;
             }
-            let mut interval = self.get_sd_balance_interval(cpu, level, busy);
+            let mut interval = rt.interval_ns[busy as usize];
+            let mut last_balance = rt.last_balance;
             // SD_SERIALIZE needs no lock: the simulator runs one pass at a time.
-            if self.now >= self.rqs[cpu.idx()].sd[level].last_balance + interval {
+            if now >= last_balance + interval {
                 // EAS: a domain that is not overutilized is not balanced.
                 let moved = if self.eas_balance_skip(cpu, level) {
                     0
@@ -99,10 +108,11 @@ impl Sim {
                     idle = if self.rqs[cpu.idx()].idle_cpu() { CpuIdleType::Idle } else { CpuIdleType::NotIdle };
                     busy = idle != CpuIdleType::Idle && !self.sched_idle_cpu(cpu);
                 }
-                self.rqs.sd_mut(cpu.idx(), level).last_balance = self.now;
+                self.rqs.sd_mut(cpu.idx(), level).last_balance = now;
+                last_balance = now;
                 interval = self.get_sd_balance_interval(cpu, level, busy);
             }
-            let due = self.rqs[cpu.idx()].sd[level].last_balance + interval;
+            let due = last_balance + interval;
             if next_balance > due {
                 next_balance = due;
                 update_next = true;

@@ -59,7 +59,7 @@ const RUNNABLE: usize = 3;
 const NR: usize = 4;
 /// `idle | overloaded << 32`.
 const IDLE: usize = 5;
-/// `misfit`.
+/// `misfit | queued << 32` (`queued`: `h_nr_running > 0`).
 const MISFIT: usize = 6;
 /// Number of summed words.
 const WORDS: usize = 7;
@@ -104,7 +104,7 @@ impl From<CpuReading> for CpuTerms {
         w[RUNNABLE] = r.runnable;
         w[NR] = r.h_nr_running as u64 | (r.nr_running as u64) << 32;
         w[IDLE] = r.idle as u64 | (overloaded as u64) << 32;
-        w[MISFIT] = r.misfit as u64;
+        w[MISFIT] = r.misfit as u64 | ((r.h_nr_running != 0) as u64) << 32;
         CpuTerms { w, capacity_orig: r.capacity_orig }
     }
 }
@@ -178,7 +178,13 @@ impl GroupSums {
     /// Non-idle CPUs with a misfit task.
     #[inline]
     pub fn nr_misfit(&self) -> u32 {
-        self.w[MISFIT] as u32
+        lanes(self.w[MISFIT]).0
+    }
+    /// CPUs with a fair task (`h_nr_runnable > 0`): when it equals
+    /// [`GroupSums::h_nr_running`], none has more than one.
+    #[inline]
+    pub fn nr_queued_cpus(&self) -> u32 {
+        lanes(self.w[MISFIT]).1
     }
 
     /// Move the sums by `d` (the wrapping difference of a CPU's new and old
