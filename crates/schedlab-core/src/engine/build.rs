@@ -219,6 +219,7 @@ impl Sim {
             stats: EngineStats::default(),
             check_invariants: cfg.check_invariants,
             stopped: false,
+            attention: false,
             workload_start,
             machine,
         };

@@ -248,6 +248,7 @@ impl Sim {
                 self.block_task(cpu, p, true);
                 if !self.tasks[p.idx()].noise {
                     self.alive -= 1;
+                    self.attention |= self.alive == 0;
                 }
                 self.emit(Event::Exit { task: p });
                 Ok(Some(Stepped::Reschedule))

@@ -324,6 +324,11 @@ pub struct Sim {
     queue: EventQueue<Ev>,
     /// The run was stopped.
     stopped: bool,
+    /// Whether the run loop must look at the run's end or the invariants
+    /// after an event: `check_invariants`, or `stopped` or `alive == 0`
+    /// maybe (set where either happens, and at the start of `run`): one
+    /// test per event instead of three.
+    attention: bool,
     /// How each task starts.
     workload_start: Vec<crate::workload::StartKind>,
     /// Interrupt sources of the workload.
@@ -425,6 +430,7 @@ impl Sim {
 
     /// Run until the workload finishes, the stop time, or `max_time_ns`.
     pub fn run(&mut self, max_time_ns: Ns) -> Result<()> {
+        self.attention = self.check_invariants || self.stopped || self.alive == 0;
         // Leave events after `max_time_ns` queued, so a run can be resumed.
         while let Some((t, ev)) = self.queue.pop_due(max_time_ns) {
             debug_assert!(t >= self.now, "time went back");
@@ -438,13 +444,16 @@ impl Sim {
                 self.drain_trace(TRACE_FLUSH_EVENTS)?;
             }
             self.handle(ev)?;
-            if self.check_invariants {
-                if let Err(e) = self.check() {
-                    return Err(SchedlabError::Runtime(format!("invariant broken at {} ns: {e}", self.now)));
+            if self.attention {
+                if self.check_invariants {
+                    if let Err(e) = self.check() {
+                        return Err(SchedlabError::Runtime(format!("invariant broken at {} ns: {e}", self.now)));
+                    }
                 }
-            }
-            if self.stopped || self.alive == 0 {
-                break;
+                if self.stopped || self.alive == 0 {
+                    break;
+                }
+                self.attention = self.check_invariants;
             }
         }
         if self.queue.peek_time().is_some() && !self.stopped && self.alive > 0 {
@@ -609,6 +618,7 @@ impl Sim {
             Ev::Stop => {
                 self.stats.handled += 1;
                 self.stopped = true;
+                self.attention = true;
                 Ok(())
             }
         }
