@@ -1,8 +1,10 @@
 //! A table of one entry per id of a run, indexed without a bounds test in
 //! release builds: the engine's tasks (`engine::tasks::Tasks`) and the fair
 //! class's entities (`fair::entities::Entities`), both by task id, the
-//! runqueues (`engine::rqs::Rqs`) and the engine's SMT sibling records
-//! (`Sim::smt_siblings`), by CPU id, and the engine's cache pressure by the
+//! runqueues (`engine::rqs::Rqs`), the engine's SMT sibling records
+//! (`Sim::smt_siblings`) and the cpufreq model's speeds and frequency
+//! capacities (`CpufreqState::speed`, `freq_cap`, sized to the machine by
+//! `CpufreqState::new`), by CPU id, and the engine's cache pressure by the
 //! machine's core and LLC ids (`Sim::core_pressure`, `Sim::llc_pressure`:
 //! numbered `0..nr_cores` and `0..nr_llcs` when the machine is built and
 //! validated, and read from its CPU records or the SMT sibling records).

@@ -38,6 +38,7 @@ mod tests_pstate;
 pub mod turbo;
 
 use crate::engine::{Ev, Sim};
+use crate::id_table::IdTable;
 use crate::ids::{CpuId, Ns};
 use crate::topology::{Governor, Machine};
 use crate::trace::Event;
@@ -92,10 +93,13 @@ pub struct CpufreqState {
     /// Policies, by frequency domain.
     pub policies: Vec<Policy>,
     /// Speed of each CPU alone on its core, work units per ns:
-    /// `capacity_orig x cur / max` (the SMT factor is applied on top).
-    pub speed: Vec<u64>,
-    /// `arch_scale_freq_capacity` of each CPU: `cur x 1024 / max`.
-    pub freq_cap: Vec<u32>,
+    /// `capacity_orig x cur / max` (the SMT factor is applied on top). One
+    /// entry per CPU of the machine, read at every segment change
+    /// (`Sim::cpu_speed`) without a bounds test (`IdTable`).
+    pub speed: IdTable<u64>,
+    /// `arch_scale_freq_capacity` of each CPU: `cur x 1024 / max` (an
+    /// `IdTable` likewise, read at every clock update).
+    pub freq_cap: IdTable<u32>,
     /// The CPU doing the current enqueue when it is not the runqueue's own
     /// (a remote wakeup), else `None`: `smp_processor_id()` for
     /// `cpufreq_this_cpu_can_update`.
@@ -187,8 +191,8 @@ impl CpufreqState {
         let mut s = CpufreqState {
             governor,
             policies,
-            speed: vec![0; n],
-            freq_cap: vec![0; n],
+            speed: IdTable::new(vec![0; n]),
+            freq_cap: IdTable::new(vec![0; n]),
             this_cpu: None,
             sugov_first,
             dbs_first: None,

@@ -350,7 +350,9 @@ impl Sim {
     /// `ttwu_queue_cond`: whether the wakeup goes through the target CPU's
     /// wake list (an IPI) instead of being enqueued by the waker directly.
     fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
-        if !self.machine.cpus_share_cache(this_cpu, cpu) {
+        // `cpus_share_cache` from the CPUs' engine records (the machine's
+        // LLC ids, without the CPU table's bounds tests).
+        if self.smt_siblings[this_cpu.idx()].llc != self.smt_siblings[cpu.idx()].llc {
             return true;
         }
         if cpu == this_cpu {

@@ -60,8 +60,16 @@ impl Sim {
             return (fp * mem, fp);
         }
         let from = t.cache_cpu;
-        let d = self.machine.distance(from, cpu);
         let old = &self.smt_siblings[from.idx()];
+        // `Machine::distance`, its usual answers (the same CPU or core) from
+        // the CPUs' engine records, without the CPU table's bounds tests.
+        let d = if from == cpu {
+            Distance::Same
+        } else if old.core == self.smt_siblings[cpu.idx()].core {
+            Distance::Smt
+        } else {
+            self.machine.distance(from, cpu)
+        };
         let core_press = self.core_pressure[old.core as usize].saturating_sub(t.core_pressure_at_leave);
         let llc_press = self.llc_pressure[old.llc as usize].saturating_sub(t.llc_pressure_at_leave);
         let l2 = (c.l2_kib as u64).max(1);

@@ -624,10 +624,11 @@ impl Sim {
         }
     }
 
-    /// Index of `cpu`'s LLC.
+    /// Index of `cpu`'s LLC (the machine's id, from the CPU's engine record:
+    /// no bounds test).
     #[inline]
     pub fn llc_of(&self, cpu: CpuId) -> usize {
-        self.machine.cpus[cpu.idx()].llc as usize
+        self.smt_siblings[cpu.idx()].llc as usize
     }
 }
 
