@@ -220,6 +220,8 @@ impl Sim {
             check_invariants: cfg.check_invariants,
             stopped: false,
             attention: false,
+            unhandled: 0,
+            poll_in: crate::api::STOP_CHECK_EVENTS as u32,
             workload_start,
             machine,
         };

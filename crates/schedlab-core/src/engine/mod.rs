@@ -329,6 +329,13 @@ pub struct Sim {
     /// maybe (set where either happens, and at the start of `run`): one
     /// test per event instead of three.
     attention: bool,
+    /// Popped events not handled (stale, or deferred: a stalled CPU's, a
+    /// vCPU its host holds), counted where the handler returns without
+    /// handling; `stats.events` is `stats.handled + unhandled`.
+    unhandled: u64,
+    /// Popped events left before the run loop's next stop check (from
+    /// `STOP_CHECK_EVENTS` down).
+    poll_in: u32,
     /// How each task starts.
     workload_start: Vec<crate::workload::StartKind>,
     /// Interrupt sources of the workload.
@@ -371,6 +378,13 @@ impl Sim {
         if let Some(t) = self.trace.as_mut() {
             t.push(te);
         }
+    }
+
+    /// A popped event not handled (counted in `unhandled`).
+    #[inline(always)]
+    fn not_handled(&mut self) -> Result<()> {
+        self.unhandled += 1;
+        Ok(())
     }
 
     /// Hand the kept events to the trace sink once there are at least `min`.
@@ -430,15 +444,31 @@ impl Sim {
 
     /// Run until the workload finishes, the stop time, or `max_time_ns`.
     pub fn run(&mut self, max_time_ns: Ns) -> Result<()> {
+        let r = self.run_loop(max_time_ns);
+        // Every popped event was handled or not (stale, deferred).
+        self.stats.events = self.stats.handled + self.unhandled;
+        r
+    }
+
+    /// [`Sim::run`]'s loop (its one caller, inlined).
+    #[inline(always)]
+    fn run_loop(&mut self, max_time_ns: Ns) -> Result<()> {
         self.attention = self.check_invariants || self.stopped || self.alive == 0;
         // Leave events after `max_time_ns` queued, so a run can be resumed.
         while let Some((t, ev)) = self.queue.pop_due(max_time_ns) {
             debug_assert!(t >= self.now, "time went back");
             self.now = t;
-            self.stats.events += 1;
-            if self.stats.events.is_multiple_of(crate::api::STOP_CHECK_EVENTS) {
+            // Every STOP_CHECK_EVENTS popped events (a countdown: one
+            // decrement and a branch per event, where counting the events
+            // and testing the count took five instructions; the count is
+            // `handled + unhandled`, each pop being one or the other).
+            self.poll_in -= 1;
+            if self.poll_in == 0 {
+                self.poll_in = crate::api::STOP_CHECK_EVENTS as u32;
                 if crate::api::stop_requested() {
-                    return Err(SchedlabError::Interrupted { events: self.stats.events });
+                    // This event is popped and left unhandled.
+                    self.unhandled += 1;
+                    return Err(SchedlabError::Interrupted { events: self.stats.handled + self.unhandled });
                 }
                 crate::api::note_progress(self.now);
                 self.drain_trace(TRACE_FLUSH_EVENTS)?;
@@ -490,22 +520,22 @@ impl Sim {
             }
             Ev::RunDone { cpu, gen } => {
                 if self.rqs[cpu.idx()].run_gen != gen {
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 self.run_done(cpu)
             }
             Ev::Tick { cpu, gen } => {
                 if self.rqs[cpu.idx()].tick_gen != gen {
-                    return Ok(());
+                    return self.not_handled();
                 }
                 // A stalled vCPU takes its tick when it runs again.
                 if let Some(t) = self.stalled(cpu) {
                     if self.host_hold(cpu, ev) {
-                        return Ok(());
+                        return self.not_handled();
                     }
                     self.queue.push_key_in(LANE_TICK, self.key_tick(cpu), t, Ev::Tick { cpu, gen });
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 self.sched_tick(cpu)
@@ -513,41 +543,41 @@ impl Sim {
             Ev::HrTick(cpu) => {
                 if let Some(t) = self.stalled(cpu) {
                     if self.host_hold(cpu, ev) {
-                        return Ok(());
+                        return self.not_handled();
                     }
                     self.queue.push_key(self.key_hrtick(cpu), t, Ev::HrTick(cpu));
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 self.hrtick(cpu)
             }
             Ev::Timer { task, gen } => {
                 if self.tasks[task.idx()].timer_gen != gen {
-                    return Ok(());
+                    return self.not_handled();
                 }
                 let cpu = self.tasks[task.idx()].cpu;
                 // The hrtimer fires on the CPU the task slept on: a stalled
                 // vCPU takes its interrupt when it runs again.
                 if let Some(t) = self.stalled(cpu) {
                     if self.host_hold(cpu, ev) {
-                        return Ok(());
+                        return self.not_handled();
                     }
                     self.queue.push_key(self.key_timer(task), t, ev);
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 self.try_to_wake_up(task, 0, cpu, None)
             }
             Ev::TtwuArrive { task, cpu, migrated } => {
                 if self.defer_ipi_if_stalled(cpu, ev) {
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 self.sched_ttwu_pending(task, cpu, migrated)
             }
             Ev::Resched(cpu) => {
                 if self.defer_ipi_if_stalled(cpu, ev) {
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 // An IPI that finds its CPU in charged kernel work: the
@@ -561,7 +591,7 @@ impl Sim {
             }
             Ev::RtPushIpi(cpu) => {
                 if self.defer_ipi_if_stalled(cpu, ev) {
-                    return Ok(());
+                    return self.not_handled();
                 }
                 self.stats.handled += 1;
                 self.rt_push_ipi(cpu)
@@ -602,6 +632,8 @@ impl Sim {
             Ev::HostSlice { cpu, gen } => {
                 if self.host_slice(cpu, gen) {
                     self.stats.handled += 1;
+                } else {
+                    self.unhandled += 1;
                 }
                 Ok(())
             }
