@@ -147,7 +147,8 @@ impl Sim {
     /// `rq.next_balance` has come.
     #[inline(always)]
     pub fn sched_balance_trigger(&mut self, cpu: CpuId) -> crate::Result<()> {
-        if self.domains.chain(cpu).is_empty() || self.now < self.rqs[cpu.idx()].next_balance {
+        // The due test first: it usually returns (both are plain reads).
+        if self.now < self.rqs[cpu.idx()].next_balance || self.domains.chain(cpu).is_empty() {
             return Ok(());
         }
         self.update_blocked_averages(cpu);

@@ -157,7 +157,7 @@ impl Sim {
     /// Whether `cpu` is in the NOHZ idle mask, for tests outside the class.
     #[cfg(test)]
     pub(crate) fn nohz_idle_test(&self, cpu: CpuId) -> bool {
-        self.fair.nohz.idle_cpus_mask.test(cpu)
+        self.fair.nohz.idle_cpus_mask().test(cpu)
     }
 
     /// `sd_llc_shared->nr_busy_cpus` of LLC `llc`, for tests outside the class.
