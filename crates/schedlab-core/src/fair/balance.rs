@@ -498,8 +498,7 @@ impl Sim {
     /// A fresh `lb_env` for `this_cpu` balancing its domain at `level`.
     #[inline(always)]
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
-        let id = self.domains.chain(this_cpu)[level];
-        let sd = self.domains.sd(id);
+        let (id, sd) = self.sd_at(this_cpu, level);
         // The first group holding this_cpu (its local group), else this_cpu alone.
         let lg = self.local_group_at(id, level, this_cpu);
         let dst_group = if lg.found { DstGroup::Group(lg.index) } else { DstGroup::Alone(this_cpu) };
