@@ -73,8 +73,10 @@ pub enum MigrationType {
 /// `struct lb_env`: one balancing decision's context.
 #[derive(Clone, Debug)]
 pub struct LbEnv {
-    /// The domain.
-    pub sd: SdId,
+    /// The domain: an id of the dst CPU's chain, set by [`Sim::lb_env`]
+    /// only (crate-private, so that [`Sim::chain_sd`] may read it without a
+    /// bounds test).
+    pub(crate) sd: SdId,
     /// Its position in the dst CPU's chain.
     pub level: usize,
     /// Source (busiest) CPU, once found.
@@ -193,7 +195,7 @@ impl Sim {
         if self.tasks[p.idx()].policy == crate::workload::SchedPolicy::Idle {
             return false;
         }
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         if sd.has(SD_SHARE_CPUCAPACITY) {
             return false; // SMT siblings share caches
         }
@@ -247,7 +249,7 @@ impl Sim {
         if env.flags & LBF_ACTIVE_LB != 0 {
             return true;
         }
-        let cache_nice_tries = self.domains.sd(env.sd).cache_nice_tries;
+        let cache_nice_tries = self.chain_sd(env.sd).cache_nice_tries;
         !self.task_hot(p, env) || nr_balance_failed > cache_nice_tries
     }
 
@@ -340,7 +342,7 @@ impl Sim {
     /// the group's first CPU. Every CPU may do newly-idle balancing.
     pub fn should_we_balance(&self, env: &LbEnv) -> bool {
         // While `env->cpus` is the span it holds dst (a domain of dst's chain).
-        debug_assert!(env.cpus.is_some() || self.domains.sd(env.sd).span.test(env.dst_cpu));
+        debug_assert!(env.cpus.is_some() || self.chain_sd(env.sd).span.test(env.dst_cpu));
         if env.cpus.as_ref().is_some_and(|c| !c.test(env.dst_cpu)) {
             return false;
         }
@@ -368,7 +370,7 @@ impl Sim {
     /// `swb_cpus` is only made when a CPU's siblings are taken out of it.
     #[inline]
     fn should_we_balance_in(&self, env: &LbEnv, g: &GroupRef) -> bool {
-        let share_capacity = self.domains.sd(env.sd).has(SD_SHARE_CPUCAPACITY);
+        let share_capacity = self.chain_sd(env.sd).has(SD_SHARE_CPUCAPACITY);
         let mut swb: Option<CpuMask> = None;
         let mut idle_smt = None;
         for &cpu in g.cpus(&self.fair.sg_cpus) {
@@ -394,7 +396,7 @@ impl Sim {
     /// `should_we_balance`'s walk for a busy or idle dst, with masks (some
     /// CPU excluded, dst in no group, or a group beyond the span).
     fn should_we_balance_mask(&self, env: &LbEnv) -> bool {
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         let grpmask = self.dst_grpmask(env);
         let mut swb = grpmask;
         let mut idle_smt = None;
@@ -419,7 +421,7 @@ impl Sim {
     /// `env->cpus`: the CPUs a pass still considers.
     #[inline]
     pub fn lb_cpus<'a>(&'a self, env: &'a LbEnv) -> &'a CpuMask {
-        env.cpus.as_ref().unwrap_or(&self.domains.sd(env.sd).span)
+        env.cpus.as_ref().unwrap_or(&self.chain_sd(env.sd).span)
     }
 
     /// Take `cpu` out of `env->cpus`.
@@ -440,7 +442,7 @@ impl Sim {
 
     /// `need_active_balance`: push the running task when balancing failed.
     pub fn need_active_balance(&self, env: &LbEnv) -> bool {
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         let failed = self.rqs[env.dst_cpu.idx()].sd[env.level].nr_balance_failed;
         // imbalanced_active_balance: even spreading blocked for a while.
         if env.migration_type == MigrationType::Task && failed > sd.cache_nice_tries + 2 {
@@ -498,8 +500,7 @@ impl Sim {
     /// A fresh `lb_env` for `this_cpu` balancing its domain at `level`.
     #[inline(always)]
     pub fn lb_env(&self, this_cpu: CpuId, level: usize, idle: CpuIdleType) -> LbEnv {
-        let id = self.domains.chain(this_cpu)[level];
-        let sd = self.domains.sd(id);
+        let (id, sd) = self.sd_at(this_cpu, level);
         // The first group holding this_cpu (its local group), else this_cpu alone.
         let lg = self.local_group_at(id, level, this_cpu);
         let dst_group = if lg.found { DstGroup::Group(lg.index) } else { DstGroup::Alone(this_cpu) };
@@ -528,7 +529,7 @@ impl Sim {
     /// (`ld_moved`; a task pushed by active balance is not counted, as in the kernel).
     pub fn sched_balance_rq(&mut self, this_cpu: CpuId, level: usize, idle: CpuIdleType, cont: &mut bool) -> u32 {
         let mut env = self.lb_env(this_cpu, level, idle);
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         let (parent, span_first, depth) = (sd.parent, sd.span.first().unwrap_or(this_cpu), sd.depth as usize);
         let (min_interval, max_interval) = (sd.min_interval_ms, sd.max_interval_ms);
         if sd.child.is_none() {
@@ -634,7 +635,7 @@ impl Sim {
                 active = true;
                 // A failure of the stopper leaves nothing to undo.
                 if self.active_load_balance(busiest, this_cpu).unwrap_or(false) {
-                    let depth = self.domains.sd(env.sd).depth as u8;
+                    let depth = self.chain_sd(env.sd).depth as u8;
                     self.emit(Event::Balance { cpu: this_cpu, depth, kind: BalanceKind::Active, pulled: 1 });
                 }
             }

@@ -72,6 +72,6 @@ fn nohz_idle_balance_moves_work_to_tick_stopped_cpus() {
     assert!(s.fair.nohz.kicks >= 1);
     // The CPUs still idle are the tick-stopped ones.
     for c in 0..8 {
-        assert_eq!(s.fair.nohz.idle_cpus_mask.test(CpuId(c as u32)), s.rqs[c].curr.is_none(), "cpu {c}");
+        assert_eq!(s.fair.nohz.idle_cpus_mask().test(CpuId(c as u32)), s.rqs[c].curr.is_none(), "cpu {c}");
     }
 }

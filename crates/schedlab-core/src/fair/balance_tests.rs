@@ -238,7 +238,7 @@ fn nohz_kick_moves_work_to_a_tick_stopped_idle_cpu() {
     s.now = 100 * NSEC_PER_MSEC;
     run(&mut s, 0, 0);
     enqueue(&mut s, 1, 0);
-    assert!(!s.fair.nohz.idle_cpus_mask.test(CpuId(0)) && s.fair.nohz.idle_cpus_mask.test(CpuId(1)));
+    assert!(!s.fair.nohz.idle_cpus_mask().test(CpuId(0)) && s.fair.nohz.idle_cpus_mask().test(CpuId(1)));
     s.nohz_balancer_kick(CpuId(0)).unwrap();
     assert_eq!(s.fair.nohz.kicks, 1);
     let dst = s.tasks[1].cpu;
@@ -282,7 +282,7 @@ fn busy(s: &mut Sim, cpu: usize, t: u32, load: u64) {
     s.rqs[cpu].nr_running = 1;
     s.rqs[cpu].cfs_avg.load_avg = load;
     s.rqs[cpu].cfs_avg.util_avg = 1024;
-    s.fair.nohz.idle_cpus_mask.clear(CpuId(cpu as u32));
+    s.fair.nohz.clear_idle(CpuId(cpu as u32));
 }
 
 #[test]

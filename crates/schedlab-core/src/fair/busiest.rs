@@ -56,7 +56,7 @@ impl Sim {
 
     /// `calculate_imbalance`: how much to move and how it is measured.
     fn calculate_imbalance(&self, env: &mut LbEnv, sds: &mut SdLbStats) {
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         let local = sds.local_stat;
         let busiest = sds.busiest_stat;
         match busiest.group_type {
@@ -145,7 +145,7 @@ impl Sim {
     /// The decision matrix of `sched_balance_find_src_group`: `false` =
     /// balanced (`out_balanced`), `true` = `calculate_imbalance` was run.
     fn find_src_group_decide(&self, env: &mut LbEnv, sds: &mut SdLbStats) -> bool {
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         if sds.busiest.is_none() {
             return false;
         }
@@ -196,13 +196,13 @@ impl Sim {
     /// `sched_balance_find_src_rq` (`find_busiest_queue`): the busiest
     /// runqueue of `group` for the migration type.
     pub fn sched_balance_find_src_rq(&self, env: &LbEnv, group: &GroupRef) -> Option<CpuId> {
-        if group.wholly_considered(env, &self.domains.sd(env.sd).span) {
+        if group.wholly_considered(env, &self.chain_sd(env.sd).span) {
             // Every CPU of the group, in span order: its list, not a mask
             // walk over the machine's words (16 at 1024 CPUs).
             let cpus = group.cpus(&self.fair.sg_cpus);
             if env.migration_type == MigrationType::Task
                 && !self.rqs.any_changed()
-                && !self.domains.sd(env.sd).has(SD_ASYM_CPUCAPACITY)
+                && !self.chain_sd(env.sd).has(SD_ASYM_CPUCAPACITY)
             {
                 // The sums are up to date (nothing changed since the pass's
                 // sync): when the group's CPUs with a fair task hold one
@@ -236,7 +236,7 @@ impl Sim {
         const UTIL: u8 = MigrationType::Util as u8;
         const TASK: u8 = MigrationType::Task as u8;
         const MISFIT: u8 = MigrationType::Misfit as u8;
-        let asym = self.domains.sd(env.sd).has(SD_ASYM_CPUCAPACITY);
+        let asym = self.chain_sd(env.sd).has(SD_ASYM_CPUCAPACITY);
         match (env.migration_type, asym) {
             (MigrationType::Load, false) => self.find_src_rq_typed::<LOAD, false>(env, cpus),
             (MigrationType::Util, false) => self.find_src_rq_typed::<UTIL, false>(env, cpus),
@@ -256,7 +256,7 @@ impl Sim {
         env: &LbEnv,
         cpus: impl Iterator<Item = CpuId>,
     ) -> Option<CpuId> {
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         debug_assert_eq!(env.migration_type as u8, MT);
         debug_assert_eq!(sd.has(SD_ASYM_CPUCAPACITY), ASYM);
         // The busiest CPU's id, `NONE` while there is none: a plain integer

@@ -27,12 +27,22 @@ impl Sim {
         self.rqs[cpu.idx()].cpu_capacity as u64
     }
 
+    /// `arch_scale_cpu_capacity(cpu)` from the group sums' per-CPU copy
+    /// (fixed with the machine), without the machine tables' two bounds
+    /// tests, as `sg_cpu_terms` reads it.
+    #[inline(always)]
+    pub(crate) fn capacity_orig_of(&self, cpu: CpuId) -> u64 {
+        let c = self.fair.sg_sums.capacity_orig(cpu.idx());
+        debug_assert_eq!(c, self.machine.capacity_orig(cpu) as u64);
+        c
+    }
+
     /// `scale_rt_capacity(cpu)`: the original capacity minus the RT and DL
     /// pressure, scaled down by the IRQ pressure
     /// (`free * (max - irq) / max`), at least 1. With `NONTASK_CAPACITY` off
     /// non-task time is not subtracted and the original capacity is returned.
     pub fn scale_rt_capacity(&self, cpu: CpuId) -> u64 {
-        let max = self.machine.capacity_orig(cpu) as u64;
+        let max = self.capacity_orig_of(cpu);
         if !sched_feat!(self.features, NONTASK_CAPACITY) {
             return max;
         }
@@ -69,7 +79,7 @@ impl Sim {
     /// reduced by non-fair activity (below `100 / imbalance_pct` of its original).
     #[inline]
     pub fn check_cpu_capacity(&self, cpu: CpuId, sd: &SchedDomain) -> bool {
-        self.capacity_of(cpu) * (sd.imbalance_pct as u64) < self.machine.capacity_orig(cpu) as u64 * 100
+        self.capacity_of(cpu) * (sd.imbalance_pct as u64) < self.capacity_orig_of(cpu) * 100
     }
 
     /// `task_util(p)`: the task's `util_avg`.
@@ -124,7 +134,7 @@ impl Sim {
             }
             util = util.max(util_est);
         }
-        util.min(self.machine.capacity_orig(cpu) as u64)
+        util.min(self.capacity_orig_of(cpu))
     }
 
     /// `cpu_util(cpu, p, dst_cpu, 0)`; `cpu_util(cpu, None, None)` is `cpu_util_cfs(cpu)`.

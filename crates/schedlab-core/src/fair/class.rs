@@ -380,9 +380,25 @@ impl Sim {
         // Load removed from this runqueue in between (a task woken onto
         // another CPU) is folded in at the runqueue's next update, as in
         // the kernel, not here.
+        //
+        // The usual case (prev blocked) is kept lean: `put_prev_entity` of
+        // an entity not queued only clears curr, so the queued case's PELT
+        // update and `update_curr` are out of line, and the callers do not
+        // save registers for them at every switch.
         if self.fair.ses[prev.idx()].on_rq {
-            self.update_load_avg_clocked(cpu, Some(prev), 0);
+            return self.put_prev_task_fair_queued(cpu, prev);
         }
+        let cfs = &mut self.rqs[cpu.idx()].cfs;
+        if cfs.curr == Some(prev) {
+            cfs.curr = None;
+        }
+    }
+
+    /// [`Sim::put_prev_task_fair`] of an entity still queued (preempted,
+    /// or a policy change's), out of line.
+    #[inline(never)]
+    fn put_prev_task_fair_queued(&mut self, cpu: CpuId, prev: TaskId) {
+        self.update_load_avg_clocked(cpu, Some(prev), 0);
         if self.rqs[cpu.idx()].cfs.curr == Some(prev) {
             let now = self.rq_clock_task_updated(cpu);
             self.rqs[cpu.idx()].cfs.put_prev_entity(&mut self.fair.ses, now);

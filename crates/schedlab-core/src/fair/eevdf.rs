@@ -377,7 +377,14 @@ impl CfsRq {
     /// `__dequeue_entity`: out of the "tree" and the sums.
     pub(super) fn dequeue_tree(&mut self, ses: &Entities, id: TaskId) {
         if let Some(pos) = self.queue.iter().position(|&t| t == id) {
-            self.queue.remove(pos); // keeps enqueue order for tie-breaks
+            // `Vec::remove` keeps enqueue order for tie-breaks, but calls
+            // `memmove` even for the usual nothing-to-move case (the last
+            // entry): a swap loop to the end, then a pop.
+            let q = &mut self.queue[pos..];
+            for i in 1..q.len() {
+                q.swap(i - 1, i);
+            }
+            self.queue.pop();
             let se = &ses[id.idx()];
             self.sum_w_vruntime -= self.entity_key(se) * se.weight as i64;
             self.sum_weight -= se.weight;

@@ -649,7 +649,7 @@ impl Sim {
         // `sd_group_refs`; when dst is in one group only, that first one is
         // the local group and no span is tested.
         let refs = &self.fair.sg_refs[env.sd.0 as usize];
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         let lg = env.lg;
         debug_assert_eq!(lg, self.local_group_at(env.sd, env.level, env.dst_cpu));
         let mut sgs = SgLbStats::default();
@@ -753,7 +753,7 @@ impl Sim {
         }
         let llc_sd = self.domains.sd_llc[env.dst_cpu.idx()]?;
         let llc_weight = self.domains.sd(llc_sd).span_weight as u64;
-        let sd = self.domains.sd(env.sd);
+        let sd = self.chain_sd(env.sd);
         if sd.span_weight as u64 != llc_weight {
             return None;
         }

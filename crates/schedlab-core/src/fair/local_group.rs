@@ -70,7 +70,7 @@ impl Sim {
     /// CPU's chain (its depth), as a balance pass's `env.level` says.
     #[inline(always)]
     pub(crate) fn local_group_at(&self, sd: SdId, level: usize, cpu: CpuId) -> LocalGroup {
-        let chain = self.domains.chain(cpu);
+        let chain = self.sd_chain(cpu);
         let lg = if level < chain.len() && chain[level] == sd {
             self.fair.sg_local[cpu.idx()][level]
         } else {

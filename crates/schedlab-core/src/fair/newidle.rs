@@ -120,7 +120,7 @@ impl Sim {
         let hold_stamp = sched_feat!(self.features, avg_idle_on_enqueue);
         self.rqs.untracked_mut(cpu.idx()).idle_stamp = if hold_stamp { 0 } else { idle_stamp };
         let saved_resched = self.rqs[cpu.idx()].need_resched;
-        let levels = self.domains.chain(cpu).len();
+        let levels = self.sd_chain(cpu).len();
         let mut next_balance = now + NSEC_PER_SEC;
         let mut pulled = 0u32;
         let mut curr_cost: Ns = 0;
@@ -146,7 +146,7 @@ impl Sim {
                     stopped_by_cost = true;
                     break;
                 }
-                let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+                let sd = self.sd_at(cpu, level).1;
                 if sd.has(SD_BALANCE_NEWIDLE) {
                     let mut weight = 1;
                     let ratio = self.rqs[cpu.idx()].sd[level].newidle_ratio;
@@ -250,7 +250,7 @@ impl Sim {
         cont: &mut bool,
         curr_cost: &mut Ns,
     ) -> u32 {
-        let span = self.domains.sd(self.domains.chain(cpu)[level]).span_weight;
+        let span = self.sd_at(cpu, level).1.span_weight;
         let pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, cont);
         let domain_cost = self.balance_cost_ns(span);
         *curr_cost += domain_cost;
@@ -294,8 +294,8 @@ impl Sim {
             return (0, 0);
         }
         let mut depth = 0u8;
-        for level in 0..self.domains.chain(cpu).len().min(64) {
-            let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+        for level in 0..self.sd_chain(cpu).len().min(64) {
+            let sd = self.sd_at(cpu, level).1;
             if !sd.has(SD_SHARE_LLC) {
                 break;
             }

@@ -26,8 +26,14 @@ pub const NOHZ_BLOCKED_PERIOD_MS: Ns = 32;
 /// `sched_group_capacity::imbalance` flags.
 #[derive(Clone, Debug)]
 pub struct NohzState {
-    /// `nohz.idle_cpus_mask`: CPUs that are idle with the tick stopped.
-    pub idle_cpus_mask: CpuMask,
+    /// `nohz.idle_cpus_mask`: CPUs that are idle with the tick stopped
+    /// (read through [`NohzState::idle_cpus_mask`], written through
+    /// `set_idle`/`clear_idle`, which keep `nr_idle`).
+    idle_cpus_mask: CpuMask,
+    /// `nohz.nr_cpus`: CPUs in `idle_cpus_mask`, which the kernel counts
+    /// beside the mask for `nohz_balancer_kick`'s first test; here too, at
+    /// every busy tick, rather than testing the mask's 16 words.
+    nr_idle: u32,
     /// `nohz.next_balance`: no balance kick before this, ns.
     pub next_balance: Ns,
     /// `nohz.next_blocked`: no blocked-load refresh before this, ns.
@@ -59,6 +65,7 @@ impl NohzState {
     pub fn new(nr_cpus: usize, nr_levels: usize, idle: CpuMask) -> Self {
         NohzState {
             idle_cpus_mask: idle,
+            nr_idle: idle.weight(),
             next_balance: 0,
             next_blocked: 0,
             last_blocked_update: vec![0; nr_cpus],
@@ -69,6 +76,37 @@ impl NohzState {
             walk: Vec::with_capacity(nr_cpus),
             nr_cpus,
         }
+    }
+
+    /// `nohz.idle_cpus_mask`.
+    #[inline]
+    pub fn idle_cpus_mask(&self) -> &CpuMask {
+        &self.idle_cpus_mask
+    }
+
+    /// `cpu` joins `nohz.idle_cpus_mask`.
+    #[inline]
+    pub fn set_idle(&mut self, cpu: CpuId) {
+        if !self.idle_cpus_mask.test(cpu) {
+            self.idle_cpus_mask.set(cpu);
+            self.nr_idle += 1;
+        }
+    }
+
+    /// `cpu` leaves `nohz.idle_cpus_mask`.
+    #[inline]
+    pub fn clear_idle(&mut self, cpu: CpuId) {
+        if self.idle_cpus_mask.test(cpu) {
+            self.idle_cpus_mask.clear(cpu);
+            self.nr_idle -= 1;
+        }
+    }
+
+    /// No CPU is in `nohz.idle_cpus_mask` (`!atomic_read(&nohz.nr_cpus)`).
+    #[inline]
+    pub fn no_idle_cpus(&self) -> bool {
+        debug_assert_eq!(self.nr_idle == 0, self.idle_cpus_mask.is_empty());
+        self.nr_idle == 0
     }
 
     /// `sgc->imbalance` of the group starting at `first` in the domains at `depth`.
@@ -104,7 +142,7 @@ impl Sim {
     /// (`set_cpu_sd_state_idle`). Called from the engine's
     /// `tick_nohz_idle_stop_tick`.
     pub(crate) fn nohz_balance_enter_idle(&mut self, cpu: CpuId, was_busy: bool) {
-        self.fair.nohz.idle_cpus_mask.set(cpu);
+        self.fair.nohz.set_idle(cpu);
         if was_busy {
             let llc = self.llc_of(cpu);
             self.fair.llc[llc].nr_busy_cpus = self.fair.llc[llc].nr_busy_cpus.saturating_sub(1);
@@ -119,7 +157,7 @@ impl Sim {
     // (`nohz_balancer_kick`); schedlab restarts the tick on idle exit and
     // calls it there.
     pub(crate) fn nohz_balance_exit_idle(&mut self, cpu: CpuId, was_stopped: bool) {
-        self.fair.nohz.idle_cpus_mask.clear(cpu);
+        self.fair.nohz.clear_idle(cpu);
         if was_stopped {
             let llc = self.llc_of(cpu);
             self.fair.llc[llc].nr_busy_cpus += 1;
@@ -164,7 +202,7 @@ impl Sim {
     /// CPU) or a blocked-load refresh, rate-limited by `nohz.next_balance`
     /// and `nohz.next_blocked`, and if so kick an idle CPU to do it.
     pub fn nohz_balancer_kick(&mut self, cpu: CpuId) -> crate::Result<()> {
-        if self.fair.nohz.idle_cpus_mask.is_empty() {
+        if self.fair.nohz.no_idle_cpus() {
             return Ok(());
         }
         let now = self.now;

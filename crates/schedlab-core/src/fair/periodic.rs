@@ -28,7 +28,7 @@ impl Sim {
 
     /// `get_sd_balance_interval`'s computation for an interval of `ms`.
     fn sd_balance_interval_ns(&self, cpu: CpuId, level: usize, ms: u32, busy: bool) -> Ns {
-        let sd = self.domains.sd(self.domains.chain(cpu)[level]);
+        let sd = self.sd_at(cpu, level).1;
         let mut ms = ms as u64;
         if busy {
             ms *= sd.busy_factor as u64;
@@ -72,7 +72,7 @@ impl Sim {
         let mut need_decay = false;
         let mut max_cost = 0;
         let mut cost: Ns = 0;
-        let levels = self.domains.chain(cpu).len();
+        let levels = self.sd_chain(cpu).len();
         self.fold_timed_newidle(cpu);
         let now = self.now;
         for level in 0..levels {
@@ -100,7 +100,7 @@ impl Sim {
                 } else {
                     self.sched_balance_rq(cpu, level, idle, &mut cont)
                 };
-                let span = self.domains.sd(self.domains.chain(cpu)[level]).span_weight;
+                let span = self.sd_at(cpu, level).1.span_weight;
                 cost += self.balance_cost_ns(span);
                 if moved > 0 {
                     let depth = level as u8;
@@ -147,7 +147,8 @@ impl Sim {
     /// `rq.next_balance` has come.
     #[inline(always)]
     pub fn sched_balance_trigger(&mut self, cpu: CpuId) -> crate::Result<()> {
-        if self.domains.chain(cpu).is_empty() || self.now < self.rqs[cpu.idx()].next_balance {
+        // The due test first: it usually returns (both are plain reads).
+        if self.now < self.rqs[cpu.idx()].next_balance || self.sd_chain(cpu).is_empty() {
             return Ok(());
         }
         self.update_blocked_averages(cpu);

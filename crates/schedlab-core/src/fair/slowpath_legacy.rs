@@ -292,10 +292,10 @@ impl Sim {
     /// `sd_init` set it on the asymmetric domain and every domain below).
     #[inline]
     pub fn sd_balance_flags(&self, cpu: CpuId, level: usize) -> u32 {
-        let chain = self.domains.chain(cpu);
-        let flags = self.domains.sd(chain[level]).flags;
+        let chain = self.sd_chain(cpu);
+        let flags = self.chain_sd(chain[level]).flags;
         if sched_feat!(self.features, wake_cap)
-            && chain[level..].iter().any(|&id| self.domains.sd(id).flags & SD_ASYM_CPUCAPACITY != 0)
+            && chain[level..].iter().any(|&id| self.chain_sd(id).flags & SD_ASYM_CPUCAPACITY != 0)
         {
             return flags | SD_BALANCE_WAKE;
         }

@@ -147,6 +147,43 @@ impl Sim {
         self.fair.sg_sums.check_sums(&self.fair.sg_refs, &self.fair.sg_cpus)
     }
 
+    /// `cpu`'s domains bottom-up ([`Domains::chain`]), without a bounds test
+    /// in release builds: the balance and wakeup paths' lookup (round 20e:
+    /// about 1.1 M bounds tests a standard bench on `Domains::chain` and
+    /// `Domains::sd`, whose public ids keep their tests).
+    #[inline(always)]
+    pub(crate) fn sd_chain(&self, cpu: CpuId) -> &[crate::topology::SdId] {
+        let chains = &self.domains.cpu_sd;
+        debug_assert!(cpu.idx() < chains.len(), "cpu {} of {}", cpu.idx(), chains.len());
+        // SAFETY: `Sim::domains` is made by the crate (`build_sched_domains`)
+        // and never changed after `Sim::build`, which read `chain(cpu)` with
+        // its bounds test for every CPU of the machine; `cpu` is a CPU of the
+        // run (numbered at build, checked where a workload or a decisions
+        // row names one, as for the runqueues).
+        unsafe { chains.get_unchecked(cpu.idx()) }
+    }
+
+    /// The domain `id`, read from a chain ([`Sim::sd_chain`]), without a
+    /// bounds test in release builds. Not for a domain's `parent` or `child`
+    /// (those keep [`Domains::sd`]).
+    #[inline(always)]
+    pub(crate) fn chain_sd(&self, id: crate::topology::SdId) -> &crate::topology::SchedDomain {
+        let sds = &self.domains.sds;
+        debug_assert!((id.0 as usize) < sds.len(), "domain {} of {}", id.0, sds.len());
+        // SAFETY: `id` is read from a CPU's chain of `Sim::domains`, made by
+        // the crate and never changed after `Sim::build`, which looked every
+        // chain's every id up with `Domains::sd`'s bounds test.
+        unsafe { sds.get_unchecked(id.0 as usize) }
+    }
+
+    /// The domain at `level` of `cpu`'s chain and its id (the level keeps
+    /// its bounds test; the CPU and the id do not, as above).
+    #[inline(always)]
+    pub(crate) fn sd_at(&self, cpu: CpuId, level: usize) -> (crate::topology::SdId, &crate::topology::SchedDomain) {
+        let id = self.sd_chain(cpu)[level];
+        (id, self.chain_sd(id))
+    }
+
     /// `p->se.sched_delayed`: the fair class keeps `p` queued although it
     /// sleeps (DELAY_DEQUEUE). Read through `class_task_delayed`.
     #[inline]
@@ -157,7 +194,7 @@ impl Sim {
     /// Whether `cpu` is in the NOHZ idle mask, for tests outside the class.
     #[cfg(test)]
     pub(crate) fn nohz_idle_test(&self, cpu: CpuId) -> bool {
-        self.fair.nohz.idle_cpus_mask.test(cpu)
+        self.fair.nohz.idle_cpus_mask().test(cpu)
     }
 
     /// `sd_llc_shared->nr_busy_cpus` of LLC `llc`, for tests outside the class.

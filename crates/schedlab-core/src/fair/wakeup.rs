@@ -60,9 +60,8 @@ impl Sim {
         }
         let mut sd_slow = None;
         // Index the chain rather than borrow it: wake_affine needs `&self`.
-        for i in 0..self.domains.cpu_sd[cpu.idx()].len() {
-            let id = self.domains.cpu_sd[cpu.idx()][i];
-            let sd = self.domains.sd(id);
+        for i in 0..self.sd_chain(cpu).len() {
+            let (id, sd) = self.sd_at(cpu, i);
             if want_affine && sd.has(SD_WAKE_AFFINE) && sd.span.test(prev_cpu) {
                 if cpu != prev_cpu {
                     new_cpu = self.wake_affine(id, p, cpu, prev_cpu, sync);
