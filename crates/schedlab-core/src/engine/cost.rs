@@ -90,7 +90,7 @@ impl Sim {
 
     /// Charge `cost_ns` of CPU time on `cpu` now (a wakeup's scan, a balance
     /// pass): the CPU cannot make progress on its task until it is paid.
-    /// A zero cost (most passes and scans) is tested at the call site.
+    /// A zero cost (most passes and scans) is tested first.
     #[inline]
     pub fn charge(&mut self, cpu: CpuId, cost_ns: Ns) {
         if cost_ns != 0 {
@@ -98,8 +98,9 @@ impl Sim {
         }
     }
 
-    /// `charge` of a cost that is not zero.
-    #[inline(never)]
+    /// `charge` of a cost that is not zero: always inlined at its few
+    /// callers (out of line, 0.75 M more on the standard bench, round 20).
+    #[inline(always)]
     fn charge_nonzero(&mut self, cpu: CpuId, cost_ns: Ns) {
         self.sync_segment(cpu);
         let now = self.now;
