@@ -427,10 +427,16 @@ impl<E> EventQueue<E> {
         self.lane_min_at = at;
     }
 
+    /// An event's time, not before the last popped one: every caller
+    /// clamps it so (`Sim::at` and `at_in`, `sleep_until`) or computes it
+    /// from `now` forward (a segment's end from `ready_at.max(now)`, the next
+    /// tick boundary, `now` plus a slice or a delay), so release builds do
+    /// not clamp it again (0.3% of the standard bench, round 20); debug
+    /// builds check it.
     #[inline]
     fn check_time(&self, time: Ns) -> Ns {
         debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
-        time.max(self.now)
+        time
     }
 
     /// Heap node `i`, without a bounds test in release builds.
