@@ -335,13 +335,10 @@ impl<E> EventQueue<E> {
         }
         let slot = match front {
             Front::Heap => {
-                let top = self.node(ROOT);
-                if self.heap.len() == 3 {
-                    self.heap.swap_remove(ROOT);
-                } else {
-                    self.hole = true;
-                }
-                top.slot
+                // The last node too: the hole's refill then takes the
+                // stale root itself out (`pop_last`) and sifts nothing.
+                self.hole = true;
+                self.node(ROOT).slot
             }
             Front::Lane(l) => {
                 let s = lane_at(&mut self.lanes, l).pop_front(&mut self.slots);
