@@ -13,6 +13,7 @@ use crate::workload::MarkKind;
 
 use super::context::MetricsContext;
 use super::energy::EnergyMeter;
+use super::grown::grown_at;
 use super::hist::LatencyHist;
 use super::idle_ref::IdleRef;
 use super::occupancy::CpuOccupancy;
@@ -66,26 +67,10 @@ fn wait_change(occ: &mut CpuOccupancy, ctx: &MetricsContext, rec: &TaskRec, task
 const NO_CPU: u32 = u32::MAX;
 
 /// `tasks[task]`, the records grown first when a real trace names a task
-/// for the first time (a simulation's are sized at the start): on the usual
-/// path one test, the index's own, where growing and then indexing made two.
-/// A function of the vector, so that a caller keeps the collector's other
-/// fields (the occupancy, the context) borrowable beside the record.
+/// for the first time (see [`grown_at`]).
 #[inline(always)]
 fn rec_at(tasks: &mut Vec<TaskRec>, task: TaskId) -> &mut TaskRec {
-    let i = task.idx();
-    if i < tasks.len() {
-        return &mut tasks[i];
-    }
-    grow_recs(tasks, i)
-}
-
-/// [`rec_at`]'s growth, out of the usual path.
-#[cold]
-#[inline(never)]
-fn grow_recs(tasks: &mut Vec<TaskRec>, i: usize) -> &mut TaskRec {
-    // Amortised growth: real traces discover tasks as they go.
-    tasks.resize(i + 1, TaskRec::NEW);
-    &mut tasks[i]
+    grown_at(tasks, task.idx(), &TaskRec::NEW)
 }
 
 /// Workload metrics of one measured part (see [`MetricsContext::parts`]).
@@ -506,22 +491,10 @@ impl Collector {
     }
 
     /// CPU `cpu`'s reference, grown first for a CPU a real trace names
-    /// late: one test on the usual path (as [`rec_at`]).
+    /// late (see [`grown_at`]).
     #[inline]
     fn idle_ref_mut(&mut self, cpu: CpuId) -> &mut IdleRef {
-        let i = cpu.idx();
-        if i < self.idle_ref.len() {
-            return &mut self.idle_ref[i];
-        }
-        self.grow_idle_ref(i)
-    }
-
-    /// [`Collector::idle_ref_mut`]'s growth, out of the usual path.
-    #[cold]
-    #[inline(never)]
-    fn grow_idle_ref(&mut self, i: usize) -> &mut IdleRef {
-        self.idle_ref.resize(i + 1, IdleRef::NEW);
-        &mut self.idle_ref[i]
+        grown_at(&mut self.idle_ref, cpu.idx(), &IdleRef::NEW)
     }
 
     /// A CPU goes idle or leaves idle: the `avg_idle` reference sees the boundary.

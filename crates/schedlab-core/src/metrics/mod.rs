@@ -14,6 +14,7 @@
 pub mod collector;
 pub mod context;
 pub mod energy;
+mod grown;
 pub mod hist;
 mod idle_ref;
 pub mod idle_states;

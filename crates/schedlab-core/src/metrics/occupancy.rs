@@ -22,6 +22,8 @@
 use crate::cpumask::CpuMask;
 use crate::ids::CpuId;
 
+use super::grown::grown_at;
+
 /// One CPU's occupancy state.
 #[derive(Clone, Copy, Debug)]
 struct CpuOcc {
@@ -48,23 +50,10 @@ impl CpuOcc {
 const UNKNOWN: CpuOcc = CpuOcc { known: false, busy: false, a: 0, r: 0 };
 
 /// `cpus[w]`, made first (unknown, as [`CpuOccupancy::ensure_cpu`] makes it)
-/// when a real trace names a CPU late: on the usual path one test, the
-/// index's own, where growing and then indexing made two. A function of the
-/// vector, so that a caller keeps the counters beside it borrowable.
+/// when a real trace names a CPU late (see [`grown_at`]).
 #[inline(always)]
 fn cpu_at(cpus: &mut Vec<CpuOcc>, w: usize) -> &mut CpuOcc {
-    if w < cpus.len() {
-        return &mut cpus[w];
-    }
-    grow_cpus(cpus, w)
-}
-
-/// [`cpu_at`]'s growth, out of the usual path.
-#[cold]
-#[inline(never)]
-fn grow_cpus(cpus: &mut Vec<CpuOcc>, w: usize) -> &mut CpuOcc {
-    cpus.resize(w + 1, UNKNOWN);
-    &mut cpus[w]
+    grown_at(cpus, w, &UNKNOWN)
 }
 
 /// Occupancy state and integrals. Times are in the collector's counted
