@@ -602,16 +602,16 @@ impl Sim {
                 // some CPU of the domain runs more than one task. If none
                 // does, no group runs more tasks than it has CPUs, and the
                 // rest of the loop (this list and the next) is passed over.
-                if !*sg_overloaded || self.fair.sg_sums.group(g.slot).nr_running() <= g.nr_cpus {
-                    if !*sg_overloaded {
-                        #[cfg(debug_assertions)]
-                        for g in &groups[k..] {
-                            self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
-                        }
-                        #[cfg(not(debug_assertions))]
-                        let _ = k;
-                        break;
+                if !*sg_overloaded {
+                    #[cfg(debug_assertions)]
+                    for g in &groups[k..] {
+                        self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
                     }
+                    #[cfg(not(debug_assertions))]
+                    let _ = k;
+                    break;
+                }
+                if self.fair.sg_sums.group(g.slot).nr_running() <= g.nr_cpus {
                     #[cfg(debug_assertions)]
                     self.debug_passed_over::<PLAIN, SPAN_SUMS>(env, sd, sds, g);
                     continue;
