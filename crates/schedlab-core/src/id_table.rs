@@ -2,7 +2,7 @@
 //! release builds: the engine's tasks (`engine::tasks::Tasks`) and the fair
 //! class's entities (`fair::entities::Entities`), both by task id, the
 //! runqueues (`engine::rqs::Rqs`), the engine's SMT sibling records
-//! (`Sim::smt_siblings`) and the cpufreq model's speeds and frequency
+//! (`Sim::cpu_rec`) and the cpufreq model's speeds and frequency
 //! capacities (`CpufreqState::speed`, `freq_cap`, sized to the machine by
 //! `CpufreqState::new`), by CPU id, and the engine's cache pressure by the
 //! machine's core and LLC ids (`Sim::core_pressure`, `Sim::llc_pressure`:

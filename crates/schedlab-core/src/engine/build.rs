@@ -143,12 +143,12 @@ impl Sim {
             core_pressure: crate::id_table::IdTable::new(vec![0; machine.nr_cores as usize]),
             llc_pressure: crate::id_table::IdTable::new(vec![0; machine.nr_llcs as usize]),
             rd_overloaded: false,
-            smt_siblings: crate::id_table::IdTable::new(
+            cpu_rec: crate::id_table::IdTable::new(
                 (0..nr)
                     .map(|c| {
                         let cpu = CpuId(c as u32);
-                        super::SmtSiblings {
-                            cpus: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
+                        super::CpuRecord {
+                            siblings: machine.smt_mask(cpu).iter().filter(|&s| s != cpu).collect(),
                             speed_pct: machine.core_type(cpu).smt_speed_pct,
                             core: machine.cpus[c].core,
                             llc: machine.cpus[c].llc,

@@ -23,6 +23,19 @@ pub const WF_TTWU: u32 = 0x08;
 /// Wake flag: an exec (`WF_EXEC`).
 pub const WF_EXEC: u32 = 0x01;
 
+/// The end of `update_rq_clock` (both of [`Sim::update_rq_clock_to_now`]'s
+/// paths): the clock's stamp, whether a task ran, and the PELT clock moved
+/// on to the new task clock `clock_task`.
+#[inline(always)]
+fn advance_rq_clock_pelt(rq: &mut super::rq::Rq, now: Ns, clock_task: Ns, cap: u64, freq: u64) {
+    let running = rq.curr.is_some();
+    rq.clock_running = running;
+    let clock = rq.clock;
+    // At time 0 every call updates (the clock starts there).
+    rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
+    rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
+}
+
 impl Sim {
     /// Bring the PELT clock of `cpu` to now (`update_rq_clock`).
     #[inline]
@@ -64,12 +77,7 @@ impl Sim {
         let delta = now.saturating_sub(rq.clock);
         rq.clock = rq.clock.max(now);
         let clock_task = rq.clock_pelt.clock_task + delta;
-        let running = rq.curr.is_some();
-        rq.clock_running = running;
-        let clock = rq.clock;
-        // At time 0 every call updates (the clock starts there).
-        rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
-        rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
+        advance_rq_clock_pelt(rq, now, clock_task, cap, freq);
     }
 
     /// [`Sim::update_rq_clock_to_now`] of a CPU that spent IRQ time since
@@ -93,11 +101,7 @@ impl Sim {
         if irq_delta > 0 && nontask {
             pelt::update_irq_load_avg(&mut rq.irq_avg, now, irq_delta, cap, freq);
         }
-        let running = rq.curr.is_some();
-        rq.clock_running = running;
-        let clock = rq.clock;
-        rq.clock_stamp = if now != 0 { now } else { Ns::MAX };
-        rq.clock_pelt.update_rq_clock_pelt(clock_task, clock, running, cap, freq);
+        advance_rq_clock_pelt(rq, now, clock_task, cap, freq);
     }
 
     /// `rq_clock_task(rq)` after `update_rq_clock`: the CPU's time minus the
@@ -352,7 +356,7 @@ impl Sim {
     fn ttwu_queue_cond(&self, this_cpu: CpuId, cpu: CpuId) -> bool {
         // `cpus_share_cache` from the CPUs' engine records (the machine's
         // LLC ids, without the CPU table's bounds tests).
-        if self.smt_siblings[this_cpu.idx()].llc != self.smt_siblings[cpu.idx()].llc {
+        if self.cpu_rec[this_cpu.idx()].llc != self.cpu_rec[cpu.idx()].llc {
             return true;
         }
         if cpu == this_cpu {
@@ -616,7 +620,7 @@ impl Sim {
     /// Cache bookkeeping when `p` starts running on `cpu` and brings `kib`
     /// of its footprint into the caches.
     fn arrive_on_cpu(&mut self, p: TaskId, cpu: CpuId, kib: u64) {
-        let info = &self.smt_siblings[cpu.idx()];
+        let info = &self.cpu_rec[cpu.idx()];
         let (core, llc) = (info.core as usize, info.llc as usize);
         self.core_pressure[core] += kib;
         self.llc_pressure[llc] += kib;
@@ -628,7 +632,7 @@ impl Sim {
     /// Bookkeeping when `p` stops running on `cpu`.
     #[inline]
     fn leave_cpu(&mut self, p: TaskId, cpu: CpuId) {
-        let info = &self.smt_siblings[cpu.idx()];
+        let info = &self.cpu_rec[cpu.idx()];
         let (core, llc) = (info.core as usize, info.llc as usize);
         let now = self.now;
         let t = &mut self.tasks[p.idx()];

@@ -21,8 +21,8 @@ impl Sim {
         let mut s = self.cpufreq.speed[cpu.idx()];
         // Another hardware thread of the core runs a task: the factor is
         // in the same record as the siblings.
-        let smt = &self.smt_siblings[cpu.idx()];
-        if smt.cpus.iter().any(|s| self.rqs[s.idx()].curr.is_some()) {
+        let smt = &self.cpu_rec[cpu.idx()];
+        if smt.siblings.iter().any(|s| self.rqs[s.idx()].curr.is_some()) {
             s = s * smt.speed_pct as u64 / 100;
         }
         s.max(1)
@@ -60,12 +60,12 @@ impl Sim {
             return (fp * mem, fp);
         }
         let from = t.cache_cpu;
-        let old = &self.smt_siblings[from.idx()];
+        let old = &self.cpu_rec[from.idx()];
         // `Machine::distance`, its usual answers (the same CPU or core) from
         // the CPUs' engine records, without the CPU table's bounds tests.
         let d = if from == cpu {
             Distance::Same
-        } else if old.core == self.smt_siblings[cpu.idx()].core {
+        } else if old.core == self.cpu_rec[cpu.idx()].core {
             Distance::Smt
         } else {
             self.machine.distance(from, cpu)

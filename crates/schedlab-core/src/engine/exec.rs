@@ -52,7 +52,7 @@ impl Sim {
         // The list is read again after each restart (which borrows `self`):
         // `get` is the loop's test and the bounds test in one.
         let mut k = 0;
-        while let Some(&s) = self.smt_siblings[cpu.idx()].cpus.get(k) {
+        while let Some(&s) = self.cpu_rec[cpu.idx()].siblings.get(k) {
             k += 1;
             if self.rqs[s.idx()].seg_active {
                 self.restart_segment(s);

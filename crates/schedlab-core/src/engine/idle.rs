@@ -44,7 +44,7 @@ impl Sim {
     /// the tick if the governor says so (else it keeps running).
     pub(super) fn cpuidle_idle_call(&mut self, cpu: CpuId) {
         let gov = self.machine.cpuidle.governor;
-        let states = &self.machine.core_types[self.smt_siblings[cpu.idx()].core_type as usize].idle_states;
+        let states = &self.machine.core_types[self.cpu_rec[cpu.idx()].core_type as usize].idle_states;
         if states.is_empty() {
             // No cpuidle driver: default_idle_call, and the tick stops.
             self.turbo_note_state(cpu, Some(0));
@@ -126,7 +126,7 @@ impl Sim {
     #[inline(always)]
     fn cpuidle_exit_state(&mut self, cpu: CpuId, tick: bool) -> u64 {
         let Some(s) = self.rqs.untracked_mut(cpu.idx()).idle_state.take() else { return 0 };
-        let states = &self.machine.core_types[self.smt_siblings[cpu.idx()].core_type as usize].idle_states;
+        let states = &self.machine.core_types[self.cpu_rec[cpu.idx()].core_type as usize].idle_states;
         let exit = match states.get(s as usize) {
             Some(st) if st.level == IdleLevel::Cluster => {
                 let cl = self.machine.cpus[cpu.idx()].cluster as usize;

@@ -195,17 +195,18 @@ pub(crate) type TraceSink = Box<dyn FnMut(&[TimedEvent]) -> std::io::Result<()>>
 /// writing is batched, small enough that a trace never fills memory.
 pub(crate) const TRACE_FLUSH_EVENTS: usize = 1 << 16;
 
-/// A CPU's SMT siblings other than itself and its core type's SMT speed
-/// factor (`CoreType::smt_speed_pct`), in one record: `cpu_speed` reads the
-/// factor when it finds a sibling busy, with the record in hand instead of
-/// two lookups through the machine's CPU and core-type tables. It also
-/// keeps the CPU's core and LLC ids, which every switch reads for the
-/// cache-pressure bookkeeping (`leave_cpu`, `arrive_on_cpu`,
-/// `refill_work_ns`).
+/// What the hot path reads of a CPU, in one record: its SMT siblings other
+/// than itself and its core type's SMT speed factor
+/// (`CoreType::smt_speed_pct`), which `cpu_speed` reads when it finds a
+/// sibling busy, with the record in hand instead of two lookups through the
+/// machine's CPU and core-type tables; and the CPU's core, LLC and core-type
+/// ids, which every switch reads for the cache-pressure bookkeeping
+/// (`leave_cpu`, `arrive_on_cpu`, `refill_work_ns`) and the idle path for
+/// its idle states.
 #[derive(Clone, Debug)]
-pub(crate) struct SmtSiblings {
-    /// The siblings.
-    pub(crate) cpus: Vec<CpuId>,
+pub(crate) struct CpuRecord {
+    /// The SMT siblings.
+    pub(crate) siblings: Vec<CpuId>,
     /// The speed of a thread whose sibling runs, percent.
     pub(crate) speed_pct: u32,
     /// Its core's id (`Machine::cpus[cpu].core`), for the cache pressure
@@ -260,14 +261,15 @@ pub struct Sim {
     /// Tick period, ns (`TICK_NSEC`): the fair class's balance intervals and
     /// NOHZ rate limits are in jiffies, the idle governors read it too.
     pub(crate) tick_ns: Ns,
-    /// Per CPU, its SMT siblings other than itself (`cpu_smt_mask` as a
-    /// short list where the machine's mask is 16 words at 1024 CPUs) and
-    /// its core type's SMT speed factor: topology, read on every segment
-    /// change and by the fair class's idle-core update on idle entry. An
+    /// Per CPU, its record ([`CpuRecord`]): its SMT siblings other than
+    /// itself (`cpu_smt_mask` as a short list where the machine's mask is 16
+    /// words at 1024 CPUs), its core type's SMT speed factor and its core,
+    /// LLC and core-type ids: topology, read on every segment change, every
+    /// switch and by the fair class's idle-core update on idle entry. An
     /// [`IdTable`](crate::id_table::IdTable), one entry per CPU of the
     /// machine, indexed without a bounds test (its module says why that is
     /// sound).
-    pub(crate) smt_siblings: crate::id_table::IdTable<SmtSiblings>,
+    pub(crate) cpu_rec: crate::id_table::IdTable<CpuRecord>,
     /// `rd->overloaded` (`struct root_domain`): set by the core's
     /// `add_nr_running` when a CPU gets a second task, read and cleared by
     /// the fair class's balancer (newly-idle balance skips when it is clear).
@@ -660,7 +662,7 @@ impl Sim {
     /// no bounds test).
     #[inline]
     pub fn llc_of(&self, cpu: CpuId) -> usize {
-        self.smt_siblings[cpu.idx()].llc as usize
+        self.cpu_rec[cpu.idx()].llc as usize
     }
 }
 

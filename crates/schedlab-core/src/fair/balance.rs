@@ -378,7 +378,7 @@ impl Sim {
                 continue;
             }
             // is_core_idle: the CPU is idle, and so is every sibling.
-            let core_idle = self.smt_siblings[cpu.idx()].cpus.iter().all(|s| self.rqs[s.idx()].idle_cpu());
+            let core_idle = self.cpu_rec[cpu.idx()].siblings.iter().all(|s| self.rqs[s.idx()].idle_cpu());
             if !share_capacity && !core_idle {
                 idle_smt.get_or_insert(cpu);
                 let smt = self.machine.smt_mask(cpu);

@@ -16,7 +16,7 @@ impl Sim {
         if !self.machine.has_smt() {
             return;
         }
-        let all_idle = self.smt_siblings[cpu.idx()].cpus.iter().all(|s| self.rqs[s.idx()].idle_cpu());
+        let all_idle = self.cpu_rec[cpu.idx()].siblings.iter().all(|s| self.rqs[s.idx()].idle_cpu());
         if all_idle {
             let llc = self.llc_of(cpu);
             self.fair.llc[llc].has_idle_cores = true;
